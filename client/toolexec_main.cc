@@ -1,0 +1,427 @@
+// toolexec: the command-line client of toolexecd. Also the container's
+// HEALTHCHECK (`toolexec health`), so it must stay small, fast to start, and
+// exact about its exit codes.
+//
+// Flags are parsed by hand: the binary links no flags library, and a handful
+// of flags do not need one.
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace toolexec {
+namespace {
+
+namespace health = ::grpc::health::v1;
+
+constexpr int kExitOk = 0;
+constexpr int kExitNotSuccess = 1;  // a tool failed, or health is not SERVING
+constexpr int kExitUsage = 2;
+constexpr int kExitRpcFailed = 3;
+
+constexpr char kDefaultTarget[] = "127.0.0.1:50051";
+constexpr char kTargetEnv[] = "TOOLEXEC_TARGET";
+
+constexpr char kUsage[] =
+    R"(usage: toolexec [--target=ADDR] [--timeout=SECONDS] [--session=ID] COMMAND [ARGS]
+
+Talks to a running toolexecd over gRPC.
+
+commands:
+  list [--set NAME]        print the tool declarations, one JSON object per line;
+                           NAME is a tool set: all, read_only, file_tools,
+                           path_scoped, nondestructive, minimal
+  call NAME [ARGS_JSON]    run one tool; ARGS_JSON is a JSON object (default {});
+                           prints its ToolResult as one JSON line
+  batch FILE               run the batch in FILE (- reads stdin): a JSON array of
+                           calls [{"id":"1","name":"get_weather","args":{...}}, ...]
+                           or an ExecuteBatchRequest object
+                           {"calls":[...], "session_id":"...", "timeout":"5s"};
+                           prints each event (result, progress, permission
+                           request) as one JSON line as it arrives
+  health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
+  help                     print this text (also --help, -h)
+
+flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
+  --target=ADDR        the daemon: host:port or unix:/path/to.sock
+                       (default: $TOOLEXEC_TARGET, else 127.0.0.1:50051)
+  --timeout=SECONDS    deadline of the RPC, may be fractional (default: 30 for
+                       list, 5 for health; none for call and batch, whose calls
+                       the daemon times out itself)
+  --session=ID         run in this session (list, call, batch)
+
+exit status:
+  0  success; for health, the status is SERVING
+  1  a tool result is not SUCCESS (call, batch), or health is not SERVING
+  2  bad usage, or a batch file that cannot be read or parsed
+  3  the RPC failed; stderr says "toolexec: <CODE>: <message>"
+)";
+
+// Everything the command line says, validated.
+struct Options {
+  std::string command;
+  std::vector<std::string> positional;  // after the command
+  std::string target;
+  std::optional<absl::Duration> timeout;
+  std::string session;
+  std::string tool_set;  // list --set
+  std::string service;   // health --service
+  bool help = false;
+};
+
+struct FlagSpec {
+  absl::string_view name;
+  // Commands the flag applies to; empty means every command.
+  std::vector<absl::string_view> commands;
+};
+
+const std::vector<FlagSpec>& Flags() {
+  static const auto* const kFlags = new std::vector<FlagSpec>{
+      {"target", {}},
+      {"timeout", {}},
+      {"session", {"list", "call", "batch"}},
+      {"set", {"list"}},
+      {"service", {"health"}},
+  };
+  return *kFlags;
+}
+
+const FlagSpec* FindFlag(absl::string_view name) {
+  for (const FlagSpec& flag : Flags()) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<absl::Duration> ParseSeconds(const std::string& text) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) ||
+      seconds <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--timeout wants a positive number of seconds, got \"", text, "\""));
+  }
+  return absl::Seconds(seconds);
+}
+
+// Strict: unknown flags, repeated flags, empty values, flags given to a
+// command they do not apply to, and wrong argument counts are all errors.
+absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
+  Options options;
+  std::map<std::string, std::string, std::less<>> values;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag ", arg, " (flags are spelt --name=value)"));
+    }
+    if (!absl::StartsWith(arg, "--")) {  // a command, an argument, or "-"
+      if (options.command.empty()) {
+        options.command = std::string(arg);
+      } else {
+        options.positional.emplace_back(arg);
+      }
+      continue;
+    }
+    absl::string_view body = arg.substr(2);
+    absl::string_view name = body.substr(0, body.find('='));
+    const FlagSpec* flag = FindFlag(name);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name));
+    }
+    std::string value;
+    if (name.size() < body.size()) {
+      value = std::string(body.substr(name.size() + 1));
+    } else if (i + 1 < argc && !absl::StartsWith(argv[i + 1], "--")) {
+      value = argv[++i];
+    }
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " needs a value"));
+    }
+    if (!values.emplace(std::string(name), std::move(value)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " is given more than once"));
+    }
+  }
+  if (options.help || options.command == "help") {
+    options.help = true;
+    return options;
+  }
+  if (options.command.empty()) {
+    return absl::InvalidArgumentError("no command given");
+  }
+
+  struct Arity {
+    size_t min;
+    size_t max;
+  };
+  static const auto* const kArity = new std::map<absl::string_view, Arity>{
+      {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}}};
+  auto arity = kArity->find(options.command);
+  if (arity == kArity->end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown command \"", options.command, "\""));
+  }
+  if (options.positional.size() < arity->second.min ||
+      options.positional.size() > arity->second.max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wrong number of arguments for ", options.command, " (see usage)"));
+  }
+
+  for (const auto& [name, value] : values) {
+    const FlagSpec* flag = FindFlag(name);
+    if (!flag->commands.empty() &&
+        std::find(flag->commands.begin(), flag->commands.end(),
+                  options.command) == flag->commands.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", name, " does not apply to ", options.command));
+    }
+    if (name == "target") {
+      options.target = value;
+    } else if (name == "timeout") {
+      absl::StatusOr<absl::Duration> timeout = ParseSeconds(value);
+      if (!timeout.ok()) return timeout.status();
+      options.timeout = *timeout;
+    } else if (name == "session") {
+      options.session = value;
+    } else if (name == "set") {
+      options.tool_set = value;
+    } else if (name == "service") {
+      options.service = value;
+    }
+  }
+  if (options.target.empty()) {
+    const char* env = std::getenv(kTargetEnv);
+    options.target = (env != nullptr && *env != '\0') ? env : kDefaultTarget;
+  }
+  return options;
+}
+
+int RpcFailed(const absl::Status& status) {
+  std::cerr << "toolexec: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << std::endl;
+  return kExitRpcFailed;
+}
+
+// One compact JSON line per message, flushed at once so that a reader of a
+// pipe sees each event as it arrives.
+absl::Status PrintJsonLine(const google::protobuf::Message& message,
+                           std::ostream& out = std::cout) {
+  google::protobuf::util::JsonPrintOptions print_options;
+  print_options.always_print_primitive_fields = false;
+  print_options.preserve_proto_field_names = true;
+  std::string json;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, print_options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("cannot print ",
+                                            message.GetTypeName(), " as JSON: ",
+                                            status.ToString()));
+  }
+  out << json << std::endl;
+  return absl::OkStatus();
+}
+
+int RunList(Client& client, const Options& options) {
+  v1::ListToolsRequest request;
+  request.set_session_id(options.session);
+  request.set_tool_set(options.tool_set);
+  absl::StatusOr<v1::ListToolsResponse> response =
+      client.ListTools(request, options.timeout.value_or(kDefaultUnaryTimeout));
+  if (!response.ok()) return RpcFailed(response.status());
+  for (const v1::ToolDeclaration& tool : response->tools()) {
+    if (absl::Status printed = PrintJsonLine(tool); !printed.ok()) {
+      return RpcFailed(printed);
+    }
+  }
+  return kExitOk;
+}
+
+// Without a way to answer, a permission request would stall the batch with no
+// visible cause; say so on stderr (RespondPermission can answer it).
+void ReportPermissionRequest(const v1::PermissionRequest& request) {
+  std::cerr << "toolexec: the daemon asks permission (answer it with "
+               "RespondPermission, or the call waits): ";
+  PrintJsonLine(request, std::cerr).IgnoreError();
+}
+
+int RunCall(Client& client, const Options& options) {
+  const std::string& name = options.positional[0];
+  const std::string args =
+      options.positional.size() > 1 ? options.positional[1] : "";
+  absl::StatusOr<v1::ToolCall> call = MakeCall("1", name, args);
+  if (!call.ok()) {
+    std::cerr << "toolexec: " << call.status().message() << std::endl;
+    return kExitUsage;
+  }
+  v1::ExecuteBatchRequest request;
+  request.set_session_id(options.session);
+  *request.add_calls() = *std::move(call);
+
+  std::optional<v1::ToolResult> result;
+  absl::Status status = client.ExecuteBatch(
+      request,
+      [&result](const v1::ExecuteBatchResponse& event) {
+        if (event.has_result()) {
+          result = event.result();
+        } else if (event.has_permission_request()) {
+          ReportPermissionRequest(event.permission_request());
+        }
+        // Progress chunks are dropped: the final result carries the output.
+      },
+      options.timeout.value_or(kNoDeadline));
+  if (!status.ok()) return RpcFailed(status);
+  if (!result.has_value()) {
+    return RpcFailed(
+        absl::InternalError("the daemon ended the batch without a result"));
+  }
+  if (absl::Status printed = PrintJsonLine(*result); !printed.ok()) {
+    return RpcFailed(printed);
+  }
+  return result->status() == v1::RESULT_STATUS_SUCCESS ? kExitOk
+                                                       : kExitNotSuccess;
+}
+
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin),
+                       std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A batch file is either a bare array of calls or a whole request object.
+absl::StatusOr<v1::ExecuteBatchRequest> ParseBatch(const std::string& text,
+                                                   const std::string& source) {
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos ||
+      (text[start] != '[' && text[start] != '{')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": expected a JSON array of calls or an ExecuteBatchRequest "
+                "object, got ",
+        start == std::string::npos
+            ? std::string("nothing")
+            : absl::StrCat("text starting with '", text.substr(start, 1), "'")));
+  }
+  std::string json =
+      text[start] == '[' ? absl::StrCat("{\"calls\":", text, "}") : text;
+  v1::ExecuteBatchRequest request;
+  // Unknown fields stay errors: a misspelt "args" must not run a call with {}.
+  auto parsed = google::protobuf::util::JsonStringToMessage(
+      json, &request, google::protobuf::util::JsonParseOptions());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": not a valid batch: ", parsed.ToString()));
+  }
+  return request;
+}
+
+int RunBatch(Client& client, const Options& options) {
+  const std::string& path = options.positional[0];
+  const std::string source = path == "-" ? "stdin" : path;
+  absl::StatusOr<std::string> text = ReadInput(path);
+  absl::StatusOr<v1::ExecuteBatchRequest> request =
+      text.ok() ? ParseBatch(*text, source) : text.status();
+  if (!request.ok()) {
+    std::cerr << "toolexec: " << request.status().message() << std::endl;
+    return kExitUsage;
+  }
+  if (!options.session.empty()) {
+    if (!request->session_id().empty() &&
+        request->session_id() != options.session) {
+      std::cerr << "toolexec: --session=" << options.session
+                << " conflicts with session_id \"" << request->session_id()
+                << "\" in " << source << "; give only one" << std::endl;
+      return kExitUsage;
+    }
+    request->set_session_id(options.session);
+  }
+
+  bool all_succeeded = true;
+  absl::Status print_error;
+  absl::Status status = client.ExecuteBatch(
+      *request,
+      [&](const v1::ExecuteBatchResponse& event) {
+        if (event.has_result() &&
+            event.result().status() != v1::RESULT_STATUS_SUCCESS) {
+          all_succeeded = false;
+        }
+        if (event.has_permission_request()) {
+          ReportPermissionRequest(event.permission_request());
+        }
+        if (absl::Status printed = PrintJsonLine(event); !printed.ok()) {
+          print_error.Update(printed);
+        }
+      },
+      options.timeout.value_or(kNoDeadline));
+  if (!status.ok()) return RpcFailed(status);
+  if (!print_error.ok()) return RpcFailed(print_error);
+  return all_succeeded ? kExitOk : kExitNotSuccess;
+}
+
+int RunHealth(Client& client, const Options& options) {
+  absl::StatusOr<health::HealthCheckResponse::ServingStatus> status =
+      client.HealthStatus(options.service,
+                          options.timeout.value_or(absl::Seconds(5)));
+  if (!status.ok()) return RpcFailed(status.status());
+  std::cout << health::HealthCheckResponse::ServingStatus_Name(*status)
+            << std::endl;
+  return *status == health::HealthCheckResponse::SERVING ? kExitOk
+                                                         : kExitNotSuccess;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Options> options = ParseArgs(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "toolexec: " << options.status().message() << "\n\n"
+              << kUsage;
+    return kExitUsage;
+  }
+  if (options->help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  std::unique_ptr<Client> client = Client::Create(options->target);
+  if (options->command == "list") return RunList(*client, *options);
+  if (options->command == "call") return RunCall(*client, *options);
+  if (options->command == "batch") return RunBatch(*client, *options);
+  return RunHealth(*client, *options);  // the only command left
+}
+
+}  // namespace
+}  // namespace toolexec
+
+int main(int argc, char** argv) { return toolexec::Main(argc, argv); }

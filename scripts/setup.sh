@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages toolexec needs, only those missing.
+# Used by run.sh, test.sh, CI and the Dockerfile.
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh runtime  only the shared libraries toolexecd needs at run time
+set -euo pipefail
+
+build_pkgs=(
+  cmake ninja-build ccache g++ pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev rapidjson-dev libvalijson-dev libre2-dev libspdlog-dev
+  libgtest-dev libgmock-dev
+)
+test_pkgs=(python3 python3-yaml ripgrep)
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates)
+
+case "${1:-build}" in
+  runtime) wanted=("${runtime_pkgs[@]}") ;;
+  build) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|runtime]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${wanted[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# Node.js and npm drive the end-to-end tests; any installed Node >= 18 will do.
+if [ "${1:-build}" = build ] && ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

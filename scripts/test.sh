@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: unit, integration, e2e (Node reflection
+# client) and the deploy checks, all through ctest. Installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+# The e2e client's npm packages (exact versions in tests/e2e/package.json).
+if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package.json -nt tests/e2e/node_modules ]; then
+  (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
+  touch tests/e2e/node_modules
+fi
+scripts/build.sh
+cd "${BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}"

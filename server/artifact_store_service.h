@@ -1,0 +1,34 @@
+// The toolexec.v1.ArtifactStore gRPC service. Artifacts are not implemented in
+// this version: every RPC answers UNIMPLEMENTED saying so, so a client learns
+// it at once instead of from a missing service.
+#ifndef TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
+#define TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "toolexec/v1/toolexec.grpc.pb.h"
+
+namespace toolexec {
+
+class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* SaveArtifact(grpc::CallbackServerContext* context,
+                                         const v1::SaveArtifactRequest* request,
+                                         v1::SaveArtifactResponse* response) override;
+  grpc::ServerUnaryReactor* LoadArtifact(grpc::CallbackServerContext* context,
+                                         const v1::LoadArtifactRequest* request,
+                                         v1::LoadArtifactResponse* response) override;
+  grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
+                                          const v1::ListArtifactsRequest* request,
+                                          v1::ListArtifactsResponse* response) override;
+  grpc::ServerUnaryReactor* ListVersions(grpc::CallbackServerContext* context,
+                                         const v1::ListVersionsRequest* request,
+                                         v1::ListVersionsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteArtifact(grpc::CallbackServerContext* context,
+                                           const v1::DeleteArtifactRequest* request,
+                                           v1::DeleteArtifactResponse* response) override;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_

@@ -1,0 +1,49 @@
+// Conversions between the wire types (toolexec.v1, google.protobuf.Struct) and
+// the runtime's types, and the one absl::Status -> grpc::Status conversion.
+// Everything the gRPC adapters translate goes through here.
+#ifndef TOOLEXEC_SERVER_CONVERT_H_
+#define TOOLEXEC_SERVER_CONVERT_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "google/protobuf/struct.pb.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_runner.h"
+#include "toolexec/v1/toolexec.pb.h"
+
+namespace toolexec {
+
+// The deepest JSON nesting the wire carries: each JSON level is three protobuf
+// message levels (Value, Struct, map entry), and a protobuf parser stops at 100.
+inline constexpr int kMaxWireJsonDepth = 30;
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// Struct/Value -> JSON. Whole doubles within +-2^53 become integers, so "3"
+// sent through a Struct validates against {"type":"integer"}. Fails past
+// kMaxJsonDepth.
+absl::StatusOr<Json> StructToJson(const google::protobuf::Struct& in);
+absl::StatusOr<Json> ValueToJson(const google::protobuf::Value& in);
+
+// JSON -> Value/Struct. Invalid UTF-8 in strings is replaced with U+FFFD (the
+// wire requires valid UTF-8). Fails past kMaxWireJsonDepth.
+absl::Status JsonToValue(const JsonValue& in, google::protobuf::Value* out);
+absl::Status JsonToStruct(const JsonValue& in, google::protobuf::Struct* out);
+
+// Valid UTF-8, with each invalid sequence replaced by U+FFFD.
+std::string SanitizeUtf8(absl::string_view text);
+
+// The runtime's view of one wire call.
+CallRequest FromProto(const v1::ToolCall& call);
+// A wire result. A result that cannot be encoded (too deep) becomes an
+// INTERNAL error result saying why.
+void ToProto(ToolCallResult result, v1::ToolResult* out);
+void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
+void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_CONVERT_H_

@@ -1,0 +1,84 @@
+// toolexecd as an object: the tool registry, the runtime (runner, sessions),
+// the gRPC server with its services, health and reflection, and the staged
+// shutdown. main.cc, the integration tests and the benchmarks all run the
+// daemon through this class, so they exercise the same code.
+//
+// Threads: Start() and Shutdown() are called from the owner's thread (main's
+// signal thread in toolexecd). gRPC runs the handlers on its own threads; tool
+// code runs on the ToolRunner's executor.
+#ifndef TOOLEXEC_SERVER_DAEMON_H_
+#define TOOLEXEC_SERVER_DAEMON_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/artifact_store_service.h"
+#include "server/service_core.h"
+#include "server/tool_executor_service.h"
+#include "tools/runtime/session.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec {
+
+class Daemon final {
+ public:
+  // Registers extra tools after the daemon's own (tests, embedders).
+  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
+
+  // Builds the registry (fails on a duplicate name or invalid schema) and the
+  // runtime. Does not listen yet.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(DaemonOptions options,
+                                                        ToolInstaller extra_tools = nullptr);
+  // Shutdown() if still running.
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Listens and serves; health turns SERVING. Unavailable if the address
+  // cannot be bound.
+  absl::Status Start();
+  // The bound address, with the real port when the options asked for port 0.
+  const std::string& address() const { return address_; }
+
+  // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING and new
+  // batches refused with UNAVAILABLE; in-flight batches get up to drain_grace
+  // to finish; then sessions close (ending WatchSession streams), the gRPC
+  // server stops (cancelling what is left) and the runtime stops. Idempotent.
+  void Shutdown();
+
+  const DaemonOptions& options() const { return options_; }
+  const ToolRegistry& registry() const { return registry_; }
+  ServiceCore& core() { return *core_; }
+
+ private:
+  explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
+  void SetServing(bool serving);
+
+  const DaemonOptions options_;
+  ToolRegistry registry_;
+  std::unique_ptr<ToolRunner> runner_;
+  std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<ServiceCore> core_;
+  std::unique_ptr<ToolExecutorService> executor_service_;
+  std::unique_ptr<ArtifactStoreService> artifact_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The tools a daemon with `options` registers, in order (S1).
+absl::Status RegisterDaemonTools(const DaemonOptions& options, ToolRegistry& registry);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_DAEMON_H_

@@ -1,0 +1,92 @@
+// The ExecuteBatch stream (S2). One reactor per call, per STYLE.md habit 3:
+//
+// - Producers: the ToolRunner calls OnResult (in call order) and OnProgress
+//   from its threads; each converts the event to a response and queues it.
+// - One write in flight: the write pump (MaybeWrite) starts a write only when
+//   none is in flight; it runs after every enqueue and from OnWriteDone, so the
+//   queue drains as fast as the client reads. The reorder buffer is the
+//   runner's; what reaches this queue is already in call order.
+// - Exactly one Finish: after OnBatchDone and an empty queue, or at once when
+//   the stream broke (a failed write) and the batch is done.
+// - OnCancel (client cancelled, deadline passed, server shutting down) cancels
+//   the batch, which completes every unfinished call as CANCELLED at once and
+//   trips their cancellation tokens, so running tools see it.
+// - Lifetime: gRPC deletes nothing; we `delete this` in OnDone, which gRPC calls
+//   after Finish. Finish is only called after OnBatchDone, after which the
+//   runner never touches this observer again, so no runner thread can reach a
+//   deleted reactor.
+// No reaction blocks: the mutex guards only the queue and flags, and
+// StartWrite/Finish are called outside it.
+#ifndef TOOLEXEC_SERVER_EXECUTE_BATCH_REACTOR_H_
+#define TOOLEXEC_SERVER_EXECUTE_BATCH_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/service_core.h"
+#include "tools/runtime/tool_runner.h"
+#include "toolexec/v1/toolexec.grpc.pb.h"
+
+namespace toolexec {
+
+class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBatchResponse>,
+                                  public BatchObserver {
+ public:
+  // Validates the request and starts the batch, or finishes at once with the
+  // RPC error. Returns the reactor for the handler to return to gRPC.
+  static ExecuteBatchReactor* Start(ServiceCore* core, grpc::CallbackServerContext* context,
+                                    const v1::ExecuteBatchRequest* request);
+
+  // gRPC reactions.
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // BatchObserver (runner threads).
+  void OnProgress(ProgressEvent event) override;
+  void OnResult(ToolCallResult result) override;
+  void OnBatchDone() override;
+
+  // Progress events queued past this many are dropped (counted and logged),
+  // so a client that reads slowly cannot grow the daemon's memory without bound.
+  static constexpr size_t kMaxQueuedProgress = 4096;
+
+ private:
+  ExecuteBatchReactor(ServiceCore* core, grpc::CallbackServerContext* context, size_t calls);
+  void Begin(const v1::ExecuteBatchRequest& request);
+  void Reject(const grpc::Status& status);
+  void Enqueue(v1::ExecuteBatchResponse response, bool is_progress);
+  // The write pump. Decides under mu_, acts outside it.
+  void MaybeWrite();
+
+  ServiceCore* const core_;
+  grpc::CallbackServerContext* const context_;
+  const absl::Time started_ = absl::Now();
+  const size_t calls_;
+
+  absl::Mutex mu_;
+  std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
+  std::deque<bool> queue_is_progress_ ABSL_GUARDED_BY(mu_);
+  size_t queued_progress_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_progress_ ABSL_GUARDED_BY(mu_) = 0;
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool batch_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;  // a write failed: drop the rest
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool counted_ = false;  // BatchStarted() was called
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<BatchHandle> batch_ ABSL_GUARDED_BY(mu_);
+  // Outcome counters for the log line.
+  size_t results_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_EXECUTE_BATCH_REACTOR_H_

@@ -1,0 +1,210 @@
+// toolexecd: flags -> DaemonOptions (flags are parsed here only), then run the
+// daemon until SIGTERM/SIGINT. A dedicated signal thread (not a handler) starts
+// the graceful shutdown; a second signal exits at once.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "server/config.h"
+#include "server/daemon.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to serve on: host:port (port 0 picks a free one) or unix:/path.");
+ABSL_FLAG(std::string, workspace, "",
+          "Workspace root for calls without a session (default: the current directory).");
+ABSL_FLAG(std::string, config, "",
+          "Config file: toolexec.v1.DaemonConfig as text proto, or JSON if it ends in .json. "
+          "Flags given on the command line override it.");
+ABSL_FLAG(bool, example_tools, false,
+          "Register the example tools (get_weather, counter, check_inventory, calculate_sum, wait).");
+ABSL_FLAG(bool, check_config, false,
+          "Load the config and register the tools, print the result, and exit (0 = valid).");
+ABSL_FLAG(uint32_t, max_calls_per_batch, 1024, "Most calls one ExecuteBatch may carry.");
+ABSL_FLAG(uint32_t, max_concurrent_calls, 256, "Most tool calls running at once; others queue.");
+ABSL_FLAG(uint32_t, max_pending_calls, 16384,
+          "Most calls running or queued; a batch past it gets RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request sets none.");
+ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
+ABSL_FLAG(uint64_t, drain_grace_ms, 30000,
+          "On SIGTERM, how long in-flight batches may run before they are cancelled.");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
+ABSL_FLAG(std::string, address_file, "",
+          "Once serving, write the bound address (with the real port) to this file.");
+
+namespace toolexec {
+namespace {
+
+// The flags the user gave on the command line (by name; "--noX" counts as X).
+// This abseil version keeps IsSpecifiedOnCommandLine() private, so look at argv.
+absl::flat_hash_set<std::string>& GivenFlags() {
+  static auto* given = new absl::flat_hash_set<std::string>();
+  return *given;
+}
+
+void RecordGivenFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
+    arg = arg.substr(0, arg.find('='));
+    GivenFlags().insert(std::string(arg));
+    if (absl::ConsumePrefix(&arg, "no")) GivenFlags().insert(std::string(arg));
+  }
+}
+
+bool OnCommandLine(absl::string_view name) { return GivenFlags().contains(name); }
+
+// Config file first, then the flags the user actually gave.
+absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
+  DaemonOptions options;
+  *log_level = absl::GetFlag(FLAGS_log_level);
+  if (std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    auto config = LoadConfigFile(path);
+    if (!config.ok()) return config.status();
+    if (absl::Status s = ApplyConfig(*config, &options, log_level); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", s.message()));
+    }
+  }
+  if (OnCommandLine("listen")) options.listen = absl::GetFlag(FLAGS_listen);
+  if (OnCommandLine("workspace")) options.workspace = absl::GetFlag(FLAGS_workspace);
+  if (OnCommandLine("example_tools")) options.example_tools = absl::GetFlag(FLAGS_example_tools);
+  if (OnCommandLine("max_calls_per_batch")) {
+    options.max_calls_per_batch = absl::GetFlag(FLAGS_max_calls_per_batch);
+  }
+  if (OnCommandLine("max_concurrent_calls")) {
+    options.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
+  }
+  if (OnCommandLine("max_pending_calls")) {
+    options.max_pending_calls = absl::GetFlag(FLAGS_max_pending_calls);
+  }
+  if (OnCommandLine("call_timeout_ms")) {
+    options.default_call_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_call_timeout_ms));
+  }
+  if (OnCommandLine("max_call_timeout_ms")) {
+    options.max_call_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_max_call_timeout_ms));
+  }
+  if (OnCommandLine("drain_grace_ms")) {
+    options.drain_grace = absl::Milliseconds(absl::GetFlag(FLAGS_drain_grace_ms));
+  }
+  if (options.max_calls_per_batch == 0 || options.max_concurrent_calls == 0) {
+    return absl::InvalidArgumentError("max_calls_per_batch and max_concurrent_calls must be > 0");
+  }
+  if (options.max_pending_calls < options.max_calls_per_batch) {
+    return absl::InvalidArgumentError("max_pending_calls must be at least max_calls_per_batch");
+  }
+  // The workspace: absolute and real, so confinement compares real paths.
+  std::error_code ec;
+  std::filesystem::path ws = options.workspace.empty()
+                                 ? std::filesystem::current_path(ec)
+                                 : std::filesystem::path(options.workspace);
+  auto canonical = std::filesystem::canonical(ws, ec);
+  if (ec || !std::filesystem::is_directory(canonical)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workspace '", ws.string(), "' is not an existing directory"));
+  }
+  options.workspace = canonical.string();
+  return options;
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "toolexecd: runs an agent's tools over gRPC (toolexec.v1.ToolExecutor).\n"
+      "  toolexecd [--listen=127.0.0.1:50051] [--workspace=DIR] [--config=FILE] "
+      "[--example_tools]");
+  RecordGivenFlags(argc, argv);
+  absl::ParseCommandLine(argc, argv);
+
+  auto logger = spdlog::stderr_logger_mt("toolexecd");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  std::string log_level;
+  auto options = BuildOptions(&log_level);
+  if (options.ok()) {
+    auto level = spdlog::level::from_str(log_level);
+    if (level == spdlog::level::off && log_level != "off") {
+      options = absl::InvalidArgumentError(
+          absl::StrCat("--log_level '", log_level, "' is not one of trace, debug, info, warn, error"));
+    } else {
+      spdlog::set_level(level);
+    }
+  }
+  bool check_only = absl::GetFlag(FLAGS_check_config);
+  if (!options.ok()) {
+    std::cerr << "toolexecd: " << options.status().message() << "\n";
+    return check_only ? 1 : 2;
+  }
+
+  // Block the stop signals in every thread (gRPC's included) before any starts;
+  // the signal thread below takes them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client vanishing mid-write must not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = Daemon::Create(*options);
+  if (!daemon.ok()) {
+    std::cerr << "toolexecd: " << daemon.status().message() << "\n";
+    return check_only ? 1 : 2;
+  }
+  if (check_only) {
+    std::cout << "config OK: " << (*daemon)->registry().size() << " tools ("
+              << absl::StrJoin((*daemon)->registry().names(), ", ") << "), listen "
+              << options->listen << ", workspace " << options->workspace << "\n";
+    return 0;
+  }
+  if (absl::Status s = (*daemon)->Start(); !s.ok()) {
+    std::cerr << "toolexecd: " << s.message() << "\n";
+    return 2;
+  }
+  if (std::string path = absl::GetFlag(FLAGS_address_file); !path.empty()) {
+    // Write then rename, so a reader never sees a partial address.
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << (*daemon)->address() << "\n";
+    std::rename(tmp.c_str(), path.c_str());
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("received {}: shutting down gracefully (again to exit at once)", strsignal(sig));
+  // A second signal while draining exits at once.
+  std::thread([stop_signals]() mutable {
+    int again = 0;
+    sigwait(&stop_signals, &again);
+    spdlog::warn("received {} again: exiting without draining", strsignal(again));
+    spdlog::default_logger()->flush();
+    _exit(1);
+  }).detach();
+  (*daemon)->Shutdown();
+  spdlog::default_logger()->flush();
+  // A tool that ignored cancellation may still hold a runtime thread; the
+  // drain is over, so do not wait on destructors that could join it.
+  _exit(0);
+}
+
+}  // namespace
+}  // namespace toolexec
+
+int main(int argc, char** argv) { return toolexec::Run(argc, argv); }

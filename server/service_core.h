@@ -1,0 +1,82 @@
+// What the gRPC adapters share: the runtime objects, the daemon's options and
+// the drain state. Owned by the Daemon; outlives the gRPC server.
+#ifndef TOOLEXEC_SERVER_SERVICE_CORE_H_
+#define TOOLEXEC_SERVER_SERVICE_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tools/runtime/session.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec {
+
+struct DaemonOptions {
+  // "127.0.0.1:50051", "[::]:0", "unix:/run/toolexec.sock".
+  std::string listen = "127.0.0.1:50051";
+  // Absolute path of the default workspace.
+  std::string workspace;
+  bool example_tools = false;
+  uint32_t max_calls_per_batch = 1024;
+  uint32_t max_concurrent_calls = 256;
+  uint32_t max_pending_calls = 16384;
+  absl::Duration default_call_timeout = absl::Minutes(10);
+  absl::Duration max_call_timeout = absl::Hours(1);
+  absl::Duration drain_grace = absl::Seconds(30);
+  uint32_t max_sessions = 10000;
+  // Largest request or response message (tool arguments such as file contents).
+  int max_message_bytes = 64 << 20;
+};
+
+class ServiceCore final {
+ public:
+  ServiceCore(const DaemonOptions* options, const ToolRegistry* registry, ToolRunner* runner,
+              SessionManager* sessions)
+      : options_(options), registry_(registry), runner_(runner), sessions_(sessions) {}
+
+  const DaemonOptions& options() const { return *options_; }
+  const ToolRegistry& registry() const { return *registry_; }
+  ToolRunner& runner() { return *runner_; }
+  SessionManager& sessions() { return *sessions_; }
+
+  // While draining, new batches are refused with UNAVAILABLE.
+  bool draining() const { return draining_.load(std::memory_order_acquire); }
+  void StartDraining() { draining_.store(true, std::memory_order_release); }
+
+  void BatchStarted() {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  void BatchFinished() {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+  // True if every in-flight batch finished before `deadline`.
+  bool WaitForBatches(absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+  }
+  int in_flight() {
+    absl::MutexLock lock(&mu_);
+    return in_flight_;
+  }
+
+ private:
+  const DaemonOptions* options_;
+  const ToolRegistry* registry_;
+  ToolRunner* runner_;
+  SessionManager* sessions_;
+  std::atomic<bool> draining_{false};
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_SERVICE_CORE_H_

@@ -1,0 +1,52 @@
+// The toolexec.v1.ToolExecutor gRPC service: a thin adapter. Each handler
+// converts the request, calls the runtime through the ServiceCore, converts
+// back, and logs one line with the outcome. Streaming RPCs are reactors of
+// their own (execute_batch_reactor.h, watch_session_reactor.h).
+#ifndef TOOLEXEC_SERVER_TOOL_EXECUTOR_SERVICE_H_
+#define TOOLEXEC_SERVER_TOOL_EXECUTOR_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <vector>
+
+#include "server/service_core.h"
+#include "toolexec/v1/toolexec.grpc.pb.h"
+
+namespace toolexec {
+
+class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
+ public:
+  explicit ToolExecutorService(ServiceCore* core);
+
+  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
+                                      const v1::ListToolsRequest* request,
+                                      v1::ListToolsResponse* response) override;
+  grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ExecuteBatch(
+      grpc::CallbackServerContext* context, const v1::ExecuteBatchRequest* request) override;
+  grpc::ServerUnaryReactor* OpenSession(grpc::CallbackServerContext* context,
+                                        const v1::OpenSessionRequest* request,
+                                        v1::Session* response) override;
+  grpc::ServerUnaryReactor* UpdateSession(grpc::CallbackServerContext* context,
+                                          const v1::UpdateSessionRequest* request,
+                                          v1::Session* response) override;
+  grpc::ServerUnaryReactor* CloseSession(grpc::CallbackServerContext* context,
+                                         const v1::CloseSessionRequest* request,
+                                         v1::CloseSessionResponse* response) override;
+  grpc::ServerUnaryReactor* GetState(grpc::CallbackServerContext* context,
+                                     const v1::GetStateRequest* request,
+                                     v1::GetStateResponse* response) override;
+  grpc::ServerWriteReactor<v1::SessionEvent>* WatchSession(
+      grpc::CallbackServerContext* context, const v1::WatchSessionRequest* request) override;
+  grpc::ServerUnaryReactor* RespondPermission(grpc::CallbackServerContext* context,
+                                              const v1::RespondPermissionRequest* request,
+                                              v1::RespondPermissionResponse* response) override;
+
+ private:
+  ServiceCore* const core_;
+  // Declarations converted once: the registry is fixed after start-up.
+  std::vector<v1::ToolDeclaration> declarations_;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_TOOL_EXECUTOR_SERVICE_H_

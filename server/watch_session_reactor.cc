@@ -1,0 +1,147 @@
+#include "server/watch_session_reactor.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+
+#include "server/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace toolexec {
+
+class WatchSessionReactor::Bridge final : public SessionListener {
+ public:
+  explicit Bridge(WatchSessionReactor* reactor) : reactor_(reactor) {}
+  void OnMessage(const ContextMessage& message) override {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ != nullptr) reactor_->Enqueue(message);
+  }
+  void OnSessionClosed() override {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ != nullptr) reactor_->SessionClosed();
+  }
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  WatchSessionReactor* reactor_ ABSL_GUARDED_BY(mu_);
+};
+
+WatchSessionReactor* WatchSessionReactor::Start(ServiceCore* core,
+                                                grpc::CallbackServerContext* context,
+                                                const v1::WatchSessionRequest* request) {
+  auto* reactor = new WatchSessionReactor(context);
+  auto session = core->sessions().Get(request->session_id());
+  if (!session.ok()) {
+    grpc::Status status = ToGrpcStatus(session.status());
+    {
+      absl::MutexLock lock(&reactor->mu_);
+      reactor->finished_ = true;
+      reactor->final_status_ = status;
+    }
+    reactor->Finish(status);
+    return reactor;
+  }
+  reactor->session_ = std::move(*session);
+  reactor->bridge_ = std::make_shared<Bridge>(reactor);
+  // If the session closed meanwhile, this calls SessionClosed() at once.
+  reactor->listener_id_ = reactor->session_->AddListener(reactor->bridge_);
+  return reactor;
+}
+
+void WatchSessionReactor::Enqueue(const ContextMessage& message) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || closed_) return;
+    if (queue_.size() >= kMaxQueued) {
+      ++dropped_;
+      return;
+    }
+    auto* m = queue_.emplace_back().mutable_message();
+    m->set_session_id(message.session_id);
+    m->set_text(SanitizeUtf8(message.text));
+    m->set_tool_name(message.tool_name);
+  }
+  MaybeWrite();
+}
+
+void WatchSessionReactor::SessionClosed() {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  MaybeWrite();
+}
+
+void WatchSessionReactor::MaybeWrite() {
+  const v1::SessionEvent* to_write = nullptr;
+  grpc::Status finish_status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || write_in_flight_) return;
+    if (!queue_.empty()) {
+      write_in_flight_ = true;
+      to_write = &queue_.front();
+    } else if (closed_) {
+      finished_ = true;
+      finish_status = final_status_;
+    } else {
+      return;
+    }
+  }
+  if (to_write != nullptr) {
+    StartWrite(to_write);
+  } else {
+    Finish(finish_status);
+  }
+}
+
+void WatchSessionReactor::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    queue_.pop_front();
+    ++sent_;
+    if (!ok) {
+      queue_.clear();
+      closed_ = true;
+      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
+    }
+  }
+  MaybeWrite();
+}
+
+void WatchSessionReactor::OnCancel() {
+  {
+    absl::MutexLock lock(&mu_);
+    // Keep the message being written alive until its OnWriteDone.
+    queue_.erase(write_in_flight_ ? queue_.begin() + 1 : queue_.begin(), queue_.end());
+    closed_ = true;
+    if (final_status_.ok()) {
+      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the watch was cancelled");
+    }
+  }
+  MaybeWrite();
+}
+
+void WatchSessionReactor::OnDone() {
+  if (bridge_) bridge_->Detach();
+  if (session_ && listener_id_ != 0) session_->RemoveListener(listener_id_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (dropped_ > 0) {
+      spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
+                   context_->peer(), dropped_);
+    }
+    spdlog::info("WatchSession peer={} session={} sent={} status={} {}", context_->peer(),
+                 session_ ? session_->id() : "", sent_,
+                 absl::StatusCodeToString(static_cast<absl::StatusCode>(final_status_.error_code())),
+                 final_status_.error_message());
+  }
+  delete this;
+}
+
+}  // namespace toolexec

@@ -1,0 +1,60 @@
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tools/examples/examples.h"
+
+namespace toolexec::examples {
+namespace {
+
+constexpr char kSchema[] = R"json({
+  "type": "object",
+  "properties": {
+    "numbers": {
+      "type": "array",
+      "items": {"type": "number"},
+      "description": "The numbers to add up."
+    }
+  },
+  "required": ["numbers"]
+})json";
+
+// "6", not "6.0" (or "1e+06"), for a whole total; otherwise the shortest text
+// that reads back as the same double ("2.5", "0.30000000000000004"), so the
+// model is never shown a rounded sum.
+std::string FormatNumber(double x) {
+  constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+  if (std::trunc(x) == x && std::fabs(x) <= kMaxExactInteger) {
+    return absl::StrCat(static_cast<int64_t>(x));
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), x);
+  return std::string(buf, end);  // 64 bytes always fit a shortest double
+}
+
+}  // namespace
+
+std::string CalculateSumTool::name() const { return "calculate_sum"; }
+
+std::string CalculateSumTool::description() const {
+  return "Adds up a list of numbers and returns the sum.";
+}
+
+std::string CalculateSumTool::parameters_schema() const { return kSchema; }
+
+absl::StatusOr<Json> CalculateSumTool::Call(const JsonValue& args, ToolContext& ctx) const {
+  // Validation (S4) guarantees an array of numbers; GetDouble() reads both
+  // integers and doubles.
+  double total = 0;
+  for (const JsonValue& n : args["numbers"].GetArray()) total += n.GetDouble();
+
+  // A bare string, not an object: the runner sends it as {"result": "Sum: 6"} (S3).
+  Json result;
+  const std::string text = absl::StrCat("Sum: ", FormatNumber(total));
+  result.SetString(text.data(), text.size(), result.GetAllocator());
+  return result;
+}
+
+}  // namespace toolexec::examples

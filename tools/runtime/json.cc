@@ -1,0 +1,155 @@
+#include "tools/runtime/json.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "rapidjson/error/en.h"
+#include "rapidjson/reader.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace toolexec {
+namespace {
+
+// Wraps the document's SAX handler to count nesting while the iterative
+// parser runs, so a too-deep input stops at the first level past the limit.
+class DepthLimitedHandler {
+ public:
+  DepthLimitedHandler(Json& doc, int max_depth) : doc_(doc), max_depth_(max_depth) {}
+
+  bool Null() { return doc_.Null(); }
+  bool Bool(bool b) { return doc_.Bool(b); }
+  bool Int(int i) { return doc_.Int(i); }
+  bool Uint(unsigned u) { return doc_.Uint(u); }
+  bool Int64(int64_t i) { return doc_.Int64(i); }
+  bool Uint64(uint64_t u) { return doc_.Uint64(u); }
+  bool Double(double d) { return doc_.Double(d); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
+    return doc_.RawNumber(s, n, copy);
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  bool StartObject() { return Enter() && doc_.StartObject(); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool EndObject(rapidjson::SizeType n) {
+    --depth_;
+    return doc_.EndObject(n);
+  }
+  bool StartArray() { return Enter() && doc_.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) {
+    --depth_;
+    return doc_.EndArray(n);
+  }
+
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  bool Enter() {
+    if (++depth_ > max_depth_) {
+      too_deep_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  Json& doc_;
+  int max_depth_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
+  Json doc;
+  rapidjson::MemoryStream ms(text.data(), text.size());
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+  rapidjson::Reader reader;
+  bool too_deep = false;
+  rapidjson::ParseResult result;
+  // Populate() feeds the document through our depth-counting handler and
+  // finalizes it only when the generator reports success.
+  auto generate = [&](Json& handler) {
+    DepthLimitedHandler limited(handler, max_depth);
+    result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
+                          rapidjson::kParseStopWhenDoneFlag>(is, limited);
+    too_deep = limited.too_deep();
+    return !result.IsError();
+  };
+  doc.Populate(generate);
+  if (too_deep) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON nests deeper than ", max_depth, " levels"));
+  }
+  if (result.IsError()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON at offset ", result.Offset(),
+                                                   ": ",
+                                                   rapidjson::GetParseError_En(result.Code())));
+  }
+  // kParseStopWhenDoneFlag leaves trailing text to us: only whitespace may follow.
+  for (size_t i = is.Tell(); i < text.size(); ++i) {
+    char c = text[i];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid JSON at offset ", i, ": unexpected text after the value"));
+    }
+  }
+  return doc;
+}
+
+std::string ToJsonString(const JsonValue& value) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  value.Accept(writer);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+Json CopyJson(const JsonValue& value) {
+  Json doc;
+  doc.CopyFrom(value, doc.GetAllocator());
+  return doc;
+}
+
+int JsonDepth(const JsonValue& value) {
+  // Iterative, so a deep value built in code cannot overflow the stack here.
+  int max_depth = 0;
+  std::vector<std::pair<const JsonValue*, int>> stack = {{&value, 0}};
+  while (!stack.empty()) {
+    auto [v, d] = stack.back();
+    stack.pop_back();
+    if (v->IsObject()) {
+      max_depth = std::max(max_depth, d + 1);
+      for (const auto& m : v->GetObject()) stack.push_back({&m.value, d + 1});
+    } else if (v->IsArray()) {
+      max_depth = std::max(max_depth, d + 1);
+      for (const auto& e : v->GetArray()) stack.push_back({&e, d + 1});
+    }
+  }
+  return max_depth;
+}
+
+Json MakeObject() {
+  Json doc;
+  doc.SetObject();
+  return doc;
+}
+
+absl::string_view JsonTypeName(const JsonValue& value) {
+  switch (value.GetType()) {
+    case rapidjson::kNullType:
+      return "null";
+    case rapidjson::kFalseType:
+    case rapidjson::kTrueType:
+      return "boolean";
+    case rapidjson::kObjectType:
+      return "object";
+    case rapidjson::kArrayType:
+      return "array";
+    case rapidjson::kStringType:
+      return "string";
+    case rapidjson::kNumberType:
+      return value.IsInt64() || value.IsUint64() ? "integer" : "number";
+  }
+  return "unknown";
+}
+
+}  // namespace toolexec

@@ -1,0 +1,44 @@
+// JSON values for the tool runtime: RapidJSON documents plus the few helpers
+// every layer needs (parse with a depth limit, serialize, deep copy).
+#ifndef TOOLEXEC_TOOLS_RUNTIME_JSON_H_
+#define TOOLEXEC_TOOLS_RUNTIME_JSON_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "tools/runtime/rapidjson_config.h"  // before any RapidJSON header
+#include "rapidjson/document.h"
+
+namespace toolexec {
+
+// A JSON value that owns its memory. Movable; copy with CopyJson().
+using Json = rapidjson::Document;
+using JsonValue = rapidjson::Value;
+
+// The deepest nesting accepted in arguments or results (objects and arrays).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses `text` as one JSON value. Fails with InvalidArgument naming the offset
+// and the problem, or when nesting exceeds `max_depth`. Never recurses on the
+// C++ stack, so hostile input cannot overflow it.
+absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth = kMaxJsonDepth);
+
+// Compact JSON text of `value`.
+std::string ToJsonString(const JsonValue& value);
+
+// A deep copy of `value` as a new document.
+Json CopyJson(const JsonValue& value);
+
+// Nesting depth of `value`: a scalar is 0, [] and {} are 1, [[1]] is 2.
+int JsonDepth(const JsonValue& value);
+
+// A new empty object document.
+Json MakeObject();
+
+// Human name of a value's JSON type ("string", "integer", "object", ...).
+absl::string_view JsonTypeName(const JsonValue& value);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_JSON_H_

@@ -1,0 +1,100 @@
+#include "tools/runtime/tool.h"
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+
+namespace toolexec {
+namespace {
+
+constexpr absl::string_view kErrorCodePayload = "type.toolexec.dev/ErrorCode";
+
+constexpr absl::string_view kErrorCodeNames[] = {
+    "TOOL_FAILED", "UNKNOWN_TOOL", "INVALID_ARGUMENTS", "NO_CONTEXT",         "DENIED",
+    "TIMEOUT",     "CANCELLED",    "NOT_EXECUTABLE_HERE", "SERVER_UNAVAILABLE", "INTERNAL"};
+
+}  // namespace
+
+absl::Status ToolError(ErrorCode code, absl::string_view message) {
+  absl::StatusCode status_code = absl::StatusCode::kUnknown;
+  switch (code) {
+    case ErrorCode::kInvalidArguments:
+      status_code = absl::StatusCode::kInvalidArgument;
+      break;
+    case ErrorCode::kDenied:
+      status_code = absl::StatusCode::kPermissionDenied;
+      break;
+    case ErrorCode::kTimeout:
+      status_code = absl::StatusCode::kDeadlineExceeded;
+      break;
+    case ErrorCode::kCancelled:
+      status_code = absl::StatusCode::kCancelled;
+      break;
+    case ErrorCode::kUnknownTool:
+      status_code = absl::StatusCode::kNotFound;
+      break;
+    case ErrorCode::kNotExecutableHere:
+      status_code = absl::StatusCode::kUnimplemented;
+      break;
+    case ErrorCode::kServerUnavailable:
+      status_code = absl::StatusCode::kUnavailable;
+      break;
+    case ErrorCode::kNoContext:
+      status_code = absl::StatusCode::kFailedPrecondition;
+      break;
+    case ErrorCode::kInternal:
+      status_code = absl::StatusCode::kInternal;
+      break;
+    case ErrorCode::kToolFailed:
+      break;
+  }
+  absl::Status status(status_code, message);
+  status.SetPayload(kErrorCodePayload, absl::Cord(std::string(1, static_cast<char>(code))));
+  return status;
+}
+
+ErrorCode ErrorCodeOf(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kErrorCodePayload); payload && payload->size() == 1) {
+    int code = static_cast<unsigned char>(std::string(*payload)[0]);
+    if (code <= static_cast<int>(ErrorCode::kInternal)) return static_cast<ErrorCode>(code);
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return ErrorCode::kInvalidArguments;
+    case absl::StatusCode::kPermissionDenied:
+      return ErrorCode::kDenied;
+    case absl::StatusCode::kDeadlineExceeded:
+      return ErrorCode::kTimeout;
+    case absl::StatusCode::kCancelled:
+      return ErrorCode::kCancelled;
+    case absl::StatusCode::kUnavailable:
+      return ErrorCode::kServerUnavailable;
+    default:
+      return ErrorCode::kToolFailed;
+  }
+}
+
+absl::string_view ErrorCodeName(ErrorCode code) {
+  return kErrorCodeNames[static_cast<int>(code)];
+}
+
+DisplayResult Tool::display(const JsonValue& input, const JsonValue& result) const {
+  DisplayResult d;
+  d.title = display_title(input);
+  d.content_type = ContentType::kJson;
+  d.content = ToJsonString(result);
+  d.full_length = d.content.size();
+  if (d.content.size() > kDefaultDisplayBytes) {
+    // Cut on a UTF-8 boundary so the display stays valid text.
+    size_t cut = kDefaultDisplayBytes;
+    while (cut > 0 && (static_cast<unsigned char>(d.content[cut]) & 0xC0) == 0x80) --cut;
+    d.content.resize(cut);
+    d.is_truncated = true;
+  }
+  return d;
+}
+
+std::string Tool::compact_summary(const JsonValue& input, const JsonValue& result, bool ok) const {
+  return absl::StrCat("[", name(), ok ? ": completed]" : ": error]");
+}
+
+}  // namespace toolexec

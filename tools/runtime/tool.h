@@ -1,0 +1,131 @@
+// The tool model. A Tool is a named function from JSON arguments to a JSON
+// result, with a JSON Schema for its arguments and optional metadata. Every
+// optional method has a default, so a minimal tool overrides only name(),
+// description(), parameters_schema() and Call().
+//
+// Thread safety: one Tool instance serves every call, concurrently, from the
+// runtime's executor threads. Call() and every const method must be safe to
+// call from many threads at once; guard any shared state yourself.
+#ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_H_
+#define TOOLEXEC_TOOLS_RUNTIME_TOOL_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tools/runtime/json.h"
+
+namespace toolexec {
+
+class ToolContext;
+
+// Mirrors toolexec.v1.ToolType.
+enum class ToolType { kCustom, kApiCall, kBashCmd, kWebSearch, kTextEdit, kFileRead, kUserInteraction };
+
+// Who runs the tool (mirrors toolexec.v1.Executor).
+enum class ToolExecutor { kDaemon, kHarness, kProvider };
+
+// Mirrors toolexec.v1.ContentType.
+enum class ContentType { kPlainText, kJson, kMarkdown, kYaml, kXml, kAuto };
+
+// Mirrors toolexec.v1.ErrorCode (S3).
+enum class ErrorCode {
+  kToolFailed,
+  kUnknownTool,
+  kInvalidArguments,
+  kNoContext,
+  kDenied,
+  kTimeout,
+  kCancelled,
+  kNotExecutableHere,
+  kServerUnavailable,
+  kInternal,
+};
+
+// S12: None < Read < Write < Execute < Admin.
+enum class PermissionLevel { kNone, kRead, kWrite, kExecute, kAdmin };
+
+// What a call needs permission for: a path, a domain, a command or a tool.
+struct PermissionRequirement {
+  enum class Kind { kPath, kDomain, kCommand, kTool };
+  Kind kind = Kind::kTool;
+  std::string value;
+  bool recursive = false;
+  PermissionLevel level = PermissionLevel::kNone;
+};
+
+// S13: how a result is shown to a person.
+struct DisplayResult {
+  std::string title;
+  std::string content;
+  ContentType content_type = ContentType::kPlainText;
+  bool is_truncated = false;
+  uint64_t full_length = 0;
+};
+
+// A failure status that carries an explicit ErrorCode. A tool may return any
+// absl::Status; without an explicit code the runner maps InvalidArgument to
+// INVALID_ARGUMENTS, PermissionDenied to DENIED, DeadlineExceeded to TIMEOUT,
+// Cancelled to CANCELLED, Unavailable to SERVER_UNAVAILABLE and the rest to
+// TOOL_FAILED.
+absl::Status ToolError(ErrorCode code, absl::string_view message);
+ErrorCode ErrorCodeOf(const absl::Status& status);
+absl::string_view ErrorCodeName(ErrorCode code);
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // JSON Schema (draft 7) text for the arguments. Compiled once, at registration;
+  // an invalid schema is a start-up error.
+  virtual std::string parameters_schema() const = 0;
+
+  // Runs the call. `args` are already coerced, validated and defaulted (S4).
+  // Return any JSON value: an object is sent as-is, any other value v as
+  // {"result": v}, null as {} (S3). Return a non-OK status to fail the call;
+  // a thrown exception fails it too, and never takes the daemon down.
+  // Long calls should honour ctx.cancellation() (see ToolContext).
+  virtual absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const = 0;
+
+  // --- optional, with defaults ---
+
+  // A tool that needs_context() is only run with a session; without one the
+  // call is a NO_CONTEXT error (S5).
+  virtual bool needs_context() const { return false; }
+  virtual ToolType tool_type() const { return ToolType::kCustom; }
+  virtual ToolExecutor executor() const { return ToolExecutor::kDaemon; }
+  virtual bool read_only() const { return false; }
+  // The provider-native configuration (EXECUTOR_PROVIDER tools), JSON object text.
+  virtual std::string provider_config() const { return ""; }
+
+  // S13. display_name defaults to name(); display_title to display_name().
+  virtual std::string display_name() const { return name(); }
+  virtual std::string display_title(const JsonValue& input) const { return display_name(); }
+  // The content shown for a finished call. Default: the result as JSON,
+  // cut to kDefaultDisplayBytes with is_truncated and full_length set.
+  virtual DisplayResult display(const JsonValue& input, const JsonValue& result) const;
+  // One line for a compacted transcript. Default "[<name>: completed]" or
+  // "[<name>: error]".
+  virtual std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                                      bool ok) const;
+
+  // S12: what this call needs permission for. Default: nothing.
+  virtual std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const {
+    return {};
+  }
+  virtual bool handles_own_permissions() const { return false; }
+
+  // Called once when a session closes, for every tool. Must not throw.
+  virtual void cleanup_session(absl::string_view session_id) const {}
+
+  static constexpr size_t kDefaultDisplayBytes = 4096;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_TOOL_H_

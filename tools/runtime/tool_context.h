@@ -1,0 +1,96 @@
+// What a running call can see and do besides its arguments: cancellation and
+// deadline, progress output, the actions it reports (S8), and, for tools that
+// needs_context(), the session (S5).
+//
+// Ownership: created by the ToolRunner for one call and passed to Tool::Call;
+// valid only during that call. It holds a weak handle to the session, so once
+// the session is closed conversation_id() and is_idle() are empty and send()
+// and the state methods fail.
+// Thread safety: a tool may use its context from helper threads it joins
+// before returning; state and send are internally synchronized, actions() is not.
+#ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_CONTEXT_H_
+#define TOOLEXEC_TOOLS_RUNTIME_TOOL_CONTEXT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tools/runtime/cancellation.h"
+#include "tools/runtime/json.h"
+
+namespace toolexec {
+
+class Session;
+
+// S8: what a call asks of the agent loop besides its result.
+struct EventActions {
+  Json state_delta = MakeObject();  // keys written during the call -> new values
+  std::map<std::string, int64_t> artifact_delta;
+  bool escalate = false;
+  bool skip_summarization = false;
+  std::string transfer_to_agent;
+};
+
+// Receives a call's progress output (e.g. command output chunks).
+using ProgressFn = std::function<void(absl::string_view stream, absl::string_view text)>;
+
+struct CallInfo {
+  std::string call_id;
+  std::string tool_name;
+  std::string step_id;
+  std::string session_id;
+  // Workspace root(s) for this call: the session's, or the daemon's default.
+  std::vector<std::string> workspaces;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+class ToolContext final {
+ public:
+  // `session` may be empty (no session, or a tool that does not need context).
+  ToolContext(CallInfo info, std::weak_ptr<Session> session, const CancellationToken* cancellation,
+              ProgressFn progress);
+
+  // --- S5: the session ---
+  std::optional<std::string> conversation_id() const;
+  std::optional<bool> is_idle() const;
+  // Delivered to the session's WatchSession subscribers.
+  absl::Status send(absl::string_view text);
+  // nullopt when the key is absent. FailedPrecondition without a live session.
+  absl::StatusOr<std::optional<Json>> get_state(absl::string_view key) const;
+  absl::Status set_state(absl::string_view key, const JsonValue& value);
+  // Atomic read-modify-write (see StateStore::Update). Returns the new value.
+  absl::StatusOr<Json> update_state(absl::string_view key,
+                                    const std::function<Json(const JsonValue* current)>& fn);
+
+  // --- the call ---
+  const CallInfo& info() const { return info_; }
+  const CancellationToken& cancellation() const { return *cancellation_; }
+  bool cancelled() const { return cancellation_->cancelled(); }
+  // Emits a progress chunk on the batch stream (ToolProgress), in order.
+  void progress(absl::string_view stream, absl::string_view text) const;
+  EventActions& actions() { return actions_; }
+  EventActions TakeActions();
+
+ private:
+  absl::StatusOr<std::shared_ptr<Session>> LiveSession() const;
+  void RecordWrite(absl::string_view key, const JsonValue& value);
+
+  const CallInfo info_;
+  const std::weak_ptr<Session> session_;
+  const CancellationToken* cancellation_;
+  const ProgressFn progress_;
+  absl::Mutex delta_mu_;  // state writes may come from the tool's helper threads
+  EventActions actions_;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_TOOL_CONTEXT_H_

@@ -1,0 +1,396 @@
+#include "tools/runtime/tool_runner.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+
+namespace toolexec {
+namespace {
+
+ResultStatus StatusForCode(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kTimeout:
+      return ResultStatus::kTimeout;
+    case ErrorCode::kCancelled:
+      return ResultStatus::kCancelled;
+    case ErrorCode::kDenied:
+      return ResultStatus::kDenied;
+    default:
+      return ResultStatus::kError;
+  }
+}
+
+// S3: an object is sent as-is, null (nothing) as {}, any other v as {"result": v}.
+Json ShapePayload(Json out) {
+  if (out.IsObject()) return out;
+  Json payload = MakeObject();
+  if (!out.IsNull()) {
+    payload.AddMember("result", JsonValue(out, payload.GetAllocator()), payload.GetAllocator());
+  }
+  return payload;
+}
+
+std::string CancelMessage(CancelReason reason) {
+  return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
+                                           : "call cancelled by the client";
+}
+
+}  // namespace
+
+class Batch final : public BatchHandle, public std::enable_shared_from_this<Batch> {
+ public:
+  Batch(ToolRunner* runner, BatchRequest request, BatchObserver* observer)
+      : runner_(runner),
+        session_(std::move(request.session)),
+        timeout_(std::min(request.timeout.value_or(runner->options_.default_timeout),
+                          runner->options_.max_timeout)),
+        start_(absl::Now()),
+        result_observer_(observer),
+        observer_(observer) {
+    calls_.reserve(request.calls.size());
+    for (auto& c : request.calls) {
+      calls_.push_back(std::make_unique<Call>());
+      calls_.back()->request = std::move(c);
+    }
+    slots_.resize(calls_.size());
+  }
+
+  // Schedules every call's timer and task. Called once, right after construction.
+  void Start() {
+    auto self = shared_from_this();
+    absl::Time deadline = start_ + timeout_;
+    for (uint32_t i = 0; i < calls_.size(); ++i) {
+      calls_[i]->timer = runner_->timers_.Schedule(deadline, [self, i] { self->OnTimeout(i); });
+    }
+    for (uint32_t i = 0; i < calls_.size(); ++i) {
+      bool queued = runner_->executor_.Submit([self, i] {
+        self->RunCall(i);
+        self->runner_->pending_calls_.fetch_sub(1);
+      });
+      if (!queued) {
+        runner_->pending_calls_.fetch_sub(1);
+        calls_[i]->token.Cancel(CancelReason::kShutdown);
+        Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)));
+      }
+    }
+    if (calls_.empty()) Deliver();
+  }
+
+  void Cancel() override { CancelAll(CancelReason::kCancelled); }
+
+  void CancelAll(CancelReason reason) {
+    for (uint32_t i = 0; i < calls_.size(); ++i) {
+      if (calls_[i]->done.load(std::memory_order_acquire)) continue;
+      calls_[i]->token.Cancel(reason);
+      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(reason)));
+    }
+  }
+
+ private:
+  struct Call {
+    CallRequest request;
+    CancellationToken token;
+    std::atomic<bool> done{false};  // flipped under observer_mu_ (writer)
+    std::atomic<TimerQueue::TimerId> timer{0};
+    std::atomic<int64_t> started_ns{0};
+    std::atomic<uint64_t> progress_seq{0};
+  };
+
+  void OnTimeout(uint32_t i) {
+    Call& c = *calls_[i];
+    if (c.done.load(std::memory_order_acquire)) return;
+    c.token.Cancel(CancelReason::kTimeout);
+    Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
+                        absl::StrCat("tool '", c.request.name, "' timed out after ",
+                                     absl::FormatDuration(timeout_))));
+  }
+
+  void RunCall(uint32_t i) {
+    Call& c = *calls_[i];
+    if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
+    absl::Time started = absl::Now();
+    c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
+    const RegisteredTool* rt = runner_->registry_->Find(c.request.name);
+    ToolCallResult result;
+    try {
+      result = Execute(i, c, rt);
+    } catch (const std::exception& e) {
+      result = Failure(i, rt, ErrorCode::kToolFailed,
+                       absl::StrCat("tool '", c.request.name, "' threw an exception: ", e.what()));
+    } catch (...) {
+      result = Failure(i, rt, ErrorCode::kToolFailed,
+                       absl::StrCat("tool '", c.request.name, "' threw a non-standard exception"));
+    }
+    Complete(i, std::move(result));
+  }
+
+  // The S3/S4/S5 pipeline for one call. May throw (from tool code); the caller catches.
+  ToolCallResult Execute(uint32_t i, Call& c, const RegisteredTool* rt) {
+    const CallRequest& req = c.request;
+    if (rt == nullptr) {
+      return Failure(i, nullptr, ErrorCode::kUnknownTool,
+                     absl::StrCat("unknown tool '", req.name,
+                                  "': no tool of that name is registered (ListTools lists them)"));
+    }
+    if (session_ != nullptr && !session_->AllowsTool(req.name)) {
+      return Failure(i, rt, ErrorCode::kDenied,
+                     absl::StrCat("tool '", req.name, "' is not enabled in session ",
+                                  session_->id(), "; its tools are: ",
+                                  absl::StrJoin(session_->tools(), ", ")));
+    }
+    auto args = ParseArgs(req);
+    if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
+    if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
+      return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
+    }
+    const Tool& tool = *rt->tool;
+    if (tool.executor() != ToolExecutor::kDaemon) {
+      return Failure(i, rt, ErrorCode::kNotExecutableHere,
+                     absl::StrCat(req.name, tool.executor() == ToolExecutor::kHarness
+                                                ? " is executed by the harness"
+                                                : " is handled internally by the model provider"),
+                     &*args);
+    }
+    // S5: never fall back to running without the context the tool asked for.
+    if (tool.needs_context() && session_ == nullptr) {
+      return Failure(i, rt, ErrorCode::kNoContext,
+                     absl::StrCat("tool '", req.name,
+                                  "' needs a session context: open one with OpenSession and pass "
+                                  "its session_id in ExecuteBatch"),
+                     &*args);
+    }
+    CallInfo info;
+    info.call_id = req.id;
+    info.tool_name = req.name;
+    info.step_id = req.step_id;
+    info.deadline = start_ + timeout_;
+    if (session_ != nullptr) {
+      info.session_id = session_->id();
+      info.workspaces = session_->workspaces();
+    }
+    if (info.workspaces.empty()) info.workspaces.push_back(runner_->options_.default_workspace);
+    std::weak_ptr<Session> session;
+    if (tool.needs_context()) session = session_;
+    auto self = shared_from_this();
+    ToolContext ctx(std::move(info), session, &c.token,
+                    [self, i](absl::string_view stream, absl::string_view text) {
+                      self->EmitProgress(i, stream, text);
+                    });
+    absl::StatusOr<Json> out = tool.Call(*args, ctx);
+    if (!out.ok()) {
+      ToolCallResult r = Failure(i, rt, ErrorCodeOf(out.status()), out.status().message(), &*args);
+      r.actions = ctx.TakeActions();
+      return r;
+    }
+    ToolCallResult r;
+    r.status = ResultStatus::kSuccess;
+    r.payload = ShapePayload(std::move(*out));
+    r.actions = ctx.TakeActions();
+    r.display = tool.display(*args, r.payload);
+    r.compact_summary = tool.compact_summary(*args, r.payload, true);
+    return r;
+  }
+
+  static absl::StatusOr<Json> ParseArgs(const CallRequest& req) {
+    if (!req.args_error.ok()) return req.args_error;
+    bool has_text = !absl::StripAsciiWhitespace(req.args_json).empty();
+    if (req.args.has_value()) {
+      if (has_text) {
+        return absl::InvalidArgumentError("give the arguments as args or as args_json, not both");
+      }
+      return CopyJson(*req.args);
+    }
+    // S4: missing, empty or whitespace args_json means {}.
+    if (!has_text) return MakeObject();
+    auto parsed = ParseJson(req.args_json);
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("args_json: ", parsed.status().message()));
+    return parsed;
+  }
+
+  // A failed result (S3): payload {"error": msg}, error_message, structured error.
+  ToolCallResult Failure(uint32_t i, const RegisteredTool* rt, ErrorCode code,
+                         absl::string_view message, const JsonValue* args = nullptr) {
+    const std::string& name = calls_[i]->request.name;
+    ToolCallResult r;
+    r.status = StatusForCode(code);
+    r.payload = MakeObject();
+    r.payload.AddMember("error", JsonValue(std::string(message), r.payload.GetAllocator()),
+                        r.payload.GetAllocator());
+    r.error_message = std::string(message);
+    r.error = ToolCallError{std::string(message), name, rt ? rt->server_name : "", code};
+    r.display.title = rt ? rt->tool->display_name() : name;
+    r.display.content = r.error_message;
+    r.display.full_length = r.display.content.size();
+    r.compact_summary = absl::StrCat("[", name, ": error]");
+    if (rt != nullptr) {
+      static const JsonValue kNoArgs(rapidjson::kObjectType);
+      try {
+        r.compact_summary = rt->tool->compact_summary(args ? *args : kNoArgs, r.payload, false);
+      } catch (...) {
+        // Keep the default summary: a throwing summary must not hide the error.
+      }
+    }
+    return r;
+  }
+
+  void EmitProgress(uint32_t i, absl::string_view stream, absl::string_view text) {
+    Call& c = *calls_[i];
+    absl::ReaderMutexLock lock(&observer_mu_);
+    if (observer_ == nullptr || c.done.load(std::memory_order_acquire)) return;
+    ProgressEvent e;
+    e.index = i;
+    e.id = c.request.id;
+    e.stream = std::string(stream);
+    e.text = std::string(text);
+    e.seq = c.progress_seq.fetch_add(1) + 1;
+    observer_->OnProgress(std::move(e));
+  }
+
+  // Exactly one completion per call wins; the rest are dropped.
+  void Complete(uint32_t i, ToolCallResult result) {
+    Call& c = *calls_[i];
+    {
+      absl::WriterMutexLock lock(&observer_mu_);
+      if (c.done.load(std::memory_order_acquire)) return;
+      c.done.store(true, std::memory_order_release);
+    }
+    runner_->timers_.Cancel(c.timer.load());
+    int64_t started_ns = c.started_ns.load(std::memory_order_acquire);
+    absl::Time started = started_ns ? absl::FromUnixNanos(started_ns) : start_;
+    result.index = i;
+    result.id = c.request.id;
+    result.name = c.request.name;
+    result.step_id = c.request.step_id;
+    result.duration = absl::Now() - started;
+    {
+      absl::MutexLock lock(&mu_);
+      slots_[i] = std::move(result);
+      if (delivering_) return;  // the active deliverer will pick it up
+      delivering_ = true;
+    }
+    Deliver();
+  }
+
+  // Hands out the completed prefix in call order; only one thread at a time.
+  void Deliver() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      if (next_ < slots_.size() && slots_[next_].has_value()) {
+        ToolCallResult r = std::move(*slots_[next_]);
+        slots_[next_].reset();
+        ++next_;
+        mu_.Unlock();
+        result_observer_->OnResult(std::move(r));
+        mu_.Lock();
+        continue;
+      }
+      if (next_ == slots_.size() && !done_notified_) {
+        done_notified_ = true;
+        mu_.Unlock();
+        BatchObserver* observer;
+        {
+          absl::WriterMutexLock olock(&observer_mu_);
+          observer = observer_;
+          observer_ = nullptr;
+        }
+        observer->OnBatchDone();
+        mu_.Lock();
+      }
+      delivering_ = false;
+      return;
+    }
+  }
+
+  ToolRunner* const runner_;
+  const std::shared_ptr<Session> session_;
+  const absl::Duration timeout_;
+  const absl::Time start_;
+  BatchObserver* const result_observer_;  // used only by the single deliverer
+  std::vector<std::unique_ptr<Call>> calls_;
+
+  absl::Mutex observer_mu_;
+  BatchObserver* observer_ ABSL_GUARDED_BY(observer_mu_);
+
+  absl::Mutex mu_;
+  std::vector<std::optional<ToolCallResult>> slots_ ABSL_GUARDED_BY(mu_);
+  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  bool delivering_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_notified_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+ToolRunner::ToolRunner(const ToolRegistry* registry, Options options)
+    : registry_(registry), options_(std::move(options)), executor_(options_.executor) {}
+
+ToolRunner::~ToolRunner() { Shutdown(); }
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
+                                                               BatchObserver* observer) {
+  size_t n = request.calls.size();
+  size_t before = pending_calls_.fetch_add(n);
+  if (before + n > options_.max_pending_calls && n > 0) {
+    pending_calls_.fetch_sub(n);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the daemon is busy: ", before, " calls are running or queued and this batch "
+                     "of ", n, " would pass the limit of ", options_.max_pending_calls,
+                     "; retry later"));
+  }
+  auto batch = std::make_shared<Batch>(this, std::move(request), observer);
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) {
+      pending_calls_.fetch_sub(n);
+      return absl::UnavailableError("the tool runner is shut down");
+    }
+    if (batches_.size() >= 64 && batches_.size() == batches_.capacity()) {
+      batches_.erase(std::remove_if(batches_.begin(), batches_.end(),
+                                    [](const std::weak_ptr<Batch>& b) { return b.expired(); }),
+                     batches_.end());
+    }
+    batches_.push_back(batch);
+  }
+  batch->Start();
+  return batch;
+}
+
+namespace {
+
+class CollectingObserver final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult result) override { results.push_back(std::move(result)); }
+  void OnBatchDone() override { done.Notify(); }
+
+  std::vector<ToolCallResult> results;
+  absl::Notification done;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<ToolCallResult>> ToolRunner::Run(BatchRequest request) {
+  CollectingObserver observer;
+  auto handle = Start(std::move(request), &observer);
+  if (!handle.ok()) return handle.status();
+  observer.done.WaitForNotification();
+  return std::move(observer.results);
+}
+
+void ToolRunner::Shutdown() {
+  std::vector<std::weak_ptr<Batch>> batches;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    batches.swap(batches_);
+  }
+  for (auto& weak : batches) {
+    if (auto b = weak.lock()) b->CancelAll(CancelReason::kShutdown);
+  }
+  executor_.Shutdown();
+}
+
+}  // namespace toolexec

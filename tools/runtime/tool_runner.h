@@ -1,0 +1,194 @@
+// Runs tool calls (S2, S3, S4, S5, S13).
+//
+// Concurrency design
+// ------------------
+// Owners: the ToolRunner owns the Executor (the threads tool code runs on) and
+// the TimerQueue (per-call deadlines). Each started batch is a Batch object held
+// by shared_ptr: by the caller's handle, by every queued or running call task
+// and by every pending timer, so it lives until the last of them lets go.
+//
+// One call's life: Start() queues one task per call on the executor. The task
+// prepares the arguments (parse, coerce, validate, defaults), checks context and
+// session rules, and runs Tool::Call. Three things race to *complete* the call:
+// the task returning, its timer firing (TIMEOUT) and Batch::Cancel() (CANCELLED,
+// from a client cancel or shutdown). A per-call flag, flipped under the batch's
+// observer mutex, lets exactly one win; the losers' results are dropped. A
+// timeout or cancel also trips the call's CancellationToken, which is how it
+// reaches the tool (WaitFor wakes, callbacks kill processes). So a batch always
+// finishes by its deadline even if a tool ignores cancellation; that tool's
+// thread stays busy until it returns, and the cap on threads bounds the harm.
+//
+// Ordered delivery: completed results go into a reorder buffer keyed by call
+// index. Whichever thread completes a call becomes the deliverer if none is
+// active, and hands the observer every result of the completed prefix, in call
+// order, outside the lock; then OnBatchDone() exactly once after the last.
+// Results are therefore serialized and in order. Progress for a
+// call is delivered only while that call is not complete, under the same mutex
+// that completion takes, so a call's progress always precedes its result.
+// After OnBatchDone() returns the observer is never touched again.
+//
+// Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
+// the TimerQueue and CancellationToken, never the other way round; the
+// observer is called with no Batch lock held except observer_mu_ (shared) for
+// progress.
+#ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
+#define TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tools/runtime/executor.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/session.h"
+#include "tools/runtime/timer_queue.h"
+#include "tools/runtime/tool.h"
+#include "tools/runtime/tool_context.h"
+#include "tools/runtime/tool_registry.h"
+
+namespace toolexec {
+
+// Mirrors toolexec.v1.ResultStatus.
+enum class ResultStatus { kSuccess, kError, kTimeout, kCancelled, kDenied };
+
+// S3: the structured error on a failed result.
+struct ToolCallError {
+  std::string message;
+  std::string tool_name;
+  std::string server_name;
+  ErrorCode code = ErrorCode::kToolFailed;
+};
+
+struct ToolCallResult {
+  uint32_t index = 0;
+  std::string id;
+  std::string name;
+  std::string step_id;
+  ResultStatus status = ResultStatus::kSuccess;
+  // Success: the tool's object, {"result": v} for any other value, {} for null.
+  // Failure: {"error": message}.
+  Json payload;
+  std::string error_message;           // empty on success
+  std::optional<ToolCallError> error;  // set exactly when status != kSuccess
+  EventActions actions;
+  DisplayResult display;
+  std::string compact_summary;
+  absl::Duration duration;
+
+  bool ok() const { return status == ResultStatus::kSuccess; }
+};
+
+// One call as the harness sent it. `args` (already JSON) or `args_json` (text);
+// neither means {}. `args_error` lets the transport report arguments it could
+// not convert (e.g. nesting too deep); the call then fails INVALID_ARGUMENTS.
+struct CallRequest {
+  std::string id;
+  std::string name;
+  std::string step_id;
+  std::optional<Json> args;
+  std::string args_json;
+  absl::Status args_error;
+};
+
+struct BatchRequest {
+  std::shared_ptr<Session> session;  // may be null
+  std::vector<CallRequest> calls;
+  std::optional<absl::Duration> timeout;  // per call; unset = the runner's default
+};
+
+struct ProgressEvent {
+  uint32_t index = 0;
+  std::string id;
+  std::string stream;
+  std::string text;
+  uint64_t seq = 0;  // per call, from 1
+};
+
+// Receives a batch's events, from any runner thread or from the thread calling
+// Start() or Cancel(). OnResult calls are serialized and in call order;
+// OnProgress may run concurrently with OnResult for another call (so the
+// observer synchronizes internally), but a call's progress always precedes its
+// result. OnBatchDone is last. None may block or call back into the batch
+// except Cancel().
+class BatchObserver {
+ public:
+  virtual ~BatchObserver() = default;
+  virtual void OnProgress(ProgressEvent event) = 0;
+  // In call order, each exactly once.
+  virtual void OnResult(ToolCallResult result) = 0;
+  // After the last OnResult; nothing follows it.
+  virtual void OnBatchDone() = 0;
+};
+
+class Batch;
+
+// A running batch, returned by ToolRunner::Start.
+class BatchHandle {
+ public:
+  virtual ~BatchHandle() = default;
+  // Completes every unfinished call as CANCELLED and trips its cancellation
+  // token. Safe from any thread, any number of times.
+  virtual void Cancel() = 0;
+};
+
+class ToolRunner final {
+ public:
+  struct Options {
+    Executor::Options executor;
+    absl::Duration default_timeout = absl::Minutes(10);
+    absl::Duration max_timeout = absl::Hours(1);
+    // Calls running or queued across all batches; a batch that would pass it
+    // is refused with ResourceExhausted.
+    size_t max_pending_calls = 16384;
+    // Where paths resolve for calls without a session.
+    std::string default_workspace;
+  };
+
+  // `registry` must outlive the runner.
+  ToolRunner(const ToolRegistry* registry, Options options);
+  // Shutdown(), then joins.
+  ~ToolRunner();
+  ToolRunner(const ToolRunner&) = delete;
+  ToolRunner& operator=(const ToolRunner&) = delete;
+
+  // Starts `request`; events go to `observer`, which must stay valid until its
+  // OnBatchDone() has returned. An empty batch calls OnBatchDone() at once.
+  // Fails (without calling the observer) with ResourceExhausted when over
+  // max_pending_calls, Unavailable after Shutdown().
+  absl::StatusOr<std::shared_ptr<BatchHandle>> Start(BatchRequest request,
+                                                     BatchObserver* observer);
+
+  // Runs a batch and waits for it: the results in call order.
+  absl::StatusOr<std::vector<ToolCallResult>> Run(BatchRequest request);
+
+  // Cancels every running batch (CANCELLED results), refuses new ones, and
+  // joins the executor threads. Idempotent.
+  void Shutdown();
+
+  size_t pending_calls() const { return pending_calls_.load(); }
+  const ToolRegistry& registry() const { return *registry_; }
+  const Options& options() const { return options_; }
+
+ private:
+  friend class Batch;
+
+  const ToolRegistry* registry_;
+  const Options options_;
+  std::atomic<size_t> pending_calls_{0};
+  TimerQueue timers_;
+  Executor executor_;
+
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::weak_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
