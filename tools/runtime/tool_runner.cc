@@ -86,8 +86,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   void CancelAll(CancelReason reason) {
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       if (calls_[i]->done.load(std::memory_order_acquire)) continue;
-      calls_[i]->token.Cancel(reason);
+      // Complete first, then wake the tool: the tool's own early return must
+      // lose the race, or a cancelled call would report the tool's error.
       Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(reason)));
+      calls_[i]->token.Cancel(reason);
     }
   }
 
@@ -104,10 +106,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   void OnTimeout(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;
-    c.token.Cancel(CancelReason::kTimeout);
+    // Complete first, then wake the tool (see CancelAll).
     Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
                         absl::StrCat("tool '", c.request.name, "' timed out after ",
                                      absl::FormatDuration(timeout_))));
+    c.token.Cancel(CancelReason::kTimeout);
   }
 
   void RunCall(uint32_t i) {

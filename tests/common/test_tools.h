@@ -1,0 +1,60 @@
+// Tools for tests: a tool whose behaviour is a lambda, so each test states
+// exactly what the tool does.
+#ifndef TOOLEXEC_TESTS_COMMON_TEST_TOOLS_H_
+#define TOOLEXEC_TESTS_COMMON_TEST_TOOLS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::testing {
+
+class FnTool final : public Tool {
+ public:
+  using Fn = std::function<absl::StatusOr<Json>(const JsonValue& args, ToolContext& ctx)>;
+
+  FnTool(std::string name, std::string schema, Fn fn, bool needs_context = false)
+      : name_(std::move(name)),
+        schema_(std::move(schema)),
+        fn_(std::move(fn)),
+        needs_context_(needs_context) {}
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return "test tool " + name_; }
+  std::string parameters_schema() const override { return schema_; }
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    return fn_(args, ctx);
+  }
+  bool needs_context() const override { return needs_context_; }
+
+ private:
+  std::string name_;
+  std::string schema_;
+  Fn fn_;
+  bool needs_context_;
+};
+
+inline constexpr const char* kAnyObject = R"({"type":"object"})";
+
+inline std::unique_ptr<Tool> MakeTool(std::string name, FnTool::Fn fn,
+                                      std::string schema = kAnyObject,
+                                      bool needs_context = false) {
+  return std::make_unique<FnTool>(std::move(name), std::move(schema), std::move(fn),
+                                  needs_context);
+}
+
+// Parses JSON text that a test knows is valid.
+inline Json J(const std::string& text) {
+  auto parsed = ParseJson(text);
+  if (!parsed.ok()) throw std::runtime_error("bad test JSON: " + text);
+  return std::move(*parsed);
+}
+
+}  // namespace toolexec::testing
+
+#endif  // TOOLEXEC_TESTS_COMMON_TEST_TOOLS_H_

@@ -1,0 +1,669 @@
+// End-to-end test: the real toolexecd binary driven from Node.js by @grpc/grpc-js.
+//
+// The client is given no .proto file: like grpcurl, it discovers
+// toolexec.v1.ToolExecutor through server reflection (grpc-reflection-js), turns
+// the reflected protobufjs Root into a grpc-js package definition
+// (@grpc/proto-loader's fromJSON) and calls it. Arguments, schemas, payloads and
+// state travel as google.protobuf.Struct / Value and are compared as plain JSON.
+//
+// Run: TOOLEXECD=build/toolexecd node --test tests/e2e/e2e.test.mjs
+// (ctest sets TOOLEXECD; scripts/test.sh installs node_modules first.)
+//
+// Each daemon listens on 127.0.0.1:0 in a fresh temporary workspace, reports its
+// address through --address_file, and is killed in an after() hook whatever
+// happens. Behaviours: S1 (order), S2 (batches), S3 (failures on the wire),
+// S4 (argument validation), S5 (context), S13 (display), plus the RPC status
+// codes of API.md and the SIGTERM drain.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+// ---------------------------------------------------------------------------
+// Prerequisites: the npm packages and the daemon binary. Missing either is a
+// clear failure, never a silent skip.
+
+let grpc, protoLoader, grpcReflection;
+let missing = null;
+try {
+  grpc = (await import('@grpc/grpc-js')).default;
+  protoLoader = (await import('@grpc/proto-loader')).default;
+  grpcReflection = (await import('grpc-reflection-js')).default;
+} catch (err) {
+  missing =
+    `the e2e test's npm packages are not installed (${err.message}).\n` +
+    `Run scripts/test.sh (it runs \`npm install\` in tests/e2e), or ` +
+    `\`cd tests/e2e && npm install\` by hand.`;
+}
+
+const TOOLEXECD = process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd');
+if (!missing && !fs.existsSync(TOOLEXECD)) {
+  missing =
+    `toolexecd not found at ${TOOLEXECD}: build it (scripts/build.sh toolexecd) ` +
+    `and/or set TOOLEXECD to its path.`;
+}
+
+if (missing) {
+  test('e2e prerequisites', () => {
+    assert.fail(missing);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Daemon processes.
+
+const ADDRESS_TIMEOUT_MS = 10_000;
+const daemons = new Set();
+
+// Starts toolexecd on port 0 in a fresh workspace and resolves once it has
+// written its address file (polled; no fixed sleep).
+async function startDaemon(extraArgs = []) {
+  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-e2e-'));
+  const addressFile = path.join(workspace, '.address');
+  const args = [
+    '--listen=127.0.0.1:0',
+    '--example_tools',
+    `--workspace=${workspace}`,
+    `--address_file=${addressFile}`,
+    ...extraArgs,
+  ];
+  const proc = spawn(TOOLEXECD, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const d = {
+    proc,
+    workspace,
+    addressFile,
+    address: null,
+    log: '',
+    exit: null, // {code, signal} once exited
+    clients: [],
+  };
+  d.exited = new Promise((resolve) => {
+    proc.on('exit', (code, signal) => {
+      d.exit = { code, signal };
+      resolve(d.exit);
+    });
+  });
+  proc.on('error', (err) => {
+    d.log += `\n[spawn error] ${err.message}\n`;
+  });
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (s) => (d.log += s));
+  proc.stderr.on('data', (s) => (d.log += s));
+  daemons.add(d);
+
+  const deadline = Date.now() + ADDRESS_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (d.exit) {
+      throw new Error(
+        `toolexecd ${args.join(' ')} exited early (${JSON.stringify(d.exit)}):\n${d.log}`);
+    }
+    try {
+      const text = fs.readFileSync(addressFile, 'utf8').trim();
+      if (text) {
+        d.address = text;
+        return d;
+      }
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+    }
+    await sleep(10);
+  }
+  throw new Error(`toolexecd wrote no address file within ${ADDRESS_TIMEOUT_MS} ms:\n${d.log}`);
+}
+
+// Closes the daemon's clients, kills it if still running, removes its workspace.
+async function stopDaemon(d) {
+  if (!d || !daemons.has(d)) return;
+  daemons.delete(d);
+  for (const c of d.clients) {
+    try {
+      c.close();
+    } catch {}
+  }
+  if (!d.exit) {
+    d.proc.kill('SIGKILL');
+    await d.exited;
+  }
+  fs.rmSync(d.workspace, { recursive: true, force: true });
+}
+
+// Safety net: whatever a describe() forgot, kill it when the file is done.
+after(async () => {
+  for (const d of [...daemons]) await stopDaemon(d);
+});
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Resolves when `pattern` appears in the daemon's log (polled up to timeoutMs).
+async function waitForLog(d, pattern, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = d.log.match(pattern);
+    if (m) return m;
+    if (Date.now() >= deadline) {
+      assert.fail(`daemon log never matched ${pattern}; log:\n${d.log}`);
+    }
+    await sleep(10);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reflection: discover the service like grpcurl does.
+
+const LOADER_OPTIONS = {
+  keepCase: true, // field names as in the proto (snake_case)
+  longs: Number,
+  enums: String, // enum values by name, e.g. "RESULT_STATUS_SUCCESS"
+  defaults: true, // unset scalars as their defaults, unset messages as null
+  oneofs: true, // Value.kind names the member that is set
+};
+
+async function connect(d) {
+  const creds = grpc.credentials.createInsecure();
+  const reflection = new grpcReflection.Client(d.address, creds);
+  d.clients.push(reflection.grpcClient);
+  const services = await reflection.listServices();
+  const root = await reflection.fileContainingSymbol('toolexec.v1.ToolExecutor');
+  const packageDefinition = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
+  const loaded = grpc.loadPackageDefinition(packageDefinition);
+  const client = new loaded.toolexec.v1.ToolExecutor(d.address, creds);
+  d.clients.push(client);
+  // protobufjs's descriptor import may see map<string, Value> (Struct.fields) as
+  // the wire-identical `repeated FieldsEntry {key, value}`; build Structs in
+  // whichever form the reflected type uses.
+  const structFields = root.lookupType('google.protobuf.Struct').fields.fields;
+  const codec = new StructCodec(Boolean(structFields.map));
+  return { services, root, client, codec };
+}
+
+// Converts between plain JSON and google.protobuf.Struct / Value as grpc-js
+// (via proto-loader, LOADER_OPTIONS) represents them.
+class StructCodec {
+  constructor(fieldsIsMap) {
+    this.fieldsIsMap = fieldsIsMap;
+  }
+
+  // Struct -> plain object. Accepts both the map and the repeated-entry form.
+  fromStruct(s) {
+    if (s == null) return null;
+    const out = {};
+    const fields = s.fields ?? {};
+    if (Array.isArray(fields)) {
+      for (const { key, value } of fields) out[key] = this.fromValue(value);
+    } else {
+      for (const [key, value] of Object.entries(fields)) out[key] = this.fromValue(value);
+    }
+    return out;
+  }
+
+  // Value -> plain JSON value.
+  fromValue(v) {
+    if (v == null) return undefined;
+    switch (v.kind) {
+      case 'null_value':
+        return null;
+      case 'number_value':
+        return v.number_value;
+      case 'string_value':
+        return v.string_value;
+      case 'bool_value':
+        return v.bool_value;
+      case 'struct_value':
+        return this.fromStruct(v.struct_value);
+      case 'list_value':
+        return (v.list_value?.values ?? []).map((x) => this.fromValue(x));
+      default:
+        throw new Error(`google.protobuf.Value with no kind: ${JSON.stringify(v)}`);
+    }
+  }
+
+  // Plain object -> Struct.
+  toStruct(obj) {
+    const entries = Object.entries(obj).map(([key, value]) => [key, this.toValue(value)]);
+    if (this.fieldsIsMap) return { fields: Object.fromEntries(entries) };
+    return { fields: entries.map(([key, value]) => ({ key, value })) };
+  }
+
+  // Plain JSON value -> Value.
+  toValue(x) {
+    if (x === null) return { null_value: 'NULL_VALUE' };
+    if (typeof x === 'number') return { number_value: x };
+    if (typeof x === 'string') return { string_value: x };
+    if (typeof x === 'boolean') return { bool_value: x };
+    if (Array.isArray(x)) return { list_value: { values: x.map((e) => this.toValue(e)) } };
+    if (typeof x === 'object') return { struct_value: this.toStruct(x) };
+    throw new Error(`not JSON: ${x}`);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// RPC helpers.
+
+function unary(client, method, request) {
+  return new Promise((resolve, reject) => {
+    client[method](request, { deadline: Date.now() + 10_000 }, (err, response) => {
+      if (err) reject(err);
+      else resolve(response);
+    });
+  });
+}
+
+async function unaryError(client, method, request) {
+  try {
+    const response = await unary(client, method, request);
+    assert.fail(`${method} succeeded, expected a failure: ${JSON.stringify(response)}`);
+  } catch (err) {
+    if (err instanceof assert.AssertionError) throw err;
+    return err;
+  }
+}
+
+// A ToolCall from plain JSON args (or args_json text).
+function call(codec, { id, name, args, args_json, step_id }) {
+  const c = { id, name };
+  if (args !== undefined) c.args = codec.toStruct(args);
+  if (args_json !== undefined) c.args_json = args_json;
+  if (step_id !== undefined) c.step_id = step_id;
+  return c;
+}
+
+// Runs one ExecuteBatch. Resolves with every event in arrival order, each with
+// its arrival time (ms since the call started), the ToolResults decoded to
+// plain JSON, and the final status: {events, results, error, elapsedMs}.
+// `onEvent(event, stream)` may cancel the call.
+function executeBatch(env, request, { onEvent, deadlineMs = 15_000 } = {}) {
+  const { client, codec } = env;
+  return new Promise((resolve) => {
+    const start = performance.now();
+    const events = [];
+    const results = [];
+    let error = null;
+    const stream = client.ExecuteBatch(request, { deadline: Date.now() + deadlineMs });
+    stream.on('data', (msg) => {
+      const at = performance.now() - start;
+      const event = { at, kind: msg.event, msg };
+      events.push(event);
+      if (msg.event === 'result') {
+        results.push({ at, ...decodeResult(codec, msg.result) });
+      }
+      onEvent?.(event, stream);
+    });
+    stream.on('error', (err) => {
+      error = err;
+    });
+    // grpc-js always emits 'status' last, after any 'error'.
+    stream.on('status', () => {
+      resolve({ events, results, error, elapsedMs: performance.now() - start });
+    });
+  });
+}
+
+function decodeResult(codec, r) {
+  return {
+    ...r,
+    payload: codec.fromValue(r.payload),
+    actions: r.actions && {
+      ...r.actions,
+      state_delta: codec.fromStruct(r.actions.state_delta),
+    },
+  };
+}
+
+function assertNoRpcError(outcome) {
+  if (outcome.error) {
+    assert.fail(`ExecuteBatch failed: code ${outcome.error.code}: ${outcome.error.details}`);
+  }
+}
+
+// The fields every successful result carries (S3).
+function assertSuccess(r, { index, id, name, payload }) {
+  assert.equal(r.index, index, `index of ${id}`);
+  assert.equal(r.id, id);
+  assert.equal(r.name, name);
+  assert.equal(r.status, 'RESULT_STATUS_SUCCESS', `${id}: ${r.error_message}`);
+  assert.deepEqual(r.payload, payload, `payload of ${id}`);
+  assert.equal(r.error_message, '', `error_message of ${id}`);
+  assert.equal(r.exception, null, `exception of ${id}`);
+}
+
+// The fields every failed result carries (S3).
+function assertFailure(r, { index, id, name, code, step_id = '' }) {
+  assert.equal(r.index, index, `index of ${id}`);
+  assert.equal(r.id, id);
+  assert.equal(r.name, name);
+  assert.equal(r.step_id, step_id);
+  assert.equal(r.status, 'RESULT_STATUS_ERROR', `status of ${id}`);
+  assert.notEqual(r.error_message, '', `error_message of ${id}`);
+  assert.deepEqual(r.payload, { error: r.error_message }, `payload of ${id}`);
+  assert.ok(r.exception, `exception of ${id} is set`);
+  assert.deepEqual(
+    { ...r.exception },
+    {
+      message: r.error_message,
+      tool_name: name,
+      server_name: '',
+      code,
+      call_id: id,
+      step_id,
+    },
+    `exception of ${id}`,
+  );
+}
+
+// The example tools' schemas, exactly as tools/examples/*.cc declare them.
+const EXAMPLE_SCHEMAS = {
+  get_weather: {
+    type: 'object',
+    properties: {
+      city: { type: 'string', description: 'The city to get the weather for, e.g. "Paris".' },
+    },
+  },
+  counter: { type: 'object', properties: {} },
+  check_inventory: {
+    type: 'object',
+    properties: {
+      item: { type: 'string', description: 'The item to look up, e.g. "apples".' },
+    },
+    required: ['item'],
+  },
+  calculate_sum: {
+    type: 'object',
+    properties: {
+      numbers: {
+        type: 'array',
+        items: { type: 'number' },
+        description: 'The numbers to add up.',
+      },
+    },
+    required: ['numbers'],
+  },
+  wait: {
+    type: 'object',
+    properties: {
+      ms: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 3600000,
+        description: 'How long to wait, in milliseconds (at most one hour).',
+      },
+      value: { description: 'Any JSON value, returned unchanged after the wait.' },
+    },
+    required: ['ms'],
+  },
+};
+
+const GRPC_CANCELLED = 1;
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_NOT_FOUND = 5;
+
+// ---------------------------------------------------------------------------
+// One daemon with default limits: reflection, ListTools, batches, sessions.
+
+describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
+  let d;
+  let env;
+
+  before(async () => {
+    d = await startDaemon();
+    env = await connect(d);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('reflection lists the services; ListTools is in registration order (S1)', async () => {
+    for (const s of ['toolexec.v1.ToolExecutor', 'grpc.health.v1.Health',
+      'grpc.reflection.v1alpha.ServerReflection']) {
+      assert.ok(env.services.includes(s), `${s} in ${JSON.stringify(env.services)}`);
+    }
+
+    const response = await unary(env.client, 'ListTools', {});
+    const names = response.tools.map((t) => t.name);
+    assert.deepEqual(names, ['get_weather', 'counter', 'check_inventory', 'calculate_sum', 'wait']);
+    for (const t of response.tools) {
+      const schema = env.codec.fromStruct(t.parameters);
+      assert.deepEqual(schema, EXAMPLE_SCHEMAS[t.name], `parameters of ${t.name}`);
+      assert.notEqual(t.description, '', `description of ${t.name}`);
+      assert.equal(t.server_name, '', `server_name of ${t.name}`);
+      assert.equal(t.executor, 'EXECUTOR_DAEMON', `executor of ${t.name}`);
+      assert.equal(t.needs_context, t.name === 'counter', `needs_context of ${t.name}`);
+    }
+  });
+
+  test('ExecuteBatch: concurrent, streamed in call order, failures as results (S2, S3)', async () => {
+    const { codec } = env;
+    const request = {
+      calls: [
+        call(codec, { id: 'c0', name: 'wait', args: { ms: 300, value: 'slow' }, step_id: 's0' }),
+        call(codec, { id: 'c1', name: 'get_weather', args: { city: 'Paris' } }),
+        call(codec, { id: 'c2', name: 'calculate_sum', args: { numbers: [1, 2, 3] } }),
+        call(codec, { id: 'c3', name: 'nosuch', args: {}, step_id: 's3' }),
+        call(codec, { id: 'c4', name: 'get_weather', args_json: '{"city": "Rome"}' }),
+      ],
+    };
+    const outcome = await executeBatch(env, request);
+    assertNoRpcError(outcome);
+    const r = outcome.results;
+    assert.deepEqual(r.map((x) => x.index), [0, 1, 2, 3, 4], 'results in call order');
+    assert.equal(
+      outcome.events.filter((e) => e.kind !== 'result').length, 0,
+      `no other events: ${JSON.stringify(outcome.events.map((e) => e.kind))}`);
+
+    // The first result waits for the 300 ms call; none of the rest comes before it.
+    assert.ok(r[0].at >= 295, `first result after ~300 ms, got ${r[0].at.toFixed(1)} ms`);
+    for (let i = 1; i < r.length; i++) {
+      assert.ok(r[i].at >= r[i - 1].at, `result ${i} not before result ${i - 1}`);
+    }
+    // Concurrency: the batch takes about as long as its slowest call. Generous.
+    assert.ok(outcome.elapsedMs < 2000, `batch took ${outcome.elapsedMs.toFixed(1)} ms`);
+
+    assertSuccess(r[0], { index: 0, id: 'c0', name: 'wait',
+      payload: { waited_ms: 300, value: 'slow' } });
+    assert.equal(r[0].step_id, 's0', 'step_id copied back');
+    assertSuccess(r[1], { index: 1, id: 'c1', name: 'get_weather',
+      payload: { temperature: 22, condition: 'sunny', city: 'Paris' } });
+    assertSuccess(r[2], { index: 2, id: 'c2', name: 'calculate_sum',
+      payload: { result: 'Sum: 6' } });
+    assertFailure(r[3], { index: 3, id: 'c3', name: 'nosuch',
+      code: 'ERROR_CODE_UNKNOWN_TOOL', step_id: 's3' });
+    assertSuccess(r[4], { index: 4, id: 'c4', name: 'get_weather',
+      payload: { temperature: 22, condition: 'sunny', city: 'Rome' } });
+
+    // S13: every result carries display and compact_summary.
+    for (const x of r) {
+      assert.ok(x.display, `display of ${x.id}`);
+      assert.notEqual(x.compact_summary, '', `compact_summary of ${x.id}`);
+    }
+    assert.equal(r[1].display.title, 'Weather in Paris');
+  });
+
+  test('invalid arguments and a missing session are error results (S4, S5)', async () => {
+    const { codec } = env;
+    const request = {
+      calls: [
+        call(codec, { id: 'bad-type', name: 'calculate_sum', args: { numbers: 'not a list' } }),
+        call(codec, { id: 'bad-json', name: 'get_weather', args_json: '{bad' }),
+        call(codec, { id: 'no-session', name: 'counter', args: {} }),
+      ],
+    };
+    const outcome = await executeBatch(env, request);
+    assertNoRpcError(outcome);
+    const r = outcome.results;
+    assert.equal(r.length, 3);
+
+    assertFailure(r[0], { index: 0, id: 'bad-type', name: 'calculate_sum',
+      code: 'ERROR_CODE_INVALID_ARGUMENTS' });
+    assert.match(r[0].error_message, /numbers/, 'the message names the JSON path');
+    assertFailure(r[1], { index: 1, id: 'bad-json', name: 'get_weather',
+      code: 'ERROR_CODE_INVALID_ARGUMENTS' });
+    assertFailure(r[2], { index: 2, id: 'no-session', name: 'counter',
+      code: 'ERROR_CODE_NO_CONTEXT' });
+  });
+
+  test('sessions: state across batches, GetState, CloseSession, then NOT_FOUND (S5)', async () => {
+    const { client, codec } = env;
+    const session = await unary(client, 'OpenSession', { conversation_id: 'c1' });
+    assert.notEqual(session.session_id, '');
+    assert.equal(session.conversation_id, 'c1');
+    const session_id = session.session_id;
+
+    for (const n of [1, 2]) {
+      const outcome = await executeBatch(env, {
+        session_id,
+        calls: [call(codec, { id: `count-${n}`, name: 'counter', args: {} })],
+      });
+      assertNoRpcError(outcome);
+      assert.equal(outcome.results.length, 1);
+      const r = outcome.results[0];
+      assertSuccess(r, { index: 0, id: `count-${n}`, name: 'counter', payload: { count: n } });
+      assert.deepEqual(r.actions?.state_delta, { count: n }, `state_delta of call ${n}`);
+    }
+
+    const state = await unary(client, 'GetState', { session_id });
+    assert.deepEqual(codec.fromStruct(state.state), { count: 2 });
+
+    await unary(client, 'CloseSession', { session_id });
+
+    const outcome = await executeBatch(env, {
+      session_id,
+      calls: [call(codec, { id: 'after-close', name: 'counter', args: {} })],
+    });
+    assert.ok(outcome.error, 'ExecuteBatch on a closed session fails the RPC');
+    assert.equal(outcome.error.code, GRPC_NOT_FOUND, outcome.error.details);
+    assert.equal(outcome.results.length, 0);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// A daemon with tight limits: the batch limit and cancellation. With one
+// executor slot, a cancelled call that kept running would stall the next batch.
+
+describe('toolexecd --max_calls_per_batch=2 --max_concurrent_calls=1', { skip: Boolean(missing) }, () => {
+  let d;
+  let env;
+
+  before(async () => {
+    d = await startDaemon(['--max_calls_per_batch=2', '--max_concurrent_calls=1']);
+    env = await connect(d);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('a batch over the limit fails the RPC with INVALID_ARGUMENT', async () => {
+    const { codec } = env;
+    const weather = (id) => call(codec, { id, name: 'get_weather', args: { city: 'Oslo' } });
+
+    const over = await executeBatch(env, { calls: [weather('a'), weather('b'), weather('c')] });
+    assert.ok(over.error, 'three calls over a limit of two fail the RPC');
+    assert.equal(over.error.code, GRPC_INVALID_ARGUMENT, over.error.details);
+    assert.equal(over.results.length, 0);
+
+    const within = await executeBatch(env, { calls: [weather('a'), weather('b')] });
+    assertNoRpcError(within);
+    assert.deepEqual(within.results.map((r) => r.status),
+      ['RESULT_STATUS_SUCCESS', 'RESULT_STATUS_SUCCESS']);
+  });
+
+  test('a client cancel stops the running tool; the daemon stays healthy', async () => {
+    const { codec, client } = env;
+    const start = performance.now();
+    const stream = client.ExecuteBatch(
+      { calls: [call(codec, { id: 'long', name: 'wait', args: { ms: 10000 } })] },
+      { deadline: Date.now() + 15_000 });
+    const events = [];
+    const status = new Promise((resolve) => {
+      let error = null;
+      stream.on('data', (m) => events.push(m));
+      stream.on('error', (err) => (error = err));
+      stream.on('status', () => resolve(error));
+    });
+    setTimeout(() => stream.cancel(), 200);
+    const error = await status;
+    assert.ok(error, 'the cancelled call ends with an error');
+    assert.equal(error.code, GRPC_CANCELLED);
+    assert.equal(events.length, 0, 'no result for the cancelled wait');
+    assert.ok(performance.now() - start < 2000, 'cancel is prompt');
+
+    // The daemon logs the batch's end once its tools have stopped.
+    const m = await waitForLog(
+      d, /ExecuteBatch peer=\S+ calls=1 results=\d+ failed=\d+ status=CANCELLED[^\n]*ms=([\d.]+)/);
+    assert.ok(Number(m[1]) < 5000, `the cancelled batch ended after ${m[1]} ms, not 10 s`);
+
+    // Still serving, and the single executor slot is free again.
+    const tools = await unary(client, 'ListTools', {});
+    assert.equal(tools.tools.length, 5);
+    const next = await executeBatch(env, {
+      calls: [call(codec, { id: 'next', name: 'wait', args: { ms: 0, value: 1 } })],
+    });
+    assertNoRpcError(next);
+    assertSuccess(next.results[0], { index: 0, id: 'next', name: 'wait',
+      payload: { waited_ms: 0, value: 1 } });
+    assert.ok(next.elapsedMs < 2000, `the next batch took ${next.elapsedMs.toFixed(1)} ms`);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// SIGTERM drains: a batch in flight completes, then the process exits 0.
+
+describe('toolexecd SIGTERM', { skip: Boolean(missing) }, () => {
+  let d;
+  let env;
+
+  before(async () => {
+    d = await startDaemon();
+    env = await connect(d);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('an in-flight batch completes and the daemon exits 0', async () => {
+    const { codec } = env;
+    // Result 0 arrives at once (the ordered prefix), which proves the batch is
+    // running in the daemon; SIGTERM then lands while the wait is in flight.
+    let signalled = false;
+    const outcome = await executeBatch(env, {
+      calls: [
+        call(codec, { id: 'quick', name: 'get_weather', args: { city: 'Lima' } }),
+        call(codec, { id: 'slow', name: 'wait', args: { ms: 500, value: 'drained' } }),
+      ],
+    }, {
+      onEvent: (event) => {
+        if (event.kind === 'result' && event.msg.result.index === 0 && !signalled) {
+          signalled = true;
+          d.proc.kill('SIGTERM');
+        }
+      },
+    });
+    assert.ok(signalled, 'SIGTERM was sent while the batch ran');
+    assertNoRpcError(outcome);
+    assert.equal(outcome.results.length, 2);
+    assertSuccess(outcome.results[0], { index: 0, id: 'quick', name: 'get_weather',
+      payload: { temperature: 22, condition: 'sunny', city: 'Lima' } });
+    assertSuccess(outcome.results[1], { index: 1, id: 'slow', name: 'wait',
+      payload: { waited_ms: 500, value: 'drained' } });
+
+    let timer;
+    const exit = await Promise.race([
+      d.exited,
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve({ timeout: 'no exit within 10 s of SIGTERM' }), 10_000);
+      }),
+    ]);
+    clearTimeout(timer);
+    assert.deepEqual(exit, { code: 0, signal: null }, `exit status; log:\n${d.log}`);
+  });
+});

@@ -1,0 +1,73 @@
+// The wire conversions of the gRPC adapter (no server needed).
+#include "server/convert.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/common/test_tools.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::J;
+
+TEST(ConvertTest, StructRoundTripAndWholeNumbersBecomeIntegers) {
+  google::protobuf::Struct s;
+  ASSERT_TRUE(JsonToStruct(J(R"({"i":3,"f":0.5,"s":"x","b":true,"n":null,"a":[1,{"k":[]}]})"), &s)
+                  .ok());
+  auto back = StructToJson(s);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE((*back)["i"].IsInt64());
+  EXPECT_EQ((*back)["i"].GetInt64(), 3);
+  EXPECT_DOUBLE_EQ((*back)["f"].GetDouble(), 0.5);
+  EXPECT_TRUE((*back)["n"].IsNull());
+  EXPECT_EQ(ToJsonString((*back)["a"]), R"([1,{"k":[]}])");
+}
+
+TEST(ConvertTest, InvalidUtf8IsReplaced) {
+  EXPECT_EQ(SanitizeUtf8("ok\xff!"), "ok\xEF\xBF\xBD!");
+  EXPECT_EQ(SanitizeUtf8("\xC3\xA9"), "\xC3\xA9");        // é stays
+  EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");         // truncated sequence
+  EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+}
+
+TEST(ConvertTest, ResultTooDeepForTheWireBecomesAnInternalError) {
+  ToolCallResult r;
+  r.name = "deep";
+  r.payload = J(std::string(40, '[') + std::string(40, ']'));
+  v1::ToolResult out;
+  ToProto(std::move(r), &out);
+  EXPECT_EQ(out.status(), v1::RESULT_STATUS_ERROR);
+  EXPECT_EQ(out.exception().code(), v1::ERROR_CODE_INTERNAL);
+  EXPECT_THAT(out.error_message(), HasSubstr("cannot be sent"));
+}
+
+TEST(ConvertTest, SuccessHasNoException) {
+  ToolCallResult r;
+  r.name = "t";
+  r.id = "c1";
+  r.payload = J(R"({"a":1})");
+  v1::ToolResult out;
+  ToProto(std::move(r), &out);
+  EXPECT_EQ(out.status(), v1::RESULT_STATUS_SUCCESS);
+  EXPECT_FALSE(out.has_exception());
+  EXPECT_TRUE(out.error_message().empty());
+  EXPECT_EQ(out.id(), "c1");
+}
+
+TEST(ConvertTest, ErrorCodesMapOneToOne) {
+  ToolCallResult r;
+  r.status = ResultStatus::kTimeout;
+  r.error = ToolCallError{"m", "t", "srv", ErrorCode::kTimeout};
+  r.error_message = "m";
+  r.payload = J(R"({"error":"m"})");
+  v1::ToolResult out;
+  ToProto(std::move(r), &out);
+  EXPECT_EQ(out.status(), v1::RESULT_STATUS_TIMEOUT);
+  EXPECT_EQ(out.exception().code(), v1::ERROR_CODE_TIMEOUT);
+  EXPECT_EQ(out.exception().server_name(), "srv");
+}
+
+}  // namespace
+}  // namespace toolexec

@@ -1,0 +1,138 @@
+// S4: coercion, then validation, then defaults.
+#include "tools/runtime/schema.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/common/test_tools.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::J;
+
+std::unique_ptr<CompiledSchema> Compile(const std::string& text) {
+  auto s = CompiledSchema::Compile(text);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+// Coerces `args` against `schema` and returns the JSON text.
+std::string Coerced(const std::string& schema, const std::string& args) {
+  Json doc = J(args);
+  Compile(schema)->Coerce(doc);
+  return ToJsonString(doc);
+}
+
+constexpr const char* kScalars = R"({
+  "type": "object",
+  "properties": {
+    "i": {"type": "integer"},
+    "n": {"type": "number"},
+    "b": {"type": "boolean"},
+    "s": {"type": "string"},
+    "a": {"type": "array", "items": {"type": "integer"}},
+    "o": {"type": "object", "properties": {"x": {"type": "integer"}}},
+    "ni": {"type": ["integer", "null"]},
+    "either": {"type": ["integer", "string"]}
+  }
+})";
+
+TEST(CoerceTest, StringToInteger) { EXPECT_EQ(Coerced(kScalars, R"({"i":"3"})"), R"({"i":3})"); }
+TEST(CoerceTest, NegativeStringToInteger) {
+  EXPECT_EQ(Coerced(kScalars, R"({"i":"-42"})"), R"({"i":-42})");
+}
+TEST(CoerceTest, StringToNumber) { EXPECT_EQ(Coerced(kScalars, R"({"n":"0.5"})"), R"({"n":0.5})"); }
+TEST(CoerceTest, StringToBoolean) {
+  EXPECT_EQ(Coerced(kScalars, R"({"b":"true"})"), R"({"b":true})");
+  EXPECT_EQ(Coerced(kScalars, R"({"b":"TRUE"})"), R"({"b":true})");
+  EXPECT_EQ(Coerced(kScalars, R"({"b":"False"})"), R"({"b":false})");
+}
+TEST(CoerceTest, NumberToString) {
+  EXPECT_EQ(Coerced(kScalars, R"({"s":7})"), R"({"s":"7"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"s":0.5})"), R"({"s":"0.5"})");
+}
+TEST(CoerceTest, JsonTextToArrayAndObject) {
+  EXPECT_EQ(Coerced(kScalars, R"({"a":"[1, \"2\"]"})"), R"({"a":[1,2]})");
+  EXPECT_EQ(Coerced(kScalars, R"({"o":"{\"x\": \"5\"}"})"), R"({"o":{"x":5}})");
+}
+TEST(CoerceTest, RecursesIntoArraysAndObjects) {
+  EXPECT_EQ(Coerced(kScalars, R"({"a":["1","2"],"o":{"x":"9"}})"), R"({"a":[1,2],"o":{"x":9}})");
+}
+TEST(CoerceTest, NullableType) {
+  EXPECT_EQ(Coerced(kScalars, R"({"ni":"4"})"), R"({"ni":4})");
+  EXPECT_EQ(Coerced(kScalars, R"({"ni":null})"), R"({"ni":null})");
+}
+
+// What must stay untouched, so the real type error still surfaces.
+TEST(CoerceTest, LeavesAmbiguousOrWrongValuesUntouched) {
+  EXPECT_EQ(Coerced(kScalars, R"({"i":"not a number"})"), R"({"i":"not a number"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"i":"3.5"})"), R"({"i":"3.5"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"b":"maybe"})"), R"({"b":"maybe"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"n":"inf"})"), R"({"n":"inf"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"n":"0x10"})"), R"({"n":"0x10"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"a":"[1,"})"), R"({"a":"[1,"})");
+  EXPECT_EQ(Coerced(kScalars, R"({"a":"{\"x\":1}"})"), R"({"a":"{\"x\":1}"})");
+  // Two non-null types: converting would be a guess.
+  EXPECT_EQ(Coerced(kScalars, R"({"either":"3"})"), R"({"either":"3"})");
+  // Keys the schema does not name.
+  EXPECT_EQ(Coerced(kScalars, R"({"unnamed":"3"})"), R"({"unnamed":"3"})");
+}
+
+TEST(ValidateTest, InvalidArgumentsNamePathAndRule) {
+  auto schema = Compile(kScalars);
+  Json args = J(R"({"i":"3.5"})");
+  absl::Status s = schema->Prepare(args);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("args.i"));
+  EXPECT_THAT(s.message(), HasSubstr("type"));
+}
+
+TEST(ValidateTest, NestedPathNamesTheArrayIndex) {
+  auto schema = Compile(kScalars);
+  Json args = J(R"({"a":[1,"x",3]})");
+  absl::Status s = schema->Prepare(args);
+  EXPECT_THAT(s.message(), HasSubstr("args.a[1]"));
+}
+
+TEST(ValidateTest, MissingRequiredField) {
+  auto schema = Compile(R"({"type":"object","properties":{"city":{"type":"string"}},
+                            "required":["city"]})");
+  Json args = J("{}");
+  absl::Status s = schema->Prepare(args);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("city"));
+}
+
+TEST(ValidateTest, ArgumentsMustBeAnObject) {
+  auto schema = Compile(kScalars);
+  Json args = J("[1,2]");
+  absl::Status s = schema->Prepare(args);
+  EXPECT_THAT(s.message(), HasSubstr("must be a JSON object, got array"));
+}
+
+TEST(DefaultsTest, AbsentOptionalPropertyGetsItsDefault) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "depth":{"type":"integer","default":1},
+      "hidden":{"type":"boolean","default":false},
+      "given":{"type":"integer","default":5},
+      "nested":{"type":"object","properties":{"k":{"type":"string","default":"v"}}}}})");
+  Json args = J(R"({"given":"9","nested":{}})");
+  ASSERT_TRUE(schema->Prepare(args).ok());
+  EXPECT_EQ(args["depth"].GetInt(), 1);
+  EXPECT_FALSE(args["hidden"].GetBool());
+  EXPECT_EQ(args["given"].GetInt(), 9);  // coerced, not replaced by the default
+  EXPECT_STREQ(args["nested"]["k"].GetString(), "v");
+}
+
+TEST(CompileTest, RejectsInvalidSchemas) {
+  EXPECT_FALSE(CompiledSchema::Compile("not json").ok());
+  EXPECT_FALSE(CompiledSchema::Compile("[]").ok());
+  EXPECT_FALSE(CompiledSchema::Compile(R"({"type":"string"})").ok());
+  auto bad = CompiledSchema::Compile(R"({"type":"object","properties":{"x":{"type":7}}})");
+  EXPECT_FALSE(bad.ok());
+}
+
+}  // namespace
+}  // namespace toolexec
