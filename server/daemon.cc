@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "grpc/health/v1/health.pb.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "tools/examples/examples.h"
@@ -52,6 +53,10 @@ Daemon::~Daemon() { Shutdown(); }
 
 absl::Status Daemon::Start() {
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC serves health from its own code; referencing the generated
+  // descriptor links it in, so reflection can describe grpc.health.v1 too
+  // (reflection-only clients such as grpcurl need that to call it).
+  grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   executor_service_ = std::make_unique<ToolExecutorService>(core_.get());
   artifact_service_ = std::make_unique<ArtifactStoreService>();
@@ -114,6 +119,10 @@ void Daemon::Shutdown() {
     }
     if (!core_->WaitForBatches(absl::Now() + options_.drain_grace)) {
       spdlog::warn("drain grace period over: cancelling {} batch(es)", core_->in_flight());
+      // Their unfinished calls complete as CANCELLED and are still written to
+      // the clients, so every caller learns what happened to every call.
+      runner_->CancelRunning();
+      core_->WaitForBatches(absl::Now() + absl::Seconds(2));
     }
   }
   // Ends WatchSession streams cleanly and runs every tool's cleanup_session.

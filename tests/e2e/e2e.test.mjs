@@ -440,6 +440,21 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     }
   });
 
+  // Reflection-only clients (grpcurl) must be able to describe and call health.
+  test('grpc.health.v1.Health is described by reflection and SERVING', async () => {
+    const creds = grpc.credentials.createInsecure();
+    const reflection = new grpcReflection.Client(d.address, creds);
+    d.clients.push(reflection.grpcClient);
+    const root = await reflection.fileContainingSymbol('grpc.health.v1.Health');
+    const loaded = grpc.loadPackageDefinition(protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS));
+    const health = new loaded.grpc.health.v1.Health(d.address, creds);
+    d.clients.push(health);
+    for (const service of ['', 'toolexec.v1.ToolExecutor']) {
+      const response = await unary(health, 'Check', { service });
+      assert.equal(response.status, 'SERVING', `health of "${service}"`);
+    }
+  });
+
   test('ExecuteBatch: concurrent, streamed in call order, failures as results (S2, S3)', async () => {
     const { codec } = env;
     const request = {
@@ -487,7 +502,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     assert.equal(r[1].display.title, 'Weather in Paris');
   });
 
-  test('invalid arguments and a missing session are error results (S4, S5)', async () => {
+  test('invalid arguments and a missing session are error results (S4, S5)', async (t) => {
     const { codec } = env;
     const request = {
       calls: [
@@ -508,6 +523,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
       code: 'ERROR_CODE_INVALID_ARGUMENTS' });
     assertFailure(r[2], { index: 2, id: 'no-session', name: 'counter',
       code: 'ERROR_CODE_NO_CONTEXT' });
+    for (const x of r) t.diagnostic(`${x.id}: ${x.error_message}`);
   });
 
   test('sessions: state across batches, GetState, CloseSession, then NOT_FOUND (S5)', async () => {

@@ -105,7 +105,7 @@ class Tool {
 
   // S13. display_name defaults to name(); display_title to display_name().
   virtual std::string display_name() const { return name(); }
-  virtual std::string display_title(const JsonValue& input) const { return display_name(); }
+  virtual std::string display_title(const JsonValue& /*input*/) const { return display_name(); }
   // The content shown for a finished call. Default: the result as JSON,
   // cut to kDefaultDisplayBytes with is_truncated and full_length set.
   virtual DisplayResult display(const JsonValue& input, const JsonValue& result) const;
@@ -115,13 +115,14 @@ class Tool {
                                       bool ok) const;
 
   // S12: what this call needs permission for. Default: nothing.
-  virtual std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const {
+  virtual std::vector<PermissionRequirement> required_permissions(
+      const JsonValue& /*input*/) const {
     return {};
   }
   virtual bool handles_own_permissions() const { return false; }
 
   // Called once when a session closes, for every tool. Must not throw.
-  virtual void cleanup_session(absl::string_view session_id) const {}
+  virtual void cleanup_session(absl::string_view /*session_id*/) const {}
 
   static constexpr size_t kDefaultDisplayBytes = 4096;
 };

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"

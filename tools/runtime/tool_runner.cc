@@ -382,17 +382,24 @@ absl::StatusOr<std::vector<ToolCallResult>> ToolRunner::Run(BatchRequest request
   return std::move(observer.results);
 }
 
+void ToolRunner::CancelRunning() {
+  std::vector<std::shared_ptr<Batch>> running;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& weak : batches_) {
+      if (auto b = weak.lock()) running.push_back(std::move(b));
+    }
+  }
+  for (auto& b : running) b->CancelAll(CancelReason::kShutdown);
+}
+
 void ToolRunner::Shutdown() {
-  std::vector<std::weak_ptr<Batch>> batches;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
-    batches.swap(batches_);
   }
-  for (auto& weak : batches) {
-    if (auto b = weak.lock()) b->CancelAll(CancelReason::kShutdown);
-  }
+  CancelRunning();
   executor_.Shutdown();
 }
 

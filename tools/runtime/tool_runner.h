@@ -167,8 +167,13 @@ class ToolRunner final {
   // Runs a batch and waits for it: the results in call order.
   absl::StatusOr<std::vector<ToolCallResult>> Run(BatchRequest request);
 
-  // Cancels every running batch (CANCELLED results), refuses new ones, and
-  // joins the executor threads. Idempotent.
+  // Completes every unfinished call of every running batch as CANCELLED
+  // ("the daemon is shutting down") and trips their cancellation tokens.
+  // New batches are still accepted.
+  void CancelRunning();
+
+  // CancelRunning(), refuses new batches, and joins the executor threads
+  // (so it waits for tools that ignore cancellation). Idempotent.
   void Shutdown();
 
   size_t pending_calls() const { return pending_calls_.load(); }
