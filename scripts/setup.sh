@@ -8,7 +8,7 @@ set -euo pipefail
 build_pkgs=(
   cmake ninja-build ccache g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev rapidjson-dev libvalijson-dev libre2-dev libspdlog-dev
+  libabsl-dev rapidjson-dev libvalijson-dev libre2-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev
 )
 test_pkgs=(python3 python3-yaml ripgrep)

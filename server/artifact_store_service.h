@@ -1,17 +1,21 @@
-// The toolexec.v1.ArtifactStore gRPC service. Artifacts are not implemented in
-// this version: every RPC answers UNIMPLEMENTED saying so, so a client learns
-// it at once instead of from a missing service.
+// The toolexec.v1.ArtifactStore gRPC service (S10): a thin adapter over the
+// daemon's ArtifactStore, scoped by the request's session (its conversation,
+// or its user for "user:" names). A bad name is INVALID_ARGUMENT, a missing
+// artifact or session NOT_FOUND.
 #ifndef TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
 #define TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
 
 #include <grpcpp/grpcpp.h>
 
+#include "server/service_core.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
 
 class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
  public:
+  explicit ArtifactStoreService(ServiceCore* core) : core_(core) {}
+
   grpc::ServerUnaryReactor* SaveArtifact(grpc::CallbackServerContext* context,
                                          const v1::SaveArtifactRequest* request,
                                          v1::SaveArtifactResponse* response) override;
@@ -27,6 +31,9 @@ class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
   grpc::ServerUnaryReactor* DeleteArtifact(grpc::CallbackServerContext* context,
                                            const v1::DeleteArtifactRequest* request,
                                            v1::DeleteArtifactResponse* response) override;
+
+ private:
+  ServiceCore* const core_;
 };
 
 }  // namespace toolexec

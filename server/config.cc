@@ -77,6 +77,49 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
   if (l.max_call_timeout_ms()) options->max_call_timeout = absl::Milliseconds(l.max_call_timeout_ms());
   if (l.drain_grace_ms()) options->drain_grace = absl::Milliseconds(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
+  const v1::ToolSelection& sel = config.builtin_tools();
+  options->builtin_enabled.assign(sel.enabled().begin(), sel.enabled().end());
+  options->builtin_disabled.assign(sel.disabled().begin(), sel.disabled().end());
+
+  BuiltinOptions& b = options->builtin;
+  const v1::FileToolsConfig& f = config.file_tools();
+  if (f.view_max_lines()) b.view_max_lines = f.view_max_lines();
+  if (f.view_max_bytes()) b.view_max_bytes = f.view_max_bytes();
+  if (f.list_max_entries()) b.list_max_entries = f.list_max_entries();
+  if (f.search_max_results()) b.search_max_results = f.search_max_results();
+  if (f.max_file_bytes()) b.max_file_bytes = f.max_file_bytes();
+  const v1::RunCommandConfig& r = config.run_command();
+  if (r.default_timeout_ms()) b.command_default_timeout = absl::Milliseconds(r.default_timeout_ms());
+  if (r.max_timeout_ms()) b.command_max_timeout = absl::Milliseconds(r.max_timeout_ms());
+  if (r.capture_bytes()) b.command_capture_bytes = r.capture_bytes();
+  if (r.kill_grace_ms()) b.command_kill_grace = absl::Milliseconds(r.kill_grace_ms());
+  b.sandbox = r.sandbox();
+  b.sandbox_network = r.sandbox_network();
+  b.allow_env.assign(r.allow_env().begin(), r.allow_env().end());
+  b.rlimit_cpu_seconds = r.rlimit_cpu_seconds();
+  b.rlimit_address_space_bytes = r.rlimit_address_space_bytes();
+  b.rlimit_open_files = r.rlimit_open_files();
+  b.rlimit_processes = r.rlimit_processes();
+  const v1::ControlToolsConfig& c = config.control_tools();
+  b.finish_output_schema = c.finish_output_schema_json();
+  b.declared_tools.assign(c.declared_tools().begin(), c.declared_tools().end());
+  b.web_search_allowed_domains.assign(c.web_search().allowed_domains().begin(),
+                                      c.web_search().allowed_domains().end());
+  b.web_search_blocked_domains.assign(c.web_search().blocked_domains().begin(),
+                                      c.web_search().blocked_domains().end());
+  b.web_search_max_uses = c.web_search().max_uses();
+
+  if (!config.artifact_dir().empty()) options->artifact_dir = config.artifact_dir();
+  for (const auto& sa : config.subagents()) {
+    if (sa.name().empty()) return absl::InvalidArgumentError("a subagent has no name");
+    options->subagents.push_back(
+        {sa.name(), sa.description(), {sa.enabled_tools().begin(), sa.enabled_tools().end()},
+         {sa.disabled_tools().begin(), sa.disabled_tools().end()}});
+  }
+  if (config.sessions().max_depth()) options->session_max_depth = config.sessions().max_depth();
+  if (config.sessions().idle_ttl_ms()) {
+    options->session_idle_ttl = absl::Milliseconds(config.sessions().idle_ttl_ms());
+  }
   if (options->max_concurrent_calls > 4096) {
     return absl::InvalidArgumentError(absl::StrCat(
         "limits.max_concurrent_calls is ", options->max_concurrent_calls,

@@ -10,15 +10,66 @@
 #include "grpc/health/v1/health.pb.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "absl/container/flat_hash_set.h"
+#include "tools/builtin/builtin.h"
 #include "tools/examples/examples.h"
+#include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
 
 absl::Status RegisterDaemonTools(const DaemonOptions& options, ToolRegistry& registry) {
+  // Register every built-in in a scratch registry, then keep the chosen ones:
+  // the selection is by tool and tool-set names, which need the registry.
+  ToolRegistry builtins;
+  if (absl::Status s = RegisterFileTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterSearchTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterCommandTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterControlTools(builtins, options.builtin); !s.ok()) return s;
+  auto chosen = ResolveToolSelection(builtins, options.builtin_enabled, options.builtin_disabled,
+                                     "builtin_tools");
+  if (!chosen.ok()) return chosen.status();
+  absl::flat_hash_set<std::string> keep(chosen->begin(), chosen->end());
+  for (auto& tool : builtins.Release()) {
+    if (!keep.contains(tool->name())) continue;
+    if (absl::Status s = registry.Register(std::move(tool), "built-in"); !s.ok()) return s;
+  }
+  if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
   if (options.example_tools) {
     if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
+    const DaemonOptions& options, const ToolRegistry& registry) {
+  std::map<std::string, ResolvedSubagent> out;
+  for (const auto& sa : options.subagents) {
+    std::string what = absl::StrCat("subagent '", sa.name, "'");
+    if (out.count(sa.name) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is declared twice"));
+    }
+    ResolvedSubagent resolved;
+    resolved.description = sa.description;
+    absl::StatusOr<std::vector<std::string>> tools;
+    if (sa.enabled_tools.empty() && sa.disabled_tools.empty()) {
+      tools = ResolveToolSelection(registry, {"read_only"}, {}, what);  // S7 default
+    } else {
+      tools = ResolveToolSelection(registry, sa.enabled_tools, sa.disabled_tools, what);
+    }
+    if (!tools.ok()) return tools.status();
+    for (auto& name : *tools) {
+      if (name == "start_subagent") {
+        // A subagent cannot spawn subagents (S7).
+        resolved.warnings.push_back(absl::StrCat(
+            what, ": start_subagent dropped (a subagent cannot start subagents)"));
+        continue;
+      }
+      resolved.tools.push_back(std::move(name));
+    }
+    for (const auto& w : resolved.warnings) spdlog::warn("{}", w);
+    out.emplace(sa.name, std::move(resolved));
+  }
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
@@ -28,28 +79,61 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
         absl::StrCat("the workspace must be an absolute path, got '", options.workspace, "'"));
   }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
-  if (absl::Status s = RegisterDaemonTools(d->options_, d->registry_); !s.ok()) return s;
+  const DaemonOptions& o = d->options_;
+  if (absl::Status s = RegisterDaemonTools(o, d->registry_); !s.ok()) return s;
   if (extra_tools) {
     if (absl::Status s = extra_tools(d->registry_); !s.ok()) return s;
   }
+  auto subagents = ResolveSubagents(o, d->registry_);
+  if (!subagents.ok()) return subagents.status();
+  d->subagents_ = std::move(*subagents);
+  if (o.artifact_dir.empty()) {
+    d->artifacts_ = NewInMemoryArtifactStore();
+  } else {
+    auto store = NewDirectoryArtifactStore(o.artifact_dir);
+    if (!store.ok()) return store.status();
+    d->artifacts_ = std::move(*store);
+  }
   ToolRunner::Options runner_options;
   // Keep a couple of warm threads for latency; grow to the cap under load.
-  runner_options.executor.min_threads =
-      std::min<size_t>(d->options_.max_concurrent_calls, std::max(2u, std::thread::hardware_concurrency()));
-  runner_options.executor.max_threads = d->options_.max_concurrent_calls;
-  runner_options.default_timeout = d->options_.default_call_timeout;
-  runner_options.max_timeout = d->options_.max_call_timeout;
-  runner_options.max_pending_calls = d->options_.max_pending_calls;
-  runner_options.default_workspace = d->options_.workspace;
+  runner_options.executor.min_threads = std::min<size_t>(
+      o.max_concurrent_calls, std::max(2u, std::thread::hardware_concurrency()));
+  runner_options.executor.max_threads = o.max_concurrent_calls;
+  runner_options.default_timeout = o.default_call_timeout;
+  runner_options.max_timeout = o.max_call_timeout;
+  runner_options.max_pending_calls = o.max_pending_calls;
+  runner_options.default_workspace = o.workspace;
+  runner_options.artifacts = d->artifacts_.get();
   d->runner_ = std::make_unique<ToolRunner>(&d->registry_, runner_options);
-  d->sessions_ = std::make_unique<SessionManager>(
-      &d->registry_, SessionManager::Options{d->options_.max_sessions});
+  SessionManager::Options session_options;
+  session_options.max_sessions = o.max_sessions;
+  session_options.max_depth = o.session_max_depth;
+  session_options.idle_ttl = o.session_idle_ttl;
+  d->sessions_ =
+      std::make_unique<SessionManager>(&d->registry_, session_options, d->artifacts_.get());
   d->core_ = std::make_unique<ServiceCore>(&d->options_, &d->registry_, d->runner_.get(),
-                                           d->sessions_.get());
+                                           d->sessions_.get(), d->artifacts_.get(),
+                                           &d->subagents_);
+  if (o.session_idle_ttl > absl::ZeroDuration()) {
+    Daemon* self = d.get();
+    absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
+    d->sweeper_ = std::thread([self, every] {
+      while (!self->stop_sweeper_.WaitForNotificationWithTimeout(every)) {
+        if (size_t n = self->sessions_->SweepIdle(absl::Now()); n > 0) {
+          spdlog::info("closed {} session(s) idle past the TTL", n);
+        }
+      }
+    });
+  }
   return d;
 }
 
-Daemon::~Daemon() { Shutdown(); }
+Daemon::~Daemon() {
+  Shutdown();
+  // Tools still running past the grace use the registry and the runner: wait
+  // for them before those go (toolexecd itself exits without destroying).
+  if (runner_abandoned_) runner_->Shutdown();
+}
 
 absl::Status Daemon::Start() {
   grpc::EnableDefaultHealthCheckService(true);
@@ -59,7 +143,7 @@ absl::Status Daemon::Start() {
   grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   executor_service_ = std::make_unique<ToolExecutorService>(core_.get());
-  artifact_service_ = std::make_unique<ArtifactStoreService>();
+  artifact_service_ = std::make_unique<ArtifactStoreService>(core_.get());
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -105,10 +189,22 @@ void Daemon::SetServing(bool serving) {
 void Daemon::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
-    if (shut_down_) return;
+    if (shut_down_) {
+      mu_.Unlock();
+      shutdown_done_.WaitForNotification();
+      mu_.Lock();
+      return;
+    }
     shut_down_ = true;
   }
-  if (core_ == nullptr) return;  // Create() failed before the runtime existed
+  if (sweeper_.joinable()) {
+    stop_sweeper_.Notify();
+    sweeper_.join();
+  }
+  if (core_ == nullptr) {  // Create() failed before the runtime existed
+    shutdown_done_.Notify();
+    return;
+  }
   core_->StartDraining();
   SetServing(false);
   if (server_ != nullptr) {
@@ -131,8 +227,17 @@ void Daemon::Shutdown() {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();
   }
-  runner_->Shutdown();
+  // Bounded: a tool that ignores cancellation must not hold the daemon up.
+  runner_->CancelRunning();
+  if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
+    runner_->Shutdown();
+  } else {
+    runner_abandoned_ = true;
+    spdlog::warn("{} tool call(s) ignored cancellation for {}; stopping without them",
+                 runner_->pending_calls(), absl::FormatDuration(options_.tool_stop_grace));
+  }
   if (server_ != nullptr) spdlog::info("toolexecd stopped");
+  shutdown_done_.Notify();
 }
 
 }  // namespace toolexec

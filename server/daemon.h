@@ -13,12 +13,15 @@
 
 #include <functional>
 #include <memory>
+#include <map>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "server/artifact_store_service.h"
 #include "server/service_core.h"
 #include "server/tool_executor_service.h"
@@ -64,6 +67,11 @@ class Daemon final {
 
   const DaemonOptions options_;
   ToolRegistry registry_;
+  std::unique_ptr<ArtifactStore> artifacts_;
+  std::map<std::string, ResolvedSubagent> subagents_;
+  // Closes sessions past their idle TTL (only when a TTL is configured).
+  std::thread sweeper_;
+  absl::Notification stop_sweeper_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<ServiceCore> core_;
@@ -74,10 +82,18 @@ class Daemon final {
 
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Notification shutdown_done_;  // later Shutdown() callers wait on it
+  bool runner_abandoned_ = false;     // tools ignored cancellation past the grace
 };
 
-// The tools a daemon with `options` registers, in order (S1).
+// The tools a daemon with `options` registers, in order (S1): the chosen
+// built-ins, the declared tools (S9), then the example tools.
 absl::Status RegisterDaemonTools(const DaemonOptions& options, ToolRegistry& registry);
+
+// S7: each configured subagent's tools, or InvalidArgument naming the
+// subagent and the problem (both lists, an unknown tool, a duplicate name).
+absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
+    const DaemonOptions& options, const ToolRegistry& registry);
 
 }  // namespace toolexec
 

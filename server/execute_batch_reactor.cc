@@ -39,6 +39,7 @@ void ExecuteBatchReactor::Begin(const v1::ExecuteBatchRequest& request) {
   if (!request.session_id().empty()) {
     auto session = core_->sessions().Get(request.session_id());
     if (!session.ok()) return Reject(ToGrpcStatus(session.status()));
+    (*session)->Touch();
     batch.session = std::move(*session);
   }
   if (request.has_timeout()) {
@@ -53,18 +54,20 @@ void ExecuteBatchReactor::Begin(const v1::ExecuteBatchRequest& request) {
   batch.calls.reserve(request.calls_size());
   for (const auto& call : request.calls()) batch.calls.push_back(FromProto(call));
 
-  core_->BatchStarted();
+  // Checked and counted in one step, so a drain that has begun never misses
+  // a batch it must wait for.
+  if (!core_->TryBatchStarted()) {
+    return Reject(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                               "toolexecd is shutting down and accepts no new batches; retry on "
+                               "another instance"));
+  }
   counted_ = true;
   auto handle = core_->runner().Start(std::move(batch), this);
   if (!handle.ok()) return Reject(ToGrpcStatus(handle.status()));
-  bool cancel_now;
-  {
-    absl::MutexLock lock(&mu_);
-    batch_ = *handle;
-    cancel_now = cancelled_;
-  }
-  // The client went away before the batch was registered: cancel it now.
-  if (cancel_now) (*handle)->Cancel();
+  // gRPC runs no reaction (OnCancel included) before this handler returns, so
+  // nothing can need the handle before it is stored.
+  absl::MutexLock lock(&mu_);
+  batch_ = *handle;
 }
 
 void ExecuteBatchReactor::Reject(const grpc::Status& status) {
@@ -77,72 +80,101 @@ void ExecuteBatchReactor::Reject(const grpc::Status& status) {
 }
 
 void ExecuteBatchReactor::OnResult(ToolCallResult result) {
-  bool failed = !result.ok();
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result());
-  {
-    absl::MutexLock lock(&mu_);
-    ++results_;
-    if (failed || response.result().status() != v1::RESULT_STATUS_SUCCESS) ++failures_;
-  }
-  Enqueue(std::move(response), /*is_progress=*/false);
+  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
+}
+
+void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
+  v1::ExecuteBatchResponse response;
+  ToProto(std::move(result), response.mutable_result());
+  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
 }
 
 void ExecuteBatchReactor::OnProgress(ProgressEvent event) {
   v1::ExecuteBatchResponse response;
   ToProto(event, response.mutable_progress());
-  Enqueue(std::move(response), /*is_progress=*/true);
+  Enqueue(std::move(response), /*is_progress=*/true, /*last=*/false);
 }
 
-void ExecuteBatchReactor::OnBatchDone() {
+void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
+  Action action;
   {
     absl::MutexLock lock(&mu_);
     batch_done_ = true;
+    action = NextActionLocked();
   }
-  MaybeWrite();
+  Perform(action);
 }
 
-void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_progress) {
+void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_progress,
+                                  bool last) {
+  Action action;
   {
     absl::MutexLock lock(&mu_);
-    if (broken_ || finished_) return;
-    if (is_progress) {
+    if (!is_progress) {
+      ++results_;
+      if (response.result().status() != v1::RESULT_STATUS_SUCCESS) ++failures_;
+    }
+    if (last) batch_done_ = true;
+    bool keep = !broken_ && !finished_;
+    if (keep && is_progress) {
       if (queued_progress_ >= kMaxQueuedProgress) {
         ++dropped_progress_;
-        return;
+        keep = false;
+      } else {
+        ++queued_progress_;
       }
-      ++queued_progress_;
     }
-    queue_.push_back(std::move(response));
-    queue_is_progress_.push_back(is_progress);
+    if (keep) {
+      queue_.push_back(std::move(response));
+      queue_is_progress_.push_back(is_progress);
+    }
+    action = NextActionLocked();
   }
-  MaybeWrite();
+  Perform(action);
 }
 
-void ExecuteBatchReactor::MaybeWrite() {
-  const v1::ExecuteBatchResponse* to_write = nullptr;
-  grpc::Status finish_status;
-  {
-    absl::MutexLock lock(&mu_);
-    if (finished_ || write_in_flight_) return;
-    if (!queue_.empty()) {
-      write_in_flight_ = true;
-      to_write = &queue_.front();  // deque: stays put while others are appended
-    } else if (batch_done_) {
+ExecuteBatchReactor::Action ExecuteBatchReactor::NextActionLocked() {
+  Action action;
+  if (finished_ || write_in_flight_) return action;
+  if (!queue_.empty()) {
+    write_in_flight_ = true;
+    action.message = &queue_.front();  // deque: stays put while others are appended
+    action.kind = Action::kWrite;
+    if (batch_done_ && queue_.size() == 1) {
+      // The last response: send it with the status in one step.
       finished_ = true;
-      finish_status = final_status_;
-    } else {
-      return;
+      action.kind = Action::kWriteAndFinish;
+      action.status = final_status_;
     }
+  } else if (batch_done_) {
+    finished_ = true;
+    action.kind = Action::kFinish;
+    action.status = final_status_;
   }
-  if (to_write != nullptr) {
-    StartWrite(to_write);
-  } else {
-    Finish(finish_status);
+  return action;
+}
+
+void ExecuteBatchReactor::Perform(const Action& action) {
+  switch (action.kind) {
+    case Action::kNone:
+      return;
+    case Action::kWrite:
+      StartWrite(action.message);
+      return;
+    case Action::kWriteAndFinish:
+      StartWriteAndFinish(action.message, grpc::WriteOptions(), action.status);
+      return;
+    case Action::kFinish:
+      Finish(action.status);
+      return;
   }
 }
 
 void ExecuteBatchReactor::OnWriteDone(bool ok) {
+  // A write is in flight, so no other thread can finish the stream until this
+  // reaction has decided: `this` stays valid here.
   std::shared_ptr<BatchHandle> to_cancel;
   {
     absl::MutexLock lock(&mu_);
@@ -161,15 +193,21 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
       to_cancel = batch_;
     }
   }
+  // Cancelling completes the remaining calls; their results arrive through
+  // Enqueue, which finishes the stream once the batch is done.
   if (to_cancel) to_cancel->Cancel();
-  MaybeWrite();
+  Action action;
+  {
+    absl::MutexLock lock(&mu_);
+    action = NextActionLocked();
+  }
+  Perform(action);
 }
 
 void ExecuteBatchReactor::OnCancel() {
   std::shared_ptr<BatchHandle> to_cancel;
   {
     absl::MutexLock lock(&mu_);
-    cancelled_ = true;
     if (final_status_.ok()) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the batch was cancelled");
     }
@@ -182,11 +220,15 @@ void ExecuteBatchReactor::OnDone() {
   if (counted_) core_->BatchFinished();
   {
     absl::MutexLock lock(&mu_);
-    auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
     if (dropped_progress_ > 0) {
       spdlog::warn("ExecuteBatch peer={} dropped {} progress events: the client read too slowly",
                    context_->peer(), dropped_progress_);
     }
+  }
+  // The log line is built only when it will be written (this is the hot path).
+  if (spdlog::should_log(spdlog::level::info)) {
+    absl::MutexLock lock(&mu_);
+    auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
     spdlog::info("ExecuteBatch peer={} calls={} results={} failed={} status={} {}ms={:.2f}",
                  context_->peer(), calls_, results_, failures_,
                  absl::StatusCodeToString(static_cast<absl::StatusCode>(final_status_.error_code())),

@@ -2,21 +2,23 @@
 //
 // - Producers: the ToolRunner calls OnResult (in call order) and OnProgress
 //   from its threads; each converts the event to a response and queues it.
-// - One write in flight: the write pump (MaybeWrite) starts a write only when
-//   none is in flight; it runs after every enqueue and from OnWriteDone, so the
-//   queue drains as fast as the client reads. The reorder buffer is the
+// - One write in flight: the write pump (NextActionLocked + Perform) starts a
+//   write only when none is in flight; it runs after every enqueue and from
+//   OnWriteDone, so the queue drains as fast as the client reads. The reorder buffer is the
 //   runner's; what reaches this queue is already in call order.
-// - Exactly one Finish: after OnBatchDone and an empty queue, or at once when
-//   the stream broke (a failed write) and the batch is done.
+// - Exactly one Finish: the last result goes out with StartWriteAndFinish (the
+//   write and the status in one step); an empty batch, or a stream that broke
+//   (a failed write), ends with Finish once the batch is done.
 // - OnCancel (client cancelled, deadline passed, server shutting down) cancels
 //   the batch, which completes every unfinished call as CANCELLED at once and
 //   trips their cancellation tokens, so running tools see it.
 // - Lifetime: gRPC deletes nothing; we `delete this` in OnDone, which gRPC calls
-//   after Finish. Finish is only called after OnBatchDone, after which the
-//   runner never touches this observer again, so no runner thread can reach a
-//   deleted reactor.
+//   after Finish. Finish is only called once the runner has made its final
+//   observer call (OnLastResult or OnBatchDone), after which it never touches
+//   this observer again, so no runner thread can reach a deleted reactor.
 // No reaction blocks: the mutex guards only the queue and flags, and
-// StartWrite/Finish are called outside it.
+// StartWrite/Finish are called outside it. gRPC holds OnDone back while a
+// write's OnWriteDone or OnCancel is running, and until the handler returns.
 #ifndef TOOLEXEC_SERVER_EXECUTE_BATCH_REACTOR_H_
 #define TOOLEXEC_SERVER_EXECUTE_BATCH_REACTOR_H_
 
@@ -50,6 +52,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // BatchObserver (runner threads).
   void OnProgress(ProgressEvent event) override;
   void OnResult(ToolCallResult result) override;
+  // Writes the last result and the status in one step (StartWriteAndFinish).
+  void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;
 
   // Progress events queued past this many are dropped (counted and logged),
@@ -60,9 +64,19 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   ExecuteBatchReactor(ServiceCore* core, grpc::CallbackServerContext* context, size_t calls);
   void Begin(const v1::ExecuteBatchRequest& request);
   void Reject(const grpc::Status& status);
-  void Enqueue(v1::ExecuteBatchResponse response, bool is_progress);
-  // The write pump. Decides under mu_, acts outside it.
-  void MaybeWrite();
+  void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
+
+  // The write pump. Every state change and the decision it leads to happen in
+  // one critical section (NextActionLocked); the thread then performs the
+  // action it owns outside the lock and touches nothing else: once any
+  // thread has started the final write or Finish, OnDone may delete `this`.
+  struct Action {
+    enum Kind { kNone, kWrite, kWriteAndFinish, kFinish } kind = kNone;
+    const v1::ExecuteBatchResponse* message = nullptr;
+    grpc::Status status;
+  };
+  Action NextActionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Perform(const Action& action);
 
   ServiceCore* const core_;
   grpc::CallbackServerContext* const context_;
@@ -78,8 +92,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   bool batch_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;  // a write failed: drop the rest
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool counted_ = false;  // BatchStarted() was called
+  bool counted_ = false;  // the batch counts as in flight (for the drain)
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<BatchHandle> batch_ ABSL_GUARDED_BY(mu_);
   // Outcome counters for the log line.

@@ -5,11 +5,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/builtin/builtin.h"
+#include "tools/runtime/artifacts.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
@@ -28,29 +32,70 @@ struct DaemonOptions {
   absl::Duration default_call_timeout = absl::Minutes(10);
   absl::Duration max_call_timeout = absl::Hours(1);
   absl::Duration drain_grace = absl::Seconds(30);
+  // After the drain, how long cancelled tools get to return before shutdown
+  // stops waiting for them (a tool may ignore cancellation).
+  absl::Duration tool_stop_grace = absl::Seconds(5);
   uint32_t max_sessions = 10000;
   // Largest request or response message (tool arguments such as file contents).
   int max_message_bytes = 64 << 20;
+
+  BuiltinOptions builtin;
+  // Which built-in tools to expose: tool or tool-set names; give at most one list.
+  std::vector<std::string> builtin_enabled;
+  std::vector<std::string> builtin_disabled;
+  // "" = artifacts in memory.
+  std::string artifact_dir;
+  struct Subagent {
+    std::string name;
+    std::string description;
+    std::vector<std::string> enabled_tools;
+    std::vector<std::string> disabled_tools;
+  };
+  std::vector<Subagent> subagents;
+  int session_max_depth = 5;
+  absl::Duration session_idle_ttl = absl::ZeroDuration();
+};
+
+// A subagent's tools, resolved against the registry at start-up (S7).
+struct ResolvedSubagent {
+  std::string description;
+  std::vector<std::string> tools;     // registration order
+  std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
 
 class ServiceCore final {
  public:
   ServiceCore(const DaemonOptions* options, const ToolRegistry* registry, ToolRunner* runner,
-              SessionManager* sessions)
-      : options_(options), registry_(registry), runner_(runner), sessions_(sessions) {}
+              SessionManager* sessions, ArtifactStore* artifacts,
+              const std::map<std::string, ResolvedSubagent>* subagents)
+      : options_(options),
+        registry_(registry),
+        runner_(runner),
+        sessions_(sessions),
+        artifacts_(artifacts),
+        subagents_(subagents) {}
 
   const DaemonOptions& options() const { return *options_; }
   const ToolRegistry& registry() const { return *registry_; }
   ToolRunner& runner() { return *runner_; }
   SessionManager& sessions() { return *sessions_; }
+  ArtifactStore& artifacts() { return *artifacts_; }
+  const std::map<std::string, ResolvedSubagent>& subagents() const { return *subagents_; }
 
   // While draining, new batches are refused with UNAVAILABLE.
   bool draining() const { return draining_.load(std::memory_order_acquire); }
-  void StartDraining() { draining_.store(true, std::memory_order_release); }
-
-  void BatchStarted() {
+  void StartDraining() {
     absl::MutexLock lock(&mu_);
+    draining_.store(true, std::memory_order_release);
+  }
+
+  // Counts a new batch as in flight, unless draining has begun: the check and
+  // the count are one step, so WaitForBatches never misses a batch.
+  bool TryBatchStarted() {
+    absl::MutexLock lock(&mu_);
+    if (draining_.load(std::memory_order_acquire)) return false;
     ++in_flight_;
+    return true;
   }
   void BatchFinished() {
     absl::MutexLock lock(&mu_);
@@ -72,6 +117,8 @@ class ServiceCore final {
   const ToolRegistry* registry_;
   ToolRunner* runner_;
   SessionManager* sessions_;
+  ArtifactStore* artifacts_;
+  const std::map<std::string, ResolvedSubagent>* subagents_;
   std::atomic<bool> draining_{false};
   absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -32,32 +32,6 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const char
   return reactor;
 }
 
-// Expands tool and tool-set names into tool names, in registration order.
-absl::StatusOr<absl::flat_hash_set<std::string>> ExpandToolNames(
-    const ToolRegistry& registry, const google::protobuf::RepeatedPtrField<std::string>& names,
-    absl::string_view field) {
-  absl::flat_hash_set<std::string> out;
-  std::vector<std::string> unknown;
-  for (const auto& name : names) {
-    if (IsToolSetName(name)) {
-      auto set = SelectToolSet(registry, name);
-      if (!set.ok()) return set.status();
-      for (const auto* t : *set) out.insert(t->name);
-    } else if (registry.Find(name) != nullptr) {
-      out.insert(name);
-    } else {
-      unknown.push_back(name);
-    }
-  }
-  if (!unknown.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, " names unknown tool(s): ", absl::StrJoin(unknown, ", "),
-        "; registered tools: ", absl::StrJoin(registry.names(), ", "),
-        "; tool sets: ", absl::StrJoin(ToolSetNames(), ", ")));
-  }
-  return out;
-}
-
 // A session workspace: an existing directory inside the daemon's workspace.
 absl::StatusOr<std::string> ResolveWorkspace(const std::string& root, const std::string& path) {
   std::string joined = path.empty() || path[0] != '/' ? absl::StrCat(root, "/", path) : path;
@@ -78,6 +52,7 @@ absl::StatusOr<std::string> ResolveWorkspace(const std::string& root, const std:
 
 void FillSession(const Session& s, const ToolRegistry& registry, v1::Session* out) {
   out->set_session_id(s.id());
+  for (const auto& w : s.warnings()) out->add_warnings(w);
   out->set_conversation_id(s.conversation_id());
   out->set_idle(s.idle());
   out->set_user_id(s.user_id());
@@ -128,45 +103,50 @@ grpc::ServerUnaryReactor* ToolExecutorService::OpenSession(grpc::CallbackServerC
     return Reply(context, kMethod,
                  absl::UnavailableError("toolexecd is shutting down and opens no new sessions"));
   }
-  if (!request->subagent().empty()) {
-    return Reply(context, kMethod,
-                 absl::UnimplementedError("subagent sessions (OpenSession.subagent) are not "
-                                          "supported by this version of toolexecd"));
-  }
-  if (!request->parent_session_id().empty()) {
-    return Reply(context, kMethod,
-                 absl::UnimplementedError("child sessions (OpenSession.parent_session_id) are not "
-                                          "supported by this version of toolexecd"));
-  }
-  if (request->state_keys_size() > 0) {
-    return Reply(context, kMethod,
-                 absl::InvalidArgumentError("state_keys applies only with parent_session_id"));
-  }
-  // S7: never a silent precedence rule between the two lists.
-  if (request->enabled_tools_size() > 0 && request->disabled_tools_size() > 0) {
-    return Reply(context, kMethod,
-                 absl::InvalidArgumentError(
-                     "give enabled_tools or disabled_tools, not both (which should win is "
-                     "ambiguous)"));
-  }
   const ToolRegistry& registry = core_->registry();
+  std::vector<std::string> enabled(request->enabled_tools().begin(), request->enabled_tools().end());
+  std::vector<std::string> disabled(request->disabled_tools().begin(),
+                                    request->disabled_tools().end());
   SessionOptions options;
   options.conversation_id = request->conversation_id();
   options.user_id = request->user_id();
-  if (request->enabled_tools_size() > 0 || request->disabled_tools_size() > 0) {
-    bool enabling = request->enabled_tools_size() > 0;
-    auto named = ExpandToolNames(registry,
-                                 enabling ? request->enabled_tools() : request->disabled_tools(),
-                                 enabling ? "enabled_tools" : "disabled_tools");
-    if (!named.ok()) return Reply(context, kMethod, named.status());
-    for (const auto& name : registry.names()) {
-      if (named->contains(name) == enabling) options.tools.push_back(name);
-    }
-    if (options.tools.empty()) {
+  options.parent_session_id = request->parent_session_id();
+  options.state_keys.assign(request->state_keys().begin(), request->state_keys().end());
+  if (!request->subagent().empty()) {
+    // S7: the subagent's own tool list; the request may not widen or narrow it.
+    auto it = core_->subagents().find(request->subagent());
+    if (it == core_->subagents().end()) {
+      std::vector<std::string> known;
+      for (const auto& [name, sa] : core_->subagents()) known.push_back(name);
       return Reply(context, kMethod,
-                   absl::InvalidArgumentError("the session would have no tools: " +
-                                              std::string(enabling ? "enabled_tools" : "disabled_tools") +
-                                              " leaves none of the registered tools"));
+                   absl::InvalidArgumentError(absl::StrCat(
+                       "unknown subagent '", request->subagent(), "'; configured subagents: ",
+                       known.empty() ? "none" : absl::StrJoin(known, ", "))));
+    }
+    if (!enabled.empty() || !disabled.empty()) {
+      return Reply(context, kMethod,
+                   absl::InvalidArgumentError(
+                       "give subagent or enabled_tools/disabled_tools, not both: a subagent's "
+                       "tools come from the config"));
+    }
+    options.subagent = request->subagent();
+    options.tools = it->second.tools;
+    options.warnings = it->second.warnings;
+  } else if (!enabled.empty() || !disabled.empty()) {
+    auto tools = ResolveToolSelection(registry, enabled, disabled, "OpenSession");
+    if (!tools.ok()) return Reply(context, kMethod, tools.status());
+    if (tools->empty()) {
+      return Reply(context, kMethod,
+                   absl::InvalidArgumentError(
+                       "the session would have no tools: the lists leave none of the registered "
+                       "tools"));
+    }
+    options.tools = std::move(*tools);
+  }
+  if (options.tools.empty() && !options.parent_session_id.empty()) {
+    // A child sees no more tools than its parent.
+    if (auto parent = core_->sessions().Get(options.parent_session_id); parent.ok()) {
+      options.tools = (*parent)->tools();
     }
   }
   for (const auto& w : request->workspaces()) {
@@ -186,6 +166,7 @@ grpc::ServerUnaryReactor* ToolExecutorService::UpdateSession(
   auto session = core_->sessions().Get(request->session_id());
   if (!session.ok()) return Reply(context, "UpdateSession", session.status());
   (*session)->set_idle(request->idle());
+  (*session)->Touch();
   FillSession(**session, core_->registry(), response);
   return Reply(context, "UpdateSession", absl::OkStatus(),
                absl::StrCat("session=", request->session_id(), " idle=", request->idle()));
@@ -194,17 +175,24 @@ grpc::ServerUnaryReactor* ToolExecutorService::UpdateSession(
 grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
     grpc::CallbackServerContext* context, const v1::CloseSessionRequest* request,
     v1::CloseSessionResponse* response) {
-  if (request->output_state_keys_size() > 0 || request->merge_exempt_keys_size() > 0 ||
-      request->artifact_prefixes_size() > 0 ||
-      request->merge_policy() != v1::STATE_MERGE_POLICY_OVERWRITE) {
-    return Reply(context, "CloseSession",
-                 absl::InvalidArgumentError("merge options (output_state_keys, merge_policy, "
-                                            "merge_exempt_keys, artifact_prefixes) apply only to "
-                                            "child sessions"));
+  MergeOptions merge;
+  merge.output_state_keys.assign(request->output_state_keys().begin(),
+                                 request->output_state_keys().end());
+  merge.reject_conflicts = request->merge_policy() == v1::STATE_MERGE_POLICY_REJECT_CONFLICTS;
+  merge.exempt_keys.assign(request->merge_exempt_keys().begin(),
+                           request->merge_exempt_keys().end());
+  merge.artifact_prefixes.assign(request->artifact_prefixes().begin(),
+                                 request->artifact_prefixes().end());
+  auto merged = core_->sessions().Close(request->session_id(), merge);
+  if (merged.ok()) {
+    auto* actions = response->mutable_merged();
+    (void)JsonToStruct(merged->state_delta, actions->mutable_state_delta());
+    for (const auto& [name, version] : merged->artifact_delta) {
+      (*actions->mutable_artifact_delta())[name] = version;
+    }
   }
-  absl::Status status = core_->sessions().Close(request->session_id());
-  response->mutable_merged();
-  return Reply(context, "CloseSession", status, absl::StrCat("session=", request->session_id()));
+  return Reply(context, "CloseSession", merged.status(),
+               absl::StrCat("session=", request->session_id()));
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::GetState(grpc::CallbackServerContext* context,

@@ -429,8 +429,12 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
 
     const response = await unary(env.client, 'ListTools', {});
     const names = response.tools.map((t) => t.name);
-    assert.deepEqual(names, ['get_weather', 'counter', 'check_inventory', 'calculate_sum', 'wait']);
-    for (const t of response.tools) {
+    // The built-ins first, then the example tools (--example_tools).
+    assert.deepEqual(names, ['view_file', 'create_file', 'edit_file', 'list_directory',
+      'find_file', 'search_directory', 'grep_search', 'run_command', 'command_status',
+      'kill_command', 'finish', 'exit_loop', 'load_artifacts',
+      'get_weather', 'counter', 'check_inventory', 'calculate_sum', 'wait']);
+    for (const t of response.tools.filter((x) => x.name in EXAMPLE_SCHEMAS)) {
       const schema = env.codec.fromStruct(t.parameters);
       assert.deepEqual(schema, EXAMPLE_SCHEMAS[t.name], `parameters of ${t.name}`);
       assert.notEqual(t.description, '', `description of ${t.name}`);
@@ -561,6 +565,88 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
 });
 
 // ---------------------------------------------------------------------------
+// Artifacts (S10) and a delegated child session's merge (S11), from a client
+// that found both services by reflection only.
+
+describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, () => {
+  let d;
+  let env;
+  let artifacts;
+
+  before(async () => {
+    d = await startDaemon();
+    env = await connect(d);
+    const reflection = new grpcReflection.Client(d.address, grpc.credentials.createInsecure());
+    d.clients.push(reflection.grpcClient);
+    const root = await reflection.fileContainingSymbol('toolexec.v1.ArtifactStore');
+    const loaded = grpc.loadPackageDefinition(protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS));
+    artifacts = new loaded.toolexec.v1.ArtifactStore(d.address, grpc.credentials.createInsecure());
+    d.clients.push(artifacts);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('save, list, version, load by a tool in the S10 shapes', async () => {
+    const { client, codec } = env;
+    const { session_id } = await unary(client, 'OpenSession', { conversation_id: 'art', user_id: 'u1' });
+    const v1 = await unary(artifacts, 'SaveArtifact',
+      { session_id, name: 'notes.md', artifact: { text: 'draft', mime_type: 'text/markdown' } });
+    const v2 = await unary(artifacts, 'SaveArtifact',
+      { session_id, name: 'notes.md', artifact: { text: '# Final', mime_type: 'text/markdown' } });
+    assert.deepEqual([v1.version, v2.version], [1, 2]);
+    await unary(artifacts, 'SaveArtifact',
+      { session_id, name: 'user:logo.bin', artifact: { data: Buffer.from([0, 1, 2, 255]) } });
+    const versions = await unary(artifacts, 'ListVersions', { session_id, name: 'notes.md' });
+    assert.deepEqual(versions.versions, [2, 1]);
+    const names = await unary(artifacts, 'ListArtifacts', { session_id });
+    assert.deepEqual(names.names, ['notes.md', 'user:logo.bin']);
+    const bad = await unaryError(artifacts, 'SaveArtifact',
+      { session_id, name: '../x', artifact: { text: 'x' } });
+    assert.equal(bad.code, GRPC_INVALID_ARGUMENT);
+    const missing = await unaryError(artifacts, 'LoadArtifact', { session_id, name: 'nope' });
+    assert.equal(missing.code, GRPC_NOT_FOUND);
+
+    const outcome = await executeBatch(env, {
+      session_id,
+      calls: [call(codec, { id: 'la', name: 'load_artifacts',
+        args: { artifact_names: ['notes.md', 'user:logo.bin', 'gone.txt'] } })],
+    });
+    assertNoRpcError(outcome);
+    assert.deepEqual(outcome.results[0].payload, { artifacts: [
+      { name: 'notes.md', content: '# Final' },
+      { name: 'user:logo.bin', content: { mime_type: '', data: 'AAEC/w==', size_bytes: 4 } },
+      { name: 'gone.txt', error: 'Artifact not found' },
+    ] });
+  });
+
+  test('a child session merges authorized writes into its parent', async () => {
+    const { client, codec } = env;
+    const parent = await unary(client, 'OpenSession', { conversation_id: 'p' });
+    const first = await executeBatch(env, { session_id: parent.session_id,
+      calls: [call(codec, { id: 'p1', name: 'counter', args: {} })] });
+    assertNoRpcError(first);
+    const child = await unary(client, 'OpenSession',
+      { parent_session_id: parent.session_id, state_keys: ['count'] });
+    const inChild = await executeBatch(env, { session_id: child.session_id,
+      calls: [call(codec, { id: 'c1', name: 'counter', args: {} })] });
+    assertNoRpcError(inChild);
+    assert.deepEqual(inChild.results[0].payload, { count: 2 });
+
+    const refused = await unaryError(client, 'CloseSession', { session_id: child.session_id });
+    assert.equal(refused.code, 9 /* FAILED_PRECONDITION */);
+    assert.match(refused.details, /attempted unauthorized state write to 'count'/);
+
+    const merged = await unary(client, 'CloseSession',
+      { session_id: child.session_id, output_state_keys: ['count'] });
+    assert.deepEqual(codec.fromStruct(merged.merged.state_delta), { count: 2 });
+    const state = await unary(client, 'GetState', { session_id: parent.session_id });
+    assert.deepEqual(codec.fromStruct(state.state), { count: 2 });
+  });
+});
+
+// ---------------------------------------------------------------------------
 // A daemon with tight limits: the batch limit and cancellation. With one
 // executor slot, a cancelled call that kept running would stall the next batch.
 
@@ -619,7 +705,7 @@ describe('toolexecd --max_calls_per_batch=2 --max_concurrent_calls=1', { skip: B
 
     // Still serving, and the single executor slot is free again.
     const tools = await unary(client, 'ListTools', {});
-    assert.equal(tools.tools.length, 5);
+    assert.ok(tools.tools.some((t) => t.name === 'wait'), 'ListTools still answers');
     const next = await executeBatch(env, {
       calls: [call(codec, { id: 'next', name: 'wait', args: { ms: 0, value: 1 } })],
     });

@@ -174,7 +174,7 @@ TEST_F(SessionTest, CloseCallsCleanupSessionOnEveryTool) {
   auto s = *sessions.Open({});
   ASSERT_TRUE(sessions.Close(s->id()).ok());
   EXPECT_THAT(seen, ::testing::ElementsAre(s->id()));
-  EXPECT_EQ(sessions.Close(s->id()).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sessions.Close(s->id()).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -7,17 +7,19 @@ namespace toolexec {
 
 bool CancellationToken::Cancel(CancelReason reason) {
   std::map<int, std::function<void()>> to_run;
-  {
-    absl::MutexLock lock(&mu_);
-    CancelReason expected = CancelReason::kNone;
-    if (!reason_.compare_exchange_strong(expected, reason, std::memory_order_acq_rel)) {
-      return false;
-    }
-    to_run.swap(callbacks_);
+  mu_.Lock();
+  CancelReason expected = CancelReason::kNone;
+  if (!reason_.compare_exchange_strong(expected, reason, std::memory_order_acq_rel)) {
+    mu_.Unlock();
+    return false;
   }
-  // Wake every WaitFor sleeper: they wait on mu_ with a condition on reason_.
-  absl::MutexLock run(&callback_run_mu_);
+  to_run.swap(callbacks_);
+  // Take callback_run_mu_ before releasing mu_: a RemoveCallback that misses
+  // its callback in callbacks_ then waits until the callbacks have run.
+  callback_run_mu_.Lock();
+  mu_.Unlock();  // wakes every WaitFor sleeper (they await reason_ under mu_)
   for (auto& [id, fn] : to_run) fn();
+  callback_run_mu_.Unlock();
   return true;
 }
 

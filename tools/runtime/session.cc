@@ -1,12 +1,15 @@
 #include "tools/runtime/session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/runtime/artifacts.h"
 #include "tools/runtime/tool_registry.h"
 
 namespace toolexec {
@@ -38,6 +41,7 @@ void StateStore::Set(absl::string_view key, const JsonValue& value) {
   Json copy = CopyJson(value);
   absl::MutexLock lock(&mu_);
   values_.insert_or_assign(std::string(key), std::move(copy));
+  versions_.insert_or_assign(std::string(key), ++clock_);
 }
 
 Json StateStore::Update(absl::string_view key,
@@ -51,7 +55,19 @@ Json StateStore::Update(absl::string_view key,
   } else {
     it->second = std::move(next);
   }
+  versions_.insert_or_assign(std::string(key), ++clock_);
   return result;
+}
+
+uint64_t StateStore::clock() const {
+  absl::MutexLock lock(&mu_);
+  return clock_;
+}
+
+uint64_t StateStore::VersionOf(absl::string_view key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = versions_.find(key);
+  return it == versions_.end() ? 0 : it->second;
 }
 
 Json StateStore::Snapshot(const std::vector<std::string>& keys) const {
@@ -81,6 +97,48 @@ Session::Session(std::string id, SessionOptions options)
 
 bool Session::AllowsTool(absl::string_view name) const {
   return allowed_.empty() || allowed_.contains(name);
+}
+
+std::string Session::artifact_conversation() const {
+  if (!options_.parent_session_id.empty()) return id_;
+  return options_.conversation_id.empty() ? id_ : options_.conversation_id;
+}
+
+absl::Time Session::last_active() const {
+  absl::MutexLock lock(&mu_);
+  return last_active_;
+}
+
+void Session::Touch() {
+  absl::MutexLock lock(&mu_);
+  last_active_ = absl::Now();
+}
+
+void Session::BeginBatch() {
+  absl::MutexLock lock(&mu_);
+  ++running_batches_;
+  last_active_ = absl::Now();
+}
+
+void Session::EndBatch() {
+  absl::MutexLock lock(&mu_);
+  --running_batches_;
+  last_active_ = absl::Now();
+}
+
+bool Session::busy() const {
+  absl::MutexLock lock(&mu_);
+  return running_batches_ > 0;
+}
+
+void Session::NoteStateWrite(absl::string_view key) {
+  absl::MutexLock lock(&mu_);
+  written_keys_.emplace(key);
+}
+
+void Session::NoteArtifactSave(absl::string_view name, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  saved_artifacts_[std::string(name)] = version;
 }
 
 bool Session::idle() const {
@@ -143,8 +201,9 @@ void Session::MarkClosed() {
 
 // ---- SessionManager ----
 
-SessionManager::SessionManager(const ToolRegistry* registry, Options options)
-    : registry_(registry), options_(options) {}
+SessionManager::SessionManager(const ToolRegistry* registry, Options options,
+                               ArtifactStore* artifacts)
+    : registry_(registry), options_(options), artifacts_(artifacts) {}
 
 absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions options) {
   std::vector<std::string> unknown;
@@ -156,15 +215,55 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
         "unknown tool(s): ", absl::StrJoin(unknown, ", "), "; registered: ",
         absl::StrJoin(registry_->names(), ", ")));
   }
+  if (options.parent_session_id.empty() && !options.state_keys.empty()) {
+    return absl::InvalidArgumentError("state_keys applies only with parent_session_id");
+  }
+  for (const auto& k : options.state_keys) {
+    if (absl::Status s = ValidateStateKey(k); !s.ok()) return s;
+  }
   // 128 random bits: ids are capabilities for a session's state.
   absl::BitGen gen;
   std::string id = absl::StrFormat("s-%016x%016x", absl::Uniform<uint64_t>(gen),
                                    absl::Uniform<uint64_t>(gen));
-  auto session = std::make_shared<Session>(id, std::move(options));
   absl::MutexLock lock(&mu_);
+  if (closed_all_) return absl::UnavailableError("toolexecd is shutting down and opens no sessions");
   if (sessions_.size() >= options_.max_sessions) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many open sessions (", options_.max_sessions, "); close some with CloseSession"));
+  }
+  std::shared_ptr<Session> parent;
+  if (!options.parent_session_id.empty()) {
+    auto it = sessions_.find(options.parent_session_id);
+    if (it == sessions_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no open parent session '", options.parent_session_id, "'"));
+    }
+    parent = it->second;
+    if (parent->depth() + 1 > options_.max_depth) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a child of session ", parent->id(), " would be at depth ", parent->depth() + 1,
+          "; the maximum depth is ", options_.max_depth));
+    }
+    if (options.user_id.empty()) options.user_id = parent->user_id();
+    if (options.conversation_id.empty()) options.conversation_id = parent->conversation_id();
+    if (options.workspaces.empty()) options.workspaces = parent->workspaces();
+  }
+  std::vector<std::string> state_keys = options.state_keys;
+  auto session = std::make_shared<Session>(id, std::move(options));
+  if (parent != nullptr) {
+    session->depth_ = parent->depth() + 1;
+    // Snapshot only the named keys, and remember the parent's clock so the
+    // merge can tell which keys the parent changed meanwhile.
+    session->parent_clock_at_open_ = parent->tool_state().clock();
+    Json snapshot = parent->tool_state().Snapshot(state_keys);
+    if (!state_keys.empty()) {
+      for (const auto& m : snapshot.GetObject()) {
+        session->tool_state().Set(absl::string_view(m.name.GetString(), m.name.GetStringLength()),
+                                  m.value);
+      }
+    }
+    absl::MutexLock plock(&parent->mu_);
+    parent->children_.push_back(id);
   }
   sessions_.emplace(id, session);
   return session;
@@ -179,28 +278,153 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(absl::string_view i
   return it->second;
 }
 
-absl::Status SessionManager::Close(absl::string_view id) {
+std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_view id) {
+  std::vector<std::shared_ptr<Session>> out;
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return out;
+  std::shared_ptr<Session> session = it->second;
+  std::vector<std::string> children;
+  {
+    absl::MutexLock slock(&session->mu_);
+    children = session->children_;
+  }
+  for (const auto& child : children) {
+    auto sub = DetachTree(child);
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  sessions_.erase(session->id());
+  out.push_back(std::move(session));
+  return out;
+}
+
+absl::StatusOr<MergeResult> SessionManager::Close(absl::string_view id, const MergeOptions& merge) {
   std::shared_ptr<Session> session;
+  std::shared_ptr<Session> parent;
   {
     absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) {
       return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
     }
-    session = std::move(it->second);
-    sessions_.erase(it);
+    session = it->second;
+    if (!session->parent_session_id().empty()) {
+      auto p = sessions_.find(session->parent_session_id());
+      if (p != sessions_.end()) parent = p->second;
+    }
   }
-  Finish(session);
-  return absl::OkStatus();
+  bool has_merge_options = !merge.output_state_keys.empty() || merge.reject_conflicts ||
+                           !merge.exempt_keys.empty() || !merge.artifact_prefixes.empty();
+  if (parent == nullptr && session->parent_session_id().empty() && has_merge_options) {
+    return absl::InvalidArgumentError(
+        "merge options (output_state_keys, merge_policy, merge_exempt_keys, artifact_prefixes) "
+        "apply only to child sessions");
+  }
+  MergeResult result;
+  if (parent != nullptr) {
+    auto merged = Merge(*session, *parent, merge);
+    if (!merged.ok()) return merged.status();
+    result = std::move(*merged);
+  }
+  std::vector<std::shared_ptr<Session>> closing;
+  {
+    absl::MutexLock lock(&mu_);
+    closing = DetachTree(id);
+    if (parent != nullptr) {
+      absl::MutexLock plock(&parent->mu_);
+      auto& c = parent->children_;
+      c.erase(std::remove(c.begin(), c.end(), session->id()), c.end());
+    }
+  }
+  for (auto& s : closing) Finish(s);
+  return result;
+}
+
+absl::StatusOr<MergeResult> SessionManager::Merge(Session& child, Session& parent,
+                                                  const MergeOptions& merge) {
+  std::set<std::string> written;
+  std::map<std::string, int64_t> saved;
+  {
+    absl::MutexLock lock(&child.mu_);
+    written = child.written_keys_;
+    saved = child.saved_artifacts_;
+  }
+  auto contains = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<std::string> violations;
+  for (const auto& key : written) {
+    if (!contains(merge.output_state_keys, key)) {
+      violations.push_back(absl::StrCat("attempted unauthorized state write to '", key, "'"));
+    } else if (merge.reject_conflicts && !contains(merge.exempt_keys, key) &&
+               parent.tool_state().VersionOf(key) > child.parent_clock_at_open_) {
+      violations.push_back(
+          absl::StrCat("state key '", key, "' conflicts with a concurrent parent update"));
+    }
+  }
+  for (const auto& [name, version] : saved) {
+    bool allowed = std::any_of(merge.artifact_prefixes.begin(), merge.artifact_prefixes.end(),
+                               [&](const std::string& p) { return absl::StartsWith(name, p); });
+    if (!allowed) violations.push_back(absl::StrCat("unauthorized artifact write to '", name, "'"));
+  }
+  if (!violations.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session ", child.id(), " cannot merge into ", parent.id(), ": ",
+        absl::StrJoin(violations, "; "), " (nothing was merged)"));
+  }
+  MergeResult result;
+  auto& alloc = result.state_delta.GetAllocator();
+  for (const auto& key : written) {
+    auto value = child.tool_state().Get(key);
+    if (!value.has_value()) continue;
+    parent.tool_state().Set(key, *value);
+    parent.NoteStateWrite(key);
+    result.state_delta.AddMember(JsonValue(key, alloc), JsonValue(*value, alloc), alloc);
+  }
+  if (artifacts_ != nullptr) {
+    ArtifactScope from{child.user_id(), child.artifact_conversation()};
+    ArtifactScope to{parent.user_id(), parent.artifact_conversation()};
+    for (const auto& [name, version] : saved) {
+      auto loaded = artifacts_->Load(from, name, version);
+      if (!loaded.ok()) return loaded.status();
+      auto saved_version = artifacts_->Save(to, name, loaded->first);
+      if (!saved_version.ok()) return saved_version.status();
+      parent.NoteArtifactSave(name, *saved_version);
+      result.artifact_delta[name] = *saved_version;
+    }
+  }
+  return result;
 }
 
 void SessionManager::CloseAll() {
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> all;
   {
     absl::MutexLock lock(&mu_);
+    closed_all_ = true;
     all.swap(sessions_);
   }
   for (auto& [id, s] : all) Finish(s);
+}
+
+size_t SessionManager::SweepIdle(absl::Time now) {
+  if (options_.idle_ttl <= absl::ZeroDuration()) return 0;
+  std::vector<std::string> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (!s->busy() && now - s->last_active() > options_.idle_ttl) idle.push_back(id);
+    }
+  }
+  size_t closed = 0;
+  for (const auto& id : idle) {
+    std::vector<std::shared_ptr<Session>> closing;
+    {
+      absl::MutexLock lock(&mu_);
+      closing = DetachTree(id);
+    }
+    for (auto& s : closing) Finish(s);
+    closed += closing.size();
+  }
+  return closed;
 }
 
 void SessionManager::Finish(const std::shared_ptr<Session>& session) {

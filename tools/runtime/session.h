@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -25,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -46,9 +48,17 @@ class StateStore final {
   // The listed keys (every key when `keys` is empty) as one JSON object.
   Json Snapshot(const std::vector<std::string>& keys = {}) const;
 
+  // A logical clock: every write ticks it. VersionOf(key) is the clock value
+  // of the key's last write (0 if never written), so "changed since T" is
+  // VersionOf(key) > T (S11 conflict detection).
+  uint64_t clock() const;
+  uint64_t VersionOf(absl::string_view key) const;
+
  private:
   mutable absl::Mutex mu_;
   std::map<std::string, Json, std::less<>> values_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t, std::less<>> versions_ ABSL_GUARDED_BY(mu_);
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A message a tool sends to the agent (ToolContext::send).
@@ -76,7 +86,28 @@ struct SessionOptions {
   // The tools this session may call, in registration order; empty = all.
   std::vector<std::string> tools;
   std::string parent_session_id;
+  // With a parent: the parent keys copied into the child's state at open (S11).
+  std::vector<std::string> state_keys;
+  // Warnings to return to the caller (e.g. a dropped start_subagent).
+  std::vector<std::string> warnings;
+  std::string subagent;
 };
+
+// S11: how a child's writes merge back into its parent on close.
+struct MergeOptions {
+  std::vector<std::string> output_state_keys;
+  bool reject_conflicts = false;
+  std::vector<std::string> exempt_keys;
+  std::vector<std::string> artifact_prefixes;
+};
+
+// What a successful merge wrote into the parent.
+struct MergeResult {
+  Json state_delta = MakeObject();
+  std::map<std::string, int64_t> artifact_delta;
+};
+
+class ArtifactStore;
 
 class Session final {
  public:
@@ -87,6 +118,26 @@ class Session final {
   const std::string& user_id() const { return options_.user_id; }
   const std::vector<std::string>& workspaces() const { return options_.workspaces; }
   const std::string& parent_session_id() const { return options_.parent_session_id; }
+  const std::vector<std::string>& warnings() const { return options_.warnings; }
+  const std::string& subagent() const { return options_.subagent; }
+  // 0 for a top-level session, parent's depth + 1 for a child.
+  int depth() const { return depth_; }
+  // Who owns this session's artifacts: a top-level session shares its
+  // conversation's artifacts (conversation_id, or its id when it has none); a
+  // child has its own until they merge into the parent on close.
+  std::string artifact_conversation() const;
+
+  // The last time a call or RPC used the session (for the idle TTL); a
+  // session with a batch running is never idle.
+  absl::Time last_active() const;
+  void Touch();
+  void BeginBatch();
+  void EndBatch();  // also touches
+  bool busy() const;
+
+  // S11 bookkeeping of what this session wrote, for a child's merge.
+  void NoteStateWrite(absl::string_view key);
+  void NoteArtifactSave(absl::string_view name, int64_t version);
   // The tools this session may call; empty means every registered tool.
   const std::vector<std::string>& tools() const { return options_.tools; }
   bool AllowsTool(absl::string_view name) const;
@@ -111,8 +162,13 @@ class Session final {
   void MarkClosed();
 
  private:
+  friend class SessionManager;
+
   const std::string id_;
   const SessionOptions options_;
+  int depth_ = 0;
+  // The parent's state clock when this child opened (S11).
+  uint64_t parent_clock_at_open_ = 0;
   absl::flat_hash_set<std::string> allowed_;
   StateStore tool_state_;
   StateStore hook_state_;
@@ -122,34 +178,55 @@ class Session final {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int next_listener_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int, std::shared_ptr<SessionListener>> listeners_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  int running_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<std::string> written_keys_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> saved_artifacts_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> children_ ABSL_GUARDED_BY(mu_);
 };
 
 class SessionManager final {
  public:
   struct Options {
     size_t max_sessions = 10000;
+    int max_depth = 5;  // S11: how deep child sessions may nest
+    // Sessions unused this long are closed by SweepIdle (0 = never).
+    absl::Duration idle_ttl = absl::ZeroDuration();
   };
   // `registry` must outlive the manager; it names the tools a session may use
-  // and receives cleanup_session calls.
-  SessionManager(const ToolRegistry* registry, Options options);
+  // and receives cleanup_session calls. `artifacts` (may be null) receives a
+  // child's approved artifacts on merge.
+  SessionManager(const ToolRegistry* registry, Options options,
+                 ArtifactStore* artifacts = nullptr);
 
-  // Validates the options (known tool names) and opens a session.
-  // ResourceExhausted past max_sessions.
+  // Validates the options (known tool names; with a parent: it exists and the
+  // depth limit) and opens a session. ResourceExhausted past max_sessions.
   absl::StatusOr<std::shared_ptr<Session>> Open(SessionOptions options);
   // NotFound for an unknown or closed id.
   absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id) const;
-  // Closes: removes it, calls every tool's cleanup_session, tells listeners.
-  absl::Status Close(absl::string_view id);
+  // Closes a session: its children first (without merging), then every
+  // tool's cleanup_session, then its listeners. A child's state writes and
+  // artifacts merge into its parent under `merge` (S11); any violation merges
+  // nothing, leaves the child open and fails with FailedPrecondition.
+  absl::StatusOr<MergeResult> Close(absl::string_view id, const MergeOptions& merge = {});
   // Closes every session (daemon shutdown).
   void CloseAll();
+  // Closes sessions idle longer than the TTL; returns how many.
+  size_t SweepIdle(absl::Time now);
   size_t size() const;
 
  private:
   void Finish(const std::shared_ptr<Session>& session);
+  absl::StatusOr<MergeResult> Merge(Session& child, Session& parent, const MergeOptions& merge);
+  // Removes `id` and its descendants from the map; returns them, children first.
+  std::vector<std::shared_ptr<Session>> DetachTree(absl::string_view id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ToolRegistry* registry_;
   const Options options_;
+  ArtifactStore* artifacts_;
   mutable absl::Mutex mu_;
+  bool closed_all_ ABSL_GUARDED_BY(mu_) = false;  // shutting down: open no more
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -18,7 +18,7 @@ TimerQueue::TimerId TimerQueue::Schedule(absl::Time deadline, std::function<void
   TimerId id = next_id_++;
   auto it = timers_.emplace(deadline, std::make_pair(id, std::move(fn)));
   by_id_.emplace(id, it);
-  if (it == timers_.begin()) cv_.Signal();
+  if (deadline < wake_at_) cv_.Signal();
   return id;
 }
 
@@ -34,14 +34,14 @@ bool TimerQueue::Cancel(TimerId id) {
 void TimerQueue::Loop() {
   absl::MutexLock lock(&mu_);
   while (!stop_) {
-    if (timers_.empty()) {
-      cv_.Wait(&mu_);
-      continue;
-    }
     auto first = timers_.begin();
     absl::Time now = absl::Now();
-    if (first->first > now) {
-      cv_.WaitWithDeadline(&mu_, first->first);
+    if (timers_.empty() || first->first > now) {
+      // Cancelled timers stay "due" in wake_at_ until we wake; that only costs
+      // one spurious wake-up, never a missed one.
+      wake_at_ = timers_.empty() ? absl::InfiniteFuture() : first->first;
+      cv_.WaitWithDeadline(&mu_, wake_at_);
+      wake_at_ = absl::InfinitePast();  // awake: Schedule need not signal
       continue;
     }
     std::function<void()> fn = std::move(first->second.second);

@@ -41,6 +41,9 @@ class TimerQueue final {
   std::multimap<absl::Time, std::pair<TimerId, std::function<void()>>> timers_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TimerId, decltype(timers_)::iterator> by_id_ ABSL_GUARDED_BY(mu_);
+  // When the loop will next wake by itself; Schedule signals only for an
+  // earlier deadline, so a far-off timer costs no thread wake-up.
+  absl::Time wake_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::CondVar cv_;
   std::thread thread_;
 };

@@ -77,6 +77,12 @@ absl::string_view ErrorCodeName(ErrorCode code) {
   return kErrorCodeNames[static_cast<int>(code)];
 }
 
+std::string Tool::not_executable_message() const {
+  return absl::StrCat(name(), executor() == ToolExecutor::kProvider
+                                  ? " is handled internally by the model provider"
+                                  : " is executed by the harness");
+}
+
 DisplayResult Tool::display(const JsonValue& input, const JsonValue& result) const {
   DisplayResult d;
   d.title = display_title(input);

@@ -102,6 +102,10 @@ class Tool {
   virtual bool read_only() const { return false; }
   // The provider-native configuration (EXECUTOR_PROVIDER tools), JSON object text.
   virtual std::string provider_config() const { return ""; }
+  // S9: why a tool that executor() says runs elsewhere fails when sent here
+  // (NOT_EXECUTABLE_HERE). Default: "<name> is executed by the harness" or
+  // "<name> is handled internally by the model provider".
+  virtual std::string not_executable_message() const;
 
   // S13. display_name defaults to name(); display_title to display_name().
   virtual std::string display_name() const { return name(); }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tools/runtime/session.h"
 
@@ -54,6 +55,7 @@ absl::Status ToolContext::set_state(absl::string_view key, const JsonValue& valu
   auto s = LiveSession();
   if (!s.ok()) return s.status();
   (*s)->tool_state().Set(key, value);
+  (*s)->NoteStateWrite(key);
   RecordWrite(key, value);
   return absl::OkStatus();
 }
@@ -64,6 +66,7 @@ absl::StatusOr<Json> ToolContext::update_state(
   auto s = LiveSession();
   if (!s.ok()) return s.status();
   Json next = (*s)->tool_state().Update(key, fn);
+  (*s)->NoteStateWrite(key);
   RecordWrite(key, next);
   return next;
 }
@@ -79,6 +82,43 @@ void ToolContext::RecordWrite(absl::string_view key, const JsonValue& value) {
     delta.AddMember(JsonValue(key.data(), static_cast<rapidjson::SizeType>(key.size()), alloc),
                     JsonValue(value, alloc), alloc);
   }
+}
+
+absl::StatusOr<ArtifactScope> ToolContext::Scope(const Session& session) const {
+  if (info_.artifacts == nullptr) {
+    return absl::FailedPreconditionError("no artifact store is configured");
+  }
+  return ArtifactScope{session.user_id(), session.artifact_conversation()};
+}
+
+absl::StatusOr<int64_t> ToolContext::save_artifact(absl::string_view name,
+                                                   const Artifact& artifact) {
+  auto s = LiveSession();
+  if (!s.ok()) return s.status();
+  auto scope = Scope(**s);
+  if (!scope.ok()) return scope.status();
+  if (!(*s)->parent_session_id().empty() && absl::StartsWith(name, "user:")) {
+    // A child's writes must be reviewable at merge (S11); user artifacts would
+    // bypass that, so a child cannot write them directly.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a child session cannot write the user-scoped artifact '", name,
+        "'; save it under another name and merge it into the parent"));
+  }
+  auto version = info_.artifacts->Save(*scope, name, artifact);
+  if (!version.ok()) return version.status();
+  (*s)->NoteArtifactSave(name, *version);
+  absl::MutexLock lock(&delta_mu_);
+  actions_.artifact_delta[std::string(name)] = *version;
+  return version;
+}
+
+absl::StatusOr<std::pair<Artifact, int64_t>> ToolContext::load_artifact(absl::string_view name,
+                                                                        int64_t version) const {
+  auto s = LiveSession();
+  if (!s.ok()) return s.status();
+  auto scope = Scope(**s);
+  if (!scope.ok()) return scope.status();
+  return info_.artifacts->Load(*scope, name, version);
 }
 
 void ToolContext::progress(absl::string_view stream, absl::string_view text) const {

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/runtime/artifacts.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
 
@@ -51,6 +52,8 @@ struct CallInfo {
   // Workspace root(s) for this call: the session's, or the daemon's default.
   std::vector<std::string> workspaces;
   absl::Time deadline = absl::InfiniteFuture();
+  // The daemon's artifact store (may be null in embedded use).
+  ArtifactStore* artifacts = nullptr;
 };
 
 class ToolContext final {
@@ -71,6 +74,13 @@ class ToolContext final {
   absl::StatusOr<Json> update_state(absl::string_view key,
                                     const std::function<Json(const JsonValue* current)>& fn);
 
+  // --- S10: artifacts of the session (its conversation; "user:" names are the
+  // user's). A save is reported as the result's actions.artifact_delta.
+  absl::StatusOr<int64_t> save_artifact(absl::string_view name, const Artifact& artifact);
+  // version 0 = latest.
+  absl::StatusOr<std::pair<Artifact, int64_t>> load_artifact(absl::string_view name,
+                                                             int64_t version = 0) const;
+
   // --- the call ---
   const CallInfo& info() const { return info_; }
   const CancellationToken& cancellation() const { return *cancellation_; }
@@ -82,6 +92,7 @@ class ToolContext final {
 
  private:
   absl::StatusOr<std::shared_ptr<Session>> LiveSession() const;
+  absl::StatusOr<ArtifactScope> Scope(const Session& session) const;
   void RecordWrite(absl::string_view key, const JsonValue& value);
 
   const CallInfo info_;

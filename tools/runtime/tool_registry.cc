@@ -65,4 +65,12 @@ std::vector<std::string> ToolRegistry::names() const {
   return out;
 }
 
+std::vector<std::unique_ptr<Tool>> ToolRegistry::Release() {
+  std::vector<std::unique_ptr<Tool>> out;
+  for (auto& t : tools_) out.push_back(std::move(t->tool));
+  tools_.clear();
+  by_name_.clear();
+  return out;
+}
+
 }  // namespace toolexec

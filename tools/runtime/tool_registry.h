@@ -44,6 +44,10 @@ class ToolRegistry final {
   std::vector<std::string> names() const;
   size_t size() const { return tools_.size(); }
 
+  // Empties the registry, handing back its tools in registration order (to
+  // register a chosen subset elsewhere).
+  std::vector<std::unique_ptr<Tool>> Release();
+
  private:
   std::vector<std::unique_ptr<RegisteredTool>> tools_;
   absl::flat_hash_map<std::string, const RegisteredTool*> by_name_;

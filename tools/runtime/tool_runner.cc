@@ -58,6 +58,12 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       calls_.back()->request = std::move(c);
     }
     slots_.resize(calls_.size());
+    if (session_ != nullptr) session_->BeginBatch();
+  }
+
+  ~Batch() override {
+    // Every reference is gone: no call of this batch runs any more.
+    if (session_ != nullptr) session_->EndBatch();
   }
 
   // Schedules every call's timer and task. Called once, right after construction.
@@ -65,7 +71,12 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     auto self = shared_from_this();
     absl::Time deadline = start_ + timeout_;
     for (uint32_t i = 0; i < calls_.size(); ++i) {
-      calls_[i]->timer = runner_->timers_.Schedule(deadline, [self, i] { self->OnTimeout(i); });
+      Call& c = *calls_[i];
+      c.timer = runner_->timers_.Schedule(deadline, [self, i] { self->OnTimeout(i); });
+      // A call completed before its id was stored (cancelled at once) could
+      // not cancel the timer itself, which would keep this batch alive until
+      // the deadline. Both sides use seq_cst, so one of them always sees the other.
+      if (c.done.load()) runner_->timers_.Cancel(c.timer.load());
     }
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       bool queued = runner_->executor_.Submit([self, i] {
@@ -74,7 +85,6 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       });
       if (!queued) {
         runner_->pending_calls_.fetch_sub(1);
-        calls_[i]->token.Cancel(CancelReason::kShutdown);
         Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)));
       }
     }
@@ -87,9 +97,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       if (calls_[i]->done.load(std::memory_order_acquire)) continue;
       // Complete first, then wake the tool: the tool's own early return must
-      // lose the race, or a cancelled call would report the tool's error.
-      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(reason)));
-      calls_[i]->token.Cancel(reason);
+      // lose the race, or a cancelled call would report the tool's error. Only
+      // the winner trips the token, so its reason matches the result.
+      if (Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(reason)))) {
+        calls_[i]->token.Cancel(reason);
+      }
     }
   }
 
@@ -101,16 +113,18 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     std::atomic<TimerQueue::TimerId> timer{0};
     std::atomic<int64_t> started_ns{0};
     std::atomic<uint64_t> progress_seq{0};
+    absl::Mutex progress_mu;
   };
 
   void OnTimeout(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;
     // Complete first, then wake the tool (see CancelAll).
-    Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
-                        absl::StrCat("tool '", c.request.name, "' timed out after ",
-                                     absl::FormatDuration(timeout_))));
-    c.token.Cancel(CancelReason::kTimeout);
+    if (Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
+                            absl::StrCat("tool '", c.request.name, "' timed out after ",
+                                         absl::FormatDuration(timeout_))))) {
+      c.token.Cancel(CancelReason::kTimeout);
+    }
   }
 
   void RunCall(uint32_t i) {
@@ -146,19 +160,16 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                   session_->id(), "; its tools are: ",
                                   absl::StrJoin(session_->tools(), ", ")));
     }
+    // S9: declared here, run elsewhere; say who runs it before anything else.
+    if (rt->tool->executor() != ToolExecutor::kDaemon) {
+      return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
+    }
     auto args = ParseArgs(req);
     if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
     if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
       return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
     }
     const Tool& tool = *rt->tool;
-    if (tool.executor() != ToolExecutor::kDaemon) {
-      return Failure(i, rt, ErrorCode::kNotExecutableHere,
-                     absl::StrCat(req.name, tool.executor() == ToolExecutor::kHarness
-                                                ? " is executed by the harness"
-                                                : " is handled internally by the model provider"),
-                     &*args);
-    }
     // S5: never fall back to running without the context the tool asked for.
     if (tool.needs_context() && session_ == nullptr) {
       return Failure(i, rt, ErrorCode::kNoContext,
@@ -172,6 +183,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     info.tool_name = req.name;
     info.step_id = req.step_id;
     info.deadline = start_ + timeout_;
+    info.artifacts = runner_->options_.artifacts;
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();
@@ -243,6 +255,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
 
   void EmitProgress(uint32_t i, absl::string_view stream, absl::string_view text) {
     Call& c = *calls_[i];
+    // One call's progress (possibly from the tool's helper threads) goes out
+    // serialized, so seq order is delivery order.
+    absl::MutexLock call_lock(&c.progress_mu);
     absl::ReaderMutexLock lock(&observer_mu_);
     if (observer_ == nullptr || c.done.load(std::memory_order_acquire)) return;
     ProgressEvent e;
@@ -254,13 +269,13 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     observer_->OnProgress(std::move(e));
   }
 
-  // Exactly one completion per call wins; the rest are dropped.
-  void Complete(uint32_t i, ToolCallResult result) {
+  // Exactly one completion per call wins (returns true); the rest are dropped.
+  bool Complete(uint32_t i, ToolCallResult result) {
     Call& c = *calls_[i];
     {
       absl::WriterMutexLock lock(&observer_mu_);
-      if (c.done.load(std::memory_order_acquire)) return;
-      c.done.store(true, std::memory_order_release);
+      if (c.done.load()) return false;
+      c.done.store(true);
     }
     runner_->timers_.Cancel(c.timer.load());
     int64_t started_ns = c.started_ns.load(std::memory_order_acquire);
@@ -273,40 +288,47 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     {
       absl::MutexLock lock(&mu_);
       slots_[i] = std::move(result);
-      if (delivering_) return;  // the active deliverer will pick it up
+      if (delivering_) return true;  // the active deliverer will pick it up
       delivering_ = true;
     }
     Deliver();
+    return true;
   }
 
   // Hands out the completed prefix in call order; only one thread at a time.
+  // The final observer call may destroy the observer, so nothing here touches
+  // it (or mu_'s guarded state) after that call.
   void Deliver() {
-    absl::MutexLock lock(&mu_);
-    while (true) {
-      if (next_ < slots_.size() && slots_[next_].has_value()) {
-        ToolCallResult r = std::move(*slots_[next_]);
-        slots_[next_].reset();
-        ++next_;
-        mu_.Unlock();
-        result_observer_->OnResult(std::move(r));
-        mu_.Lock();
-        continue;
+    mu_.Lock();
+    while (next_ < slots_.size() && slots_[next_].has_value()) {
+      ToolCallResult r = std::move(*slots_[next_]);
+      slots_[next_].reset();
+      bool last = ++next_ == slots_.size();
+      mu_.Unlock();
+      if (last) {
+        // Every call is complete, so no progress can race this; detach the
+        // observer first, then make the final call.
+        DetachObserver()->OnLastResult(std::move(r));
+        return;
       }
-      if (next_ == slots_.size() && !done_notified_) {
-        done_notified_ = true;
-        mu_.Unlock();
-        BatchObserver* observer;
-        {
-          absl::WriterMutexLock olock(&observer_mu_);
-          observer = observer_;
-          observer_ = nullptr;
-        }
-        observer->OnBatchDone();
-        mu_.Lock();
-      }
-      delivering_ = false;
+      result_observer_->OnResult(std::move(r));
+      mu_.Lock();
+    }
+    if (slots_.empty() && !empty_done_) {
+      empty_done_ = true;
+      mu_.Unlock();
+      DetachObserver()->OnBatchDone();
       return;
     }
+    delivering_ = false;
+    mu_.Unlock();
+  }
+
+  BatchObserver* DetachObserver() {
+    absl::WriterMutexLock lock(&observer_mu_);
+    BatchObserver* observer = observer_;
+    observer_ = nullptr;
+    return observer;
   }
 
   ToolRunner* const runner_;
@@ -323,7 +345,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   std::vector<std::optional<ToolCallResult>> slots_ ABSL_GUARDED_BY(mu_);
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_notified_ ABSL_GUARDED_BY(mu_) = false;
+  bool empty_done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 ToolRunner::ToolRunner(const ToolRegistry* registry, Options options)
@@ -391,6 +413,14 @@ void ToolRunner::CancelRunning() {
     }
   }
   for (auto& b : running) b->CancelAll(CancelReason::kShutdown);
+}
+
+bool ToolRunner::WaitIdle(absl::Time deadline) const {
+  while (pending_calls_.load() > 0) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
 }
 
 void ToolRunner::Shutdown() {

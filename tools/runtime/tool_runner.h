@@ -21,11 +21,13 @@
 // Ordered delivery: completed results go into a reorder buffer keyed by call
 // index. Whichever thread completes a call becomes the deliverer if none is
 // active, and hands the observer every result of the completed prefix, in call
-// order, outside the lock; then OnBatchDone() exactly once after the last.
-// Results are therefore serialized and in order. Progress for a
+// order, outside the lock; the last result goes through OnLastResult(), which
+// ends the batch (an empty batch ends with OnBatchDone()). Results are
+// therefore serialized and in order. Progress for a
 // call is delivered only while that call is not complete, under the same mutex
 // that completion takes, so a call's progress always precedes its result.
-// After OnBatchDone() returns the observer is never touched again.
+// Once that final call has begun the runner never touches the observer again
+// (the observer may even be destroyed during it, e.g. by gRPC's OnDone).
 //
 // Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
 // the TimerQueue and CancellationToken, never the other way round; the
@@ -113,16 +115,25 @@ struct ProgressEvent {
 // Receives a batch's events, from any runner thread or from the thread calling
 // Start() or Cancel(). OnResult calls are serialized and in call order;
 // OnProgress may run concurrently with OnResult for another call (so the
-// observer synchronizes internally), but a call's progress always precedes its
-// result. OnBatchDone is last. None may block or call back into the batch
-// except Cancel().
+// observer synchronizes internally), but one call's progress events are
+// serialized, in seq order, and precede its result. None may block; OnResult
+// and OnLastResult may call Cancel(), OnProgress may not call into the batch.
 class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
   virtual void OnProgress(ProgressEvent event) = 0;
-  // In call order, each exactly once.
+  // In call order, each exactly once, except the batch's last result, which
+  // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;
-  // After the last OnResult; nothing follows it.
+  // The last result; nothing follows it. The default hands it to OnResult and
+  // then calls OnBatchDone. An observer may override it to finish its work in
+  // one step (the gRPC stream writes the last result and its status together).
+  virtual void OnLastResult(ToolCallResult result) {
+    OnResult(std::move(result));
+    OnBatchDone();
+  }
+  // The end of an empty batch (with the default OnLastResult, of every batch);
+  // nothing follows it.
   virtual void OnBatchDone() = 0;
 };
 
@@ -148,6 +159,8 @@ class ToolRunner final {
     size_t max_pending_calls = 16384;
     // Where paths resolve for calls without a session.
     std::string default_workspace;
+    // Given to every call's context (may be null).
+    ArtifactStore* artifacts = nullptr;
   };
 
   // `registry` must outlive the runner.
@@ -171,6 +184,10 @@ class ToolRunner final {
   // ("the daemon is shutting down") and trips their cancellation tokens.
   // New batches are still accepted.
   void CancelRunning();
+
+  // True once no call is running or queued, false if `deadline` passed first
+  // (a tool that ignores cancellation keeps its thread until it returns).
+  bool WaitIdle(absl::Time deadline) const;
 
   // CancelRunning(), refuses new batches, and joins the executor threads
   // (so it waits for tools that ignore cancellation). Idempotent.

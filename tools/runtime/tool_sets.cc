@@ -57,4 +57,40 @@ absl::StatusOr<std::vector<const RegisteredTool*>> SelectToolSet(const ToolRegis
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
+    const ToolRegistry& registry, const std::vector<std::string>& enabled,
+    const std::vector<std::string>& disabled, absl::string_view what) {
+  // S7: never a silent precedence rule between the two lists.
+  if (!enabled.empty() && !disabled.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": give enabled_tools or disabled_tools, not both (which should win is ambiguous)"));
+  }
+  bool enabling = !enabled.empty();
+  const std::vector<std::string>& names = enabling ? enabled : disabled;
+  absl::flat_hash_set<std::string> named;
+  std::vector<std::string> unknown;
+  for (const auto& name : names) {
+    if (IsToolSetName(name)) {
+      auto set = SelectToolSet(registry, name);
+      if (!set.ok()) return set.status();
+      for (const auto* t : *set) named.insert(t->name);
+    } else if (registry.Find(name) != nullptr) {
+      named.insert(name);
+    } else {
+      unknown.push_back(name);
+    }
+  }
+  if (!unknown.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", enabling ? "enabled_tools" : "disabled_tools", " names unknown tool(s) ",
+        absl::StrJoin(unknown, ", "), "; registered tools: ", absl::StrJoin(registry.names(), ", "),
+        "; tool sets: ", absl::StrJoin(ToolSetNames(), ", ")));
+  }
+  std::vector<std::string> out;
+  for (const auto& t : registry.tools()) {
+    if (names.empty() || named.contains(t->name) == enabling) out.push_back(t->name);
+  }
+  return out;
+}
+
 }  // namespace toolexec

@@ -3,6 +3,7 @@
 #define TOOLEXEC_TOOLS_RUNTIME_TOOL_SETS_H_
 
 #include "absl/strings/string_view.h"
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,14 @@ bool IsToolSetName(absl::string_view name);
 // InvalidArgument naming the valid sets for an unknown set name.
 absl::StatusOr<std::vector<const RegisteredTool*>> SelectToolSet(const ToolRegistry& registry,
                                                                  absl::string_view set);
+
+// Applies an enabled or a disabled list (tool or tool-set names; never both:
+// that is InvalidArgument, as is an unknown name) to the registry: the chosen
+// tool names in registration order. Neither list: every tool. `what` names the
+// lists' owner in messages (e.g. "subagent 'researcher'").
+absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
+    const ToolRegistry& registry, const std::vector<std::string>& enabled,
+    const std::vector<std::string>& disabled, absl::string_view what);
 
 }  // namespace toolexec
 

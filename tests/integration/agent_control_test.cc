@@ -1,0 +1,316 @@
+// Issue 5 through a real daemon: artifacts (S10), finish/exit_loop (S8),
+// declared tools (S9), subagents (S7) and child sessions (S11).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "client/client.h"
+#include "server/daemon.h"
+#include "spdlog/spdlog.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class AgentControlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
+  void TearDown() override {
+    if (daemon_) daemon_->Shutdown();
+  }
+
+  void Start(DaemonOptions options = {}) {
+    if (daemon_) daemon_->Shutdown();
+    options.listen = "127.0.0.1:0";
+    options.workspace = std::filesystem::temp_directory_path().string();
+    options.example_tools = true;
+    auto d = Daemon::Create(options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = std::move(*d);
+    ASSERT_TRUE(daemon_->Start().ok());
+    client_ = Client::Create(daemon_->address());
+    channel_ = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+    artifacts_ = v1::ArtifactStore::NewStub(channel_);
+  }
+
+  std::string OpenSession(const std::string& conversation = "", const std::string& user = "",
+                          const std::string& parent = "", std::vector<std::string> keys = {}) {
+    v1::OpenSessionRequest req;
+    req.set_conversation_id(conversation);
+    req.set_user_id(user);
+    req.set_parent_session_id(parent);
+    for (auto& k : keys) req.add_state_keys(k);
+    auto s = client_->OpenSession(req);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->session_id() : "";
+  }
+
+  v1::ToolResult Call(const std::string& name, const std::string& args,
+                      const std::string& session = "") {
+    v1::ExecuteBatchRequest req;
+    req.set_session_id(session);
+    *req.add_calls() = *MakeCall("1", name, args);
+    auto r = client_->ExecuteBatchCollect(req);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && !r->empty() ? r->at(0) : v1::ToolResult();
+  }
+
+  grpc::Status Save(const std::string& session, const std::string& name, const std::string& text,
+                    int64_t* version = nullptr, bool binary = false) {
+    grpc::ClientContext ctx;
+    v1::SaveArtifactRequest req;
+    req.set_session_id(session);
+    req.set_name(name);
+    if (binary) {
+      req.mutable_artifact()->set_data(text);
+      req.mutable_artifact()->set_mime_type("application/octet-stream");
+    } else {
+      req.mutable_artifact()->set_text(text);
+    }
+    v1::SaveArtifactResponse resp;
+    grpc::Status s = artifacts_->SaveArtifact(&ctx, req, &resp);
+    if (version) *version = resp.version();
+    return s;
+  }
+
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Client> client_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ArtifactStore::Stub> artifacts_;
+};
+
+TEST_F(AgentControlTest, ArtifactRpcs) {
+  Start();
+  std::string s = OpenSession("conv-a", "alice");
+  int64_t v = 0;
+  ASSERT_TRUE(Save(s, "notes.md", "one", &v).ok());
+  EXPECT_EQ(v, 1);
+  ASSERT_TRUE(Save(s, "notes.md", "two", &v).ok());
+  EXPECT_EQ(v, 2);
+  EXPECT_EQ(Save(s, "../bad", "x").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Save("s-missing", "a", "x").error_code(), grpc::StatusCode::NOT_FOUND);
+  {
+    grpc::ClientContext ctx;
+    v1::LoadArtifactRequest req;
+    req.set_session_id(s);
+    req.set_name("notes.md");
+    req.set_version(1);
+    v1::LoadArtifactResponse resp;
+    ASSERT_TRUE(artifacts_->LoadArtifact(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.artifact().text(), "one");
+    EXPECT_EQ(resp.version(), 1);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListVersionsRequest req;
+    req.set_session_id(s);
+    req.set_name("notes.md");
+    v1::ListVersionsResponse resp;
+    ASSERT_TRUE(artifacts_->ListVersions(&ctx, req, &resp).ok());
+    EXPECT_THAT(resp.versions(), ElementsAre(2, 1));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::LoadArtifactRequest req;
+    req.set_session_id(s);
+    req.set_name("nope");
+    v1::LoadArtifactResponse resp;
+    EXPECT_EQ(artifacts_->LoadArtifact(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // A tool sees them, in the S10 shapes, and a "user:" artifact in another session.
+  ASSERT_TRUE(Save(s, "user:avatar", std::string("\0\1\2", 3), nullptr, true).ok());
+  std::string other = OpenSession("conv-b", "alice");
+  auto r = Call("load_artifacts", R"({"artifact_names":["user:avatar","notes.md"]})", other);
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  const auto& list = r.payload().struct_value().fields().at("artifacts").list_value();
+  EXPECT_EQ(list.values(0).struct_value().fields().at("content").struct_value().fields().at("data")
+                .string_value(),
+            "AAEC");
+  EXPECT_EQ(list.values(1).struct_value().fields().at("error").string_value(), "Artifact not found");
+  {
+    grpc::ClientContext ctx;
+    v1::ListArtifactsRequest req;
+    req.set_session_id(s);
+    v1::ListArtifactsResponse resp;
+    ASSERT_TRUE(artifacts_->ListArtifacts(&ctx, req, &resp).ok());
+    EXPECT_THAT(resp.names(), ElementsAre("notes.md", "user:avatar"));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DeleteArtifactRequest req;
+    req.set_session_id(s);
+    req.set_name("notes.md");
+    v1::DeleteArtifactResponse resp;
+    ASSERT_TRUE(artifacts_->DeleteArtifact(&ctx, req, &resp).ok());
+  }
+}
+
+TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
+  std::string dir = std::filesystem::temp_directory_path().string() + "/toolexec-it-art-" +
+                    std::to_string(getpid());
+  DaemonOptions options;
+  options.artifact_dir = dir;
+  Start(options);
+  ASSERT_TRUE(Save(OpenSession("conv-r"), "plan.md", "v1").ok());
+  ASSERT_TRUE(Save(OpenSession("conv-r"), "plan.md", "v2").ok());
+  Start(options);  // a new daemon on the same directory
+  std::string s = OpenSession("conv-r");
+  int64_t v = 0;
+  ASSERT_TRUE(Save(s, "plan.md", "v3", &v).ok());
+  EXPECT_EQ(v, 3);
+  auto r = Call("load_artifacts", R"({"artifact_names":["plan.md"]})", s);
+  EXPECT_EQ(r.payload().struct_value().fields().at("artifacts").list_value().values(0)
+                .struct_value().fields().at("content").string_value(),
+            "v3");
+  daemon_->Shutdown();
+  daemon_.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(AgentControlTest, ExitLoopAndDeclaredTools) {
+  DaemonOptions options;
+  options.builtin.declared_tools = {"ask_question", "google_search"};
+  Start(options);
+  auto exit = Call("exit_loop", "");
+  EXPECT_EQ(exit.status(), v1::RESULT_STATUS_SUCCESS);
+  EXPECT_TRUE(exit.actions().escalate());
+  EXPECT_TRUE(exit.actions().skip_summarization());
+  auto google = Call("google_search", "{}");
+  EXPECT_EQ(google.exception().code(), v1::ERROR_CODE_NOT_EXECUTABLE_HERE);
+  EXPECT_EQ(google.exception().tool_name(), "google_search");
+  EXPECT_EQ(google.exception().server_name(), "");
+  EXPECT_EQ(google.error_message(), "GoogleSearch is handled internally by Gemini");
+  auto tools = client_->ListTools({});
+  ASSERT_TRUE(tools.ok());
+  bool found = false;
+  for (const auto& t : tools->tools()) {
+    if (t.name() == "google_search") {
+      found = true;
+      EXPECT_EQ(t.executor(), v1::EXECUTOR_PROVIDER);
+      EXPECT_TRUE(t.provider_config().fields().contains("google_search"));
+    }
+    if (t.name() == "ask_question") {
+      EXPECT_EQ(t.executor(), v1::EXECUTOR_HARNESS);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(AgentControlTest, Subagents) {
+  DaemonOptions options;
+  options.builtin.declared_tools = {"start_subagent"};
+  options.subagents = {{"reader", "reads", {}, {}},
+                       {"helper", "helps", {"get_weather", "start_subagent"}, {}}};
+  Start(options);
+  v1::OpenSessionRequest req;
+  req.set_subagent("helper");
+  auto helper = client_->OpenSession(req);
+  ASSERT_TRUE(helper.ok()) << helper.status();
+  EXPECT_THAT(helper->tools(), ElementsAre("get_weather"));
+  ASSERT_EQ(helper->warnings_size(), 1);
+  EXPECT_THAT(helper->warnings(0), HasSubstr("start_subagent dropped"));
+  auto denied = Call("wait", R"({"ms":1})", helper->session_id());
+  EXPECT_EQ(denied.status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("get_weather"));
+
+  req.set_subagent("reader");  // default: the read_only set
+  auto reader = client_->OpenSession(req);
+  ASSERT_TRUE(reader.ok());
+  for (const auto& t : reader->tools()) {
+    EXPECT_THAT(t, ::testing::AnyOf("list_directory", "search_directory", "find_file",
+                                    "view_file", "finish"));
+  }
+  req.set_subagent("nobody");
+  EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.set_subagent("reader");
+  req.add_enabled_tools("wait");
+  EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AgentControlTest, BadSubagentConfigStopsTheDaemon) {
+  DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.workspace = "/tmp";
+  options.subagents = {{"both", "", {"get_weather"}, {"wait"}}};
+  options.example_tools = true;
+  auto d = Daemon::Create(options);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(), HasSubstr("subagent 'both'"));
+  options.subagents = {{"ghost", "", {"no_such_tool"}, {}}};
+  d = Daemon::Create(options);
+  EXPECT_THAT(d.status().message(), HasSubstr("no_such_tool"));
+}
+
+TEST_F(AgentControlTest, ChildSessionMergesThroughRpcs) {
+  Start();
+  std::string parent = OpenSession("conv-p");
+  ASSERT_EQ(Call("counter", "", parent).status(), v1::RESULT_STATUS_SUCCESS);  // count=1
+  std::string child = OpenSession("", "", parent, {"count"});
+  auto c = Call("counter", "", child);  // child sees the snapshot: count=2
+  EXPECT_EQ(c.payload().struct_value().fields().at("count").number_value(), 2);
+  ASSERT_EQ(Call("counter", "", parent).status(), v1::RESULT_STATUS_SUCCESS);  // parent: 2
+
+  v1::CloseSessionRequest close;
+  close.set_session_id(child);
+  close.add_output_state_keys("count");
+  close.set_merge_policy(v1::STATE_MERGE_POLICY_REJECT_CONFLICTS);
+  auto conflict = client_->CloseSession(close);
+  EXPECT_EQ(conflict.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(conflict.status().message(), HasSubstr("conflicts with a concurrent parent update"));
+  v1::GetStateRequest get;
+  get.set_session_id(parent);
+  EXPECT_EQ(client_->GetState(get)->state().fields().at("count").number_value(), 2);
+
+  close.add_merge_exempt_keys("count");
+  auto merged = client_->CloseSession(close);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->merged().state_delta().fields().at("count").number_value(), 2);
+
+  // Unauthorized key.
+  std::string child2 = OpenSession("", "", parent);
+  ASSERT_EQ(Call("counter", "", child2).status(), v1::RESULT_STATUS_SUCCESS);
+  v1::CloseSessionRequest close2;
+  close2.set_session_id(child2);
+  auto refused = client_->CloseSession(close2);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("attempted unauthorized state write to 'count'"));
+}
+
+TEST_F(AgentControlTest, SessionDepthLimit) {
+  DaemonOptions options;
+  options.session_max_depth = 1;
+  Start(options);
+  std::string root = OpenSession();
+  std::string child = OpenSession("", "", root);
+  v1::OpenSessionRequest req;
+  req.set_parent_session_id(child);
+  auto r = client_->OpenSession(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("depth 2"));
+}
+
+TEST_F(AgentControlTest, IdleSessionsCloseAfterTheTtl) {
+  DaemonOptions options;
+  options.session_idle_ttl = absl::Milliseconds(200);
+  Start(options);
+  std::string s = OpenSession();
+  v1::WatchSessionRequest watch_req;
+  watch_req.set_session_id(s);
+  auto watch = client_->WatchSession(watch_req);
+  v1::SessionEvent e;
+  absl::Time start = absl::Now();
+  EXPECT_FALSE(watch->Next(&e));  // ends when the sweeper closes the session
+  EXPECT_TRUE(watch->Finish().ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  v1::GetStateRequest get;
+  get.set_session_id(s);
+  EXPECT_EQ(client_->GetState(get).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace toolexec

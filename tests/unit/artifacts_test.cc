@@ -1,0 +1,119 @@
+// S10: artifact names, versions, scopes, and both backends.
+#include "tools/runtime/artifacts.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace toolexec {
+namespace {
+
+using ::testing::ElementsAre;
+
+Artifact Text(const std::string& t) { return Artifact{true, t, "", "text/plain"}; }
+Artifact Bytes(const std::string& b) { return Artifact{false, "", b, "image/png"}; }
+
+std::string TempDir() {
+  std::string dir = std::filesystem::temp_directory_path().string() + "/toolexec-art-" +
+                    std::to_string(getpid()) + "-" + std::to_string(rand());
+  return dir;
+}
+
+TEST(ArtifactNameTest, RejectsBadNames) {
+  for (const char* bad : {"", "/", "\\", "..", ".", "a/b", "a\\b", "x..y", "user:", "user:.."}) {
+    EXPECT_EQ(ValidateArtifactName(bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(ValidateArtifactName("report.md").ok());
+  EXPECT_TRUE(ValidateArtifactName("user:profile.json").ok());
+}
+
+class ArtifactStoreTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      dir_ = TempDir();
+      auto s = NewDirectoryArtifactStore(dir_);
+      ASSERT_TRUE(s.ok()) << s.status();
+      store_ = std::move(*s);
+    } else {
+      store_ = NewInMemoryArtifactStore();
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::string dir_;
+  std::unique_ptr<ArtifactStore> store_;
+  ArtifactScope a_{"alice", "conv-1"};
+};
+
+TEST_P(ArtifactStoreTest, VersionsFromOneNewestFirst) {
+  EXPECT_EQ(*store_->Save(a_, "notes.txt", Text("one")), 1);
+  EXPECT_EQ(*store_->Save(a_, "notes.txt", Text("two")), 2);
+  EXPECT_EQ(*store_->Save(a_, "img.png", Bytes(std::string("\x89PNG\0\1", 6))), 1);
+  auto latest = store_->Load(a_, "notes.txt", 0);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->first.text, "two");
+  EXPECT_EQ(latest->second, 2);
+  EXPECT_EQ(store_->Load(a_, "notes.txt", 1)->first.text, "one");
+  auto img = store_->Load(a_, "img.png", 0);
+  EXPECT_FALSE(img->first.is_text);
+  EXPECT_EQ(img->first.data, std::string("\x89PNG\0\1", 6));
+  EXPECT_EQ(img->first.mime_type, "image/png");
+  EXPECT_THAT(*store_->Versions(a_, "notes.txt"), ElementsAre(2, 1));
+  EXPECT_THAT(*store_->List(a_), ElementsAre("img.png", "notes.txt"));
+  EXPECT_EQ(store_->Load(a_, "notes.txt", 7).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Load(a_, "missing", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Save(a_, "../x", Text("x")).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(ArtifactStoreTest, DeleteOneOrAll) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->Save(a_, "f", Text("v")).ok());
+  ASSERT_TRUE(store_->Delete(a_, "f", 2).ok());
+  EXPECT_THAT(*store_->Versions(a_, "f"), ElementsAre(3, 1));
+  EXPECT_EQ(store_->Delete(a_, "f", 2).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->Delete(a_, "f", 0).ok());
+  EXPECT_EQ(store_->Versions(a_, "f").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->List(a_)->empty());
+}
+
+TEST_P(ArtifactStoreTest, UserScopeIsSharedAcrossConversationsOfOneUser) {
+  ASSERT_TRUE(store_->Save(a_, "user:prefs", Text("dark")).ok());
+  ASSERT_TRUE(store_->Save(a_, "local", Text("x")).ok());
+  ArtifactScope same_user_other_conv{"alice", "conv-2"};
+  EXPECT_EQ(store_->Load(same_user_other_conv, "user:prefs", 0)->first.text, "dark");
+  EXPECT_EQ(store_->Load(same_user_other_conv, "local", 0).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_THAT(*store_->List(same_user_other_conv), ElementsAre("user:prefs"));
+  ArtifactScope other_user{"bob", "conv-1"};
+  EXPECT_EQ(store_->Load(other_user, "user:prefs", 0).status().code(), absl::StatusCode::kNotFound);
+  ArtifactScope no_user{"", "conv-1"};
+  EXPECT_EQ(store_->Save(no_user, "user:x", Text("x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ArtifactStoreTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Directory" : "InMemory"; });
+
+TEST(DirectoryArtifactStoreTest, SurvivesARestartAndLeavesNoTempFiles) {
+  std::string dir = TempDir();
+  {
+    auto store = *NewDirectoryArtifactStore(dir);
+    ASSERT_EQ(*store->Save({"u", "c"}, "a.txt", Text("first")), 1);
+    ASSERT_EQ(*store->Save({"u", "c"}, "a.txt", Text("second")), 2);
+  }
+  auto reopened = *NewDirectoryArtifactStore(dir);
+  EXPECT_EQ(reopened->Load({"u", "c"}, "a.txt", 0)->first.text, "second");
+  EXPECT_EQ(*reopened->Save({"u", "c"}, "a.txt", Text("third")), 3);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().rfind(".tmp", 0), std::string::npos) << e.path();
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(NewDirectoryArtifactStore("relative/dir").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace toolexec

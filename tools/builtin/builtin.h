@@ -1,0 +1,71 @@
+// The built-in workspace tools and their options. Each group registers itself
+// through its own function; RegisterBuiltinTools registers every group in the
+// order the model sees them (S1):
+//   view_file, create_file, edit_file                      (RegisterFileTools)
+//   list_directory, find_file, search_directory, grep_search (RegisterSearchTools)
+//   run_command, command_status, kill_command              (RegisterCommandTools)
+//   finish, exit_loop, load_artifacts                      (RegisterControlTools)
+//   tools run by the harness or the model provider         (RegisterDeclaredTools)
+#ifndef TOOLEXEC_TOOLS_BUILTIN_BUILTIN_H_
+#define TOOLEXEC_TOOLS_BUILTIN_BUILTIN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "tools/runtime/tool_registry.h"
+
+namespace toolexec {
+
+struct BuiltinOptions {
+  // --- file and search tools ---
+  uint32_t view_max_lines = 2000;
+  uint64_t view_max_bytes = 256 * 1024;
+  uint32_t list_max_entries = 1000;
+  uint32_t search_max_results = 1000;
+  uint64_t max_file_bytes = 10 * 1024 * 1024;
+
+  // --- run_command ---
+  absl::Duration command_default_timeout = absl::Seconds(120);
+  absl::Duration command_max_timeout = absl::Seconds(600);
+  uint64_t command_capture_bytes = 64 * 1024;  // head and tail, per stream
+  absl::Duration command_kill_grace = absl::Seconds(2);
+  std::string sandbox;  // "" or "bwrap"
+  bool sandbox_network = false;
+  std::vector<std::string> allow_env;
+  uint64_t rlimit_cpu_seconds = 0;  // 0 = not limited
+  uint64_t rlimit_address_space_bytes = 0;
+  uint64_t rlimit_open_files = 0;
+  uint64_t rlimit_processes = 0;
+
+  // --- control tools ---
+  // JSON Schema text the output of finish must satisfy ("" = any output).
+  std::string finish_output_schema;
+  // S9 tools declared here but run elsewhere, by name: ask_question,
+  // start_subagent, search_web, read_url_content, generate_image (the
+  // harness), google_search, url_context, web_search (the model provider).
+  std::vector<std::string> declared_tools;
+  // Anthropic web_search options (provider_config).
+  std::vector<std::string> web_search_allowed_domains;
+  std::vector<std::string> web_search_blocked_domains;
+  uint32_t web_search_max_uses = 0;  // 0 = not limited
+};
+
+absl::Status RegisterFileTools(ToolRegistry& registry, const BuiltinOptions& options);
+absl::Status RegisterSearchTools(ToolRegistry& registry, const BuiltinOptions& options);
+absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& options);
+// finish, exit_loop, load_artifacts.
+absl::Status RegisterControlTools(ToolRegistry& registry, const BuiltinOptions& options);
+// The options.declared_tools, in the order given (S9).
+absl::Status RegisterDeclaredTools(ToolRegistry& registry, const BuiltinOptions& options);
+// The names RegisterDeclaredTools accepts.
+const std::vector<std::string>& DeclarableToolNames();
+
+// Every group above, in order.
+absl::Status RegisterBuiltinTools(ToolRegistry& registry, const BuiltinOptions& options);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_BUILTIN_H_

@@ -1,0 +1,213 @@
+#include "tools/builtin/command/output_capture.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace toolexec::command {
+namespace {
+
+constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+
+enum class Step { kValid, kInvalid, kIncomplete };
+
+// Classifies the sequence at p[0..n): kValid with *len its length; kInvalid
+// with *len the number of bytes to replace by one U+FFFD (the maximal valid
+// prefix, at least 1); kIncomplete when the n bytes are a valid prefix of a
+// longer sequence.
+Step Classify(const unsigned char* p, size_t n, size_t* len) {
+  unsigned char c = p[0];
+  if (c < 0x80) {
+    *len = 1;
+    return Step::kValid;
+  }
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *len = 1;
+    return Step::kInvalid;
+  }
+  for (size_t i = 1; i < need; ++i) {
+    if (i >= n) {
+      *len = i;
+      return Step::kIncomplete;
+    }
+    unsigned char b = p[i];
+    bool ok = i == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+    if (!ok) {
+      *len = i;
+      return Step::kInvalid;
+    }
+  }
+  *len = need;
+  return Step::kValid;
+}
+
+}  // namespace
+
+void Utf8Sanitizer::Feed(absl::string_view in, std::string* out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  size_t n = in.size();
+  size_t i = 0;
+  // First complete (or refute) a sequence held from the previous read.
+  while (held_len_ > 0 && i < n) {
+    held_[held_len_++] = p[i++];
+    size_t len;
+    Step s = Classify(held_, held_len_, &len);
+    if (s == Step::kIncomplete) continue;
+    if (s == Step::kValid) {
+      out->append(reinterpret_cast<const char*>(held_), held_len_);
+    } else {
+      out->append(kReplacement);
+      invalid_bytes_ += len;
+      // The bytes after the invalid prefix came from `in`: process them again.
+      i -= held_len_ - len;
+    }
+    held_len_ = 0;
+  }
+  size_t run_start = i;
+  while (i < n) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    Step s = Classify(p + i, n - i, &len);
+    if (s == Step::kValid) {
+      i += len;
+      continue;
+    }
+    out->append(in.data() + run_start, i - run_start);
+    if (s == Step::kIncomplete) {
+      std::memcpy(held_, p + i, n - i);
+      held_len_ = n - i;
+      return;
+    }
+    out->append(kReplacement);
+    invalid_bytes_ += len;
+    i += len;
+    run_start = i;
+  }
+  out->append(in.data() + run_start, i - run_start);
+}
+
+void Utf8Sanitizer::Finish(std::string* out) {
+  if (held_len_ == 0) return;
+  out->append(kReplacement);
+  invalid_bytes_ += held_len_;
+  held_len_ = 0;
+}
+
+std::string OmittedMarker(uint64_t bytes) {
+  return absl::StrCat("\n[... ", bytes, " bytes omitted ...]\n");
+}
+
+HeadTail::HeadTail(size_t limit) : limit_(limit) {}
+
+void HeadTail::Append(absl::string_view text) {
+  total_ += text.size();
+  if (!head_closed_) {
+    size_t room = limit_ - head_.size();
+    if (text.size() <= room) {
+      head_.append(text.data(), text.size());
+      return;
+    }
+    // Fill the head with whole characters only, then close it for good (a
+    // later, shorter character must not jump ahead of earlier bytes).
+    size_t cut = room;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    head_.append(text.data(), cut);
+    head_closed_ = true;
+    text.remove_prefix(cut);
+    ring_.resize(limit_);
+  }
+  after_head_ += text.size();
+  if (limit_ == 0) return;
+  if (text.size() >= limit_) {
+    std::memcpy(ring_.data(), text.data() + text.size() - limit_, limit_);
+    ring_start_ = 0;
+    ring_size_ = limit_;
+    return;
+  }
+  // Write at the end of the ring, wrapping; overwrite the oldest bytes.
+  size_t end = (ring_start_ + ring_size_) % limit_;
+  size_t first = std::min(text.size(), limit_ - end);
+  std::memcpy(ring_.data() + end, text.data(), first);
+  std::memcpy(ring_.data(), text.data() + first, text.size() - first);
+  size_t new_size = ring_size_ + text.size();
+  if (new_size > limit_) {
+    ring_start_ = (ring_start_ + new_size - limit_) % limit_;
+    new_size = limit_;
+  }
+  ring_size_ = new_size;
+}
+
+std::string HeadTail::TailText() const {
+  std::string tail;
+  tail.reserve(ring_size_);
+  size_t first = std::min(ring_size_, limit_ - ring_start_);
+  tail.append(ring_.data() + ring_start_, first);
+  tail.append(ring_.data(), ring_size_ - first);
+  if (after_head_ > ring_size_) {
+    // The ring starts inside a character only when bytes before it were dropped.
+    size_t skip = 0;
+    while (skip < tail.size() && skip < 3 &&
+           (static_cast<unsigned char>(tail[skip]) & 0xC0) == 0x80) {
+      ++skip;
+    }
+    tail.erase(0, skip);
+  }
+  return tail;
+}
+
+bool HeadTail::truncated() const { return after_head_ > ring_size_; }
+
+std::string HeadTail::Render() const {
+  if (!head_closed_) return head_;
+  std::string tail = TailText();
+  uint64_t omitted = total_ - head_.size() - tail.size();
+  std::string out = head_;
+  if (omitted > 0) out += OmittedMarker(omitted);
+  out += tail;
+  return out;
+}
+
+void BackgroundLog::Append(bool is_stderr, absl::string_view text) {
+  if (text.empty()) return;
+  chunks_.push_back(Chunk{next_seq_++, is_stderr, std::string(text)});
+  bytes_ += text.size();
+  while (bytes_ > limit_ && !chunks_.empty()) {
+    bytes_ -= chunks_.front().text.size();
+    dropped_bytes_ += chunks_.front().text.size();
+    chunks_.pop_front();
+  }
+}
+
+BackgroundLog::Read BackgroundLog::TakeUnread() {
+  Read r;
+  r.omitted_bytes = dropped_bytes_;
+  if (dropped_bytes_ > 0) r.combined = OmittedMarker(dropped_bytes_);
+  dropped_bytes_ = 0;
+  for (Chunk& c : chunks_) {
+    if (r.first_seq == 0) r.first_seq = c.seq;
+    (c.is_stderr ? r.stderr_text : r.stdout_text) += c.text;
+    r.combined += c.text;
+  }
+  chunks_.clear();
+  bytes_ = 0;
+  r.last_seq = next_seq_ - 1;
+  return r;
+}
+
+}  // namespace toolexec::command

@@ -1,0 +1,107 @@
+// Bounded, UTF-8-clean capture of a command's output.
+//
+// Utf8Sanitizer turns a byte stream that arrives in arbitrary reads into
+// valid UTF-8: a sequence split across reads is held back until it is
+// complete, and every invalid byte (or truncated sequence) becomes U+FFFD and
+// is counted. HeadTail keeps the first `limit` and the last `limit` bytes of
+// what it is given, whatever the total, and renders them with a marker
+// saying how many bytes were dropped in between. BackgroundLog keeps the
+// chunks of a background command that nobody has read yet, bounded too.
+//
+// Thread safety: none; each object belongs to one CommandRun (BackgroundLog
+// is guarded by its owner's mutex).
+#ifndef TOOLEXEC_TOOLS_BUILTIN_COMMAND_OUTPUT_CAPTURE_H_
+#define TOOLEXEC_TOOLS_BUILTIN_COMMAND_OUTPUT_CAPTURE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace toolexec::command {
+
+class Utf8Sanitizer final {
+ public:
+  // Appends the valid UTF-8 of (held bytes + `in`) to `*out` and holds back an
+  // incomplete trailing sequence (at most 3 bytes).
+  void Feed(absl::string_view in, std::string* out);
+  // End of stream: a held incomplete sequence becomes U+FFFD.
+  void Finish(std::string* out);
+  // Invalid bytes replaced so far (a truncated sequence counts its bytes).
+  uint64_t invalid_bytes() const { return invalid_bytes_; }
+
+ private:
+  unsigned char held_[4] = {};
+  size_t held_len_ = 0;
+  uint64_t invalid_bytes_ = 0;
+};
+
+// The marker put where HeadTail dropped bytes.
+std::string OmittedMarker(uint64_t bytes);
+
+class HeadTail final {
+ public:
+  // Keeps up to `limit` bytes of head and `limit` bytes of tail.
+  explicit HeadTail(size_t limit);
+
+  // `text` must be valid UTF-8 (the head is filled by whole characters; the
+  // tail's first partial character is dropped when rendering).
+  void Append(absl::string_view text);
+
+  // Head, then OmittedMarker(n) if n > 0 bytes were dropped, then tail.
+  std::string Render() const;
+  uint64_t total_bytes() const { return total_; }
+  bool truncated() const;
+
+ private:
+  std::string TailText() const;
+
+  const size_t limit_;
+  std::string head_;
+  bool head_closed_ = false;
+  // A ring of the last `limit_` bytes appended after the head closed.
+  std::string ring_;
+  size_t ring_start_ = 0;
+  size_t ring_size_ = 0;
+  uint64_t after_head_ = 0;  // bytes appended after the head closed
+  uint64_t total_ = 0;
+};
+
+// The unread output of a background command: chunks in arrival order, each
+// with a sequence number, at most `limit` bytes; past it the oldest chunks are
+// dropped and counted.
+class BackgroundLog final {
+ public:
+  struct Chunk {
+    uint64_t seq;
+    bool is_stderr;
+    std::string text;
+  };
+  struct Read {
+    std::string stdout_text;
+    std::string stderr_text;
+    std::string combined;
+    uint64_t first_seq = 0;      // 0 when nothing new
+    uint64_t last_seq = 0;       // the newest seq handed out so far (also when nothing new)
+    uint64_t omitted_bytes = 0;  // dropped before anyone read them
+  };
+
+  explicit BackgroundLog(size_t limit) : limit_(limit) {}
+  void Append(bool is_stderr, absl::string_view text);
+  // Everything not yet read, and marks it read.
+  Read TakeUnread();
+  uint64_t last_seq() const { return next_seq_ - 1; }
+
+ private:
+  const size_t limit_;
+  std::deque<Chunk> chunks_;
+  size_t bytes_ = 0;
+  uint64_t next_seq_ = 1;
+  uint64_t dropped_bytes_ = 0;
+};
+
+}  // namespace toolexec::command
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_COMMAND_OUTPUT_CAPTURE_H_

@@ -1,0 +1,75 @@
+#include "tools/builtin/command/sandbox.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tools/builtin/command/command_run.h"
+
+namespace toolexec::command {
+
+absl::StatusOr<std::string> FindExecutable(absl::string_view name, absl::string_view path_var) {
+  if (name.find('/') != absl::string_view::npos) {
+    std::string p(name);
+    if (access(p.c_str(), X_OK) == 0) return p;
+    return absl::NotFoundError(absl::StrCat(name, " is not an executable file"));
+  }
+  for (absl::string_view dir : absl::StrSplit(path_var, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", name);
+    if (candidate[0] == '/' && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat(name, " was not found on PATH (", path_var, ")"));
+}
+
+std::vector<std::string> BwrapArgv(const std::string& bwrap,
+                                   const std::vector<std::string>& workspaces,
+                                   const std::string& cwd, bool network,
+                                   const std::string& command_line) {
+  // Order matters: later mounts go on top, so /tmp is made private before the
+  // workspaces are bound (a workspace under /tmp stays visible).
+  std::vector<std::string> argv = {bwrap,  "--ro-bind", "/",     "/",       "--dev",
+                                   "/dev", "--proc",    "/proc", "--tmpfs", "/tmp"};
+  for (const std::string& ws : workspaces) {
+    argv.insert(argv.end(), {"--bind", ws, ws});
+  }
+  argv.push_back("--unshare-pid");
+  if (!network) argv.push_back("--unshare-net");
+  argv.insert(argv.end(), {"--die-with-parent", "--new-session"});
+  if (!cwd.empty()) argv.insert(argv.end(), {"--chdir", cwd});
+  argv.insert(argv.end(), {"--", "/bin/bash", "-c", command_line});
+  return argv;
+}
+
+absl::Status ProbeBwrap(const std::string& bwrap, bool network) {
+  std::vector<std::string> argv = {bwrap,    "--ro-bind", "/",       "/",    "--dev",        "/dev",
+                                   "--proc", "/proc",     "--tmpfs", "/tmp", "--unshare-pid"};
+  if (!network) argv.push_back("--unshare-net");
+  argv.insert(argv.end(), {"--die-with-parent", "--new-session", "--", "/bin/true"});
+  CommandSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.wall_timeout = std::chrono::seconds(10);
+  spec.kill_grace = std::chrono::milliseconds(0);
+  spec.capture_bytes = 4096;
+  auto run = CommandRun::Start(std::move(spec));
+  if (!run.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run_command.sandbox is \"bwrap\" but ", bwrap,
+                     " could not be started: ", run.status().message()));
+  }
+  CommandOutcome o = (*run)->Wait(nullptr);
+  if (o.stop != StopReason::kNone || o.exit.signaled || o.exit.code != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run_command.sandbox is \"bwrap\" but bwrap cannot create its sandbox here (",
+                     o.stop != StopReason::kNone ? "timed out" : absl::StrCat("exit ", o.exit.code),
+                     "): ", absl::StripTrailingAsciiWhitespace(o.stderr_text),
+                     ". Give the daemon the privileges bwrap needs (user namespaces, or root / "
+                     "CAP_SYS_ADMIN), or set run_command.sandbox to \"\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace toolexec::command

@@ -1,0 +1,93 @@
+// command_status (issue 4; design in tools/builtin/command/command.h).
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tools/builtin/command/background.h"
+#include "tools/builtin/command/command.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::command {
+namespace {
+
+constexpr char kSchema[] = R"json({
+  "type": "object",
+  "properties": {
+    "process_id": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The process_id run_command returned for a background command."
+    },
+    "wait_ms": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 600000,
+      "description": "Wait up to this long for the command to finish before reporting (default 0: report at once)."
+    }
+  },
+  "required": ["process_id"],
+  "additionalProperties": false
+})json";
+
+class CommandStatusTool final : public Tool {
+ public:
+  explicit CommandStatusTool(std::shared_ptr<const CommandConfig> config)
+      : config_(std::move(config)) {}
+
+  std::string name() const override { return "command_status"; }
+  std::string description() const override {
+    return "Reports on a background command started by run_command: whether it is still "
+           "running (or its exit code), and the output it printed since the last "
+           "command_status or kill_command.";
+  }
+  std::string parameters_schema() const override { return kSchema; }
+  ToolType tool_type() const override { return ToolType::kBashCmd; }
+  bool read_only() const override { return false; }
+  std::string display_title(const JsonValue& input) const override {
+    if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
+      return absl::StrCat("command_status ", input["process_id"].GetString());
+    }
+    return "command_status";
+  }
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override {
+    std::string id =
+        input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()
+            ? input["process_id"].GetString()
+            : "?";
+    if (!ok || !result.IsObject()) return absl::StrCat("[command_status: ", id, " error]");
+    if (result.HasMember("running") && result["running"].IsBool() && result["running"].GetBool()) {
+      return absl::StrCat("[command_status: ", id, " running]");
+    }
+    int64_t code = result.HasMember("exit_code") && result["exit_code"].IsInt64()
+                       ? result["exit_code"].GetInt64()
+                       : -1;
+    return absl::StrCat("[command_status: ", id, " exited ", code, "]");
+  }
+
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    std::string id(args["process_id"].GetString(), args["process_id"].GetStringLength());
+    absl::Duration wait;
+    if (args.HasMember("wait_ms")) wait = absl::Milliseconds(args["wait_ms"].GetInt64());
+    // Answer before the call's own deadline rather than be cut off by it.
+    if (ctx.info().deadline != absl::InfiniteFuture()) {
+      absl::Duration left = ctx.info().deadline - absl::Now() - absl::Milliseconds(100);
+      wait = std::max(absl::ZeroDuration(), std::min(wait, left));
+    }
+    return BackgroundProcesses::Get().Status(ctx.info().session_id, id, wait, ctx.cancellation());
+  }
+
+ private:
+  const std::shared_ptr<const CommandConfig> config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> MakeCommandStatusTool(std::shared_ptr<const CommandConfig> config) {
+  return std::make_unique<CommandStatusTool>(std::move(config));
+}
+
+}  // namespace toolexec::command

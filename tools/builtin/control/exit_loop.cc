@@ -1,0 +1,29 @@
+// exit_loop{}: tells the agent loop to stop: escalate + skip_summarization,
+// with an empty result (S8).
+#include "tools/builtin/control/control_tools.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec {
+namespace {
+
+class ExitLoopTool final : public Tool {
+ public:
+  std::string name() const override { return "exit_loop"; }
+  std::string description() const override {
+    return "Exits the current agent loop. Call it only when the loop's work is done.";
+  }
+  std::string parameters_schema() const override {
+    return R"({"type":"object","properties":{}})";
+  }
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    ctx.actions().escalate = true;
+    ctx.actions().skip_summarization = true;
+    return MakeObject();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> MakeExitLoopTool() { return std::make_unique<ExitLoopTool>(); }
+
+}  // namespace toolexec

@@ -1,0 +1,164 @@
+// The file tools (S6 file_tools): view_file, create_file, edit_file, one class
+// per .cc file, and the helpers they share (SHA-256, unified diff, argument
+// access). Paths go through the confined path layer (tools/builtin/fs), so
+// every path is resolved beneath the call's workspace in the kernel (S12).
+//
+// Errors follow fs/confined.h: INVALID_ARGUMENTS for bad arguments, DENIED for
+// a path outside the workspace, TOOL_FAILED (NotFound / FailedPrecondition)
+// for a missing file, a wrong kind of file, a refused overwrite, a stale
+// expected_sha256 or an edit that does not apply.
+//
+// Thread safety: the tools hold only their immutable options; Call() may run
+// concurrently. Two concurrent writers of one file each write atomically; the
+// last rename wins (edit_file's expected_sha256 detects the lost update).
+#ifndef TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
+#define TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tools/builtin/builtin.h"
+#include "tools/runtime/cancellation.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
+
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+
+namespace toolexec::builtin {
+
+// How much of a result the display (S13) carries before it is cut.
+inline constexpr size_t kFileDisplayMaxBytes = 16 * 1024;
+
+// view_file{file_path*, start_line=1, end_line}: the lines start_line..end_line
+// (1-based, inclusive) of a text file, numbered like `cat -n`
+// ("     1\t<line>\n"; "\r" of CRLF lines kept; no "\n" after a last line that
+// has none), capped at view_max_lines lines and view_max_bytes bytes.
+// Result: {path, content, start_line, end_line, total_lines, truncated,
+//   [next_start_line, hint] when truncated, size_bytes, sha256 (of the whole
+//   file, for edit_file's expected_sha256), line_endings ("lf", "crlf",
+//   "mixed", "none"), and only when notable: bom:true (a UTF-8 BOM, not shown),
+//   final_newline:false, invalid_utf8:true (bytes shown as U+FFFD)}.
+// A binary file: {path, binary:true, size_bytes, mime_type, message}.
+class ViewFileTool final : public Tool {
+ public:
+  explicit ViewFileTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "view_file"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kFileRead; }
+  bool read_only() const override { return true; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// create_file{file_path* | TargetFile*, contents*, overwrite=false}: writes a
+// whole file atomically (temp file + fsync + rename in the same directory),
+// creating missing parent directories. Refuses an existing file unless
+// overwrite (then keeps its mode), and always refuses a symlink at the target.
+// Result: {path, bytes_written, created (false when it replaced a file), sha256}.
+class CreateFileTool final : public Tool {
+ public:
+  explicit CreateFileTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "create_file"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kTextEdit; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// edit_file{file_path*, edits*[{old_string, new_string, replace_all=false}],
+// dry_run=false, expected_sha256}: applies every edit in memory, in order, to
+// the result of the ones before; all or none. Each old_string must occur
+// exactly once (or replace_all); a miss names the closest line. A CRLF file is
+// matched and edited as LF and written back as CRLF; a UTF-8 BOM, the mode and
+// (best effort) the owner are kept. Atomic like create_file; refuses a
+// symlink (edit its target).
+// Result: {path, replacements, diff (unified, 3 lines of context), sha256 (new
+// content), previous_sha256, dry_run, written, lines_added, lines_removed,
+// line_endings, [bom], [diff_truncated]}.
+class EditFileTool final : public Tool {
+ public:
+  explicit EditFileTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "edit_file"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kTextEdit; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+
+// Incremental SHA-256 (OpenSSL libcrypto). Not thread-safe; one per use.
+class Sha256 final {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void Update(absl::string_view data);
+  // Lower-case hex of the digest. Call once.
+  std::string HexDigest();
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+std::string Sha256Hex(absl::string_view data);
+
+struct DiffStats {
+  int added = 0;
+  int removed = 0;
+};
+
+// A unified diff (like `diff -u`) of two texts, line by line: "--- a/<label>",
+// "+++ b/<label>", "@@ -l,n +l,n @@" hunks with `context` lines of context,
+// "\ No newline at end of file" where a last line has none. "" when equal.
+// Invalid UTF-8 is replaced with U+FFFD so the diff is a valid string. Very
+// different texts (more than a few thousand changed lines) fall back to
+// replacing the whole differing middle. Cancelled -> stops early and returns "".
+std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
+                        absl::string_view label, int context, DiffStats* stats,
+                        const CancellationToken* cancel = nullptr);
+
+// 1-based line number of byte `offset` in `text`.
+int LineNumberAt(absl::string_view text, size_t offset);
+
+// A string argument (embedded NULs kept), or nullopt if absent or not a string.
+std::optional<absl::string_view> StringArg(const JsonValue& args, const char* key);
+// A string member of a result object, or "".
+std::string StringField(const JsonValue& object, const char* key);
+
+// Appends `text` to `out` cut to `max` bytes on a UTF-8 boundary; returns
+// whether it was cut.
+bool AppendCut(std::string* out, absl::string_view text, size_t max);
+
+}  // namespace toolexec::builtin
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_

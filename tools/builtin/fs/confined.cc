@@ -1,0 +1,670 @@
+#include "tools/builtin/fs/confined.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/limits.h>
+#include <stdio.h>  // renameat2
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "tools/runtime/tool.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+namespace toolexec::fs {
+namespace {
+
+// openat2 availability: unknown until the first call.
+enum : int { kUnknown = 0, kYes = 1, kNo = 2 };
+std::atomic<int> g_openat2{kUnknown};
+std::atomic<internal::Resolver> g_resolver{internal::Resolver::kAuto};
+
+// How often a resolution is retried when the tree changes under it.
+constexpr int kMaxRetries = 16;
+
+std::string ErrnoText(int err) {
+  const char* text = strerrordesc_np(err);
+  return text != nullptr ? std::string(text) : absl::StrCat("errno ", err);
+}
+
+// Lexical components: "" and "." dropped, ".." kept.
+std::vector<absl::string_view> Components(absl::string_view path) {
+  std::vector<absl::string_view> out;
+  for (absl::string_view c : absl::StrSplit(path, '/')) {
+    if (c.empty() || c == ".") continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string Shorten(absl::string_view s, size_t max = 60) {
+  if (s.size() <= max) return std::string(s);
+  return absl::StrCat(s.substr(0, max), "...");
+}
+
+std::string DisplayOf(const ConfinedRoot& root, absl::string_view relative, bool is_default) {
+  if (is_default) return std::string(relative);
+  if (relative == ".") return root.path();
+  return root.path() == "/" ? absl::StrCat("/", relative) : absl::StrCat(root.path(), "/", relative);
+}
+
+absl::Status Denied(absl::string_view display, absl::string_view detail) {
+  return ToolError(ErrorCode::kDenied,
+                   absl::StrCat("path '", display, "' is outside the workspace: ", detail));
+}
+
+long Openat2(int dirfd, const char* path, int flags, uint64_t resolve) {
+  struct open_how how = {};
+  how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
+  how.mode = 0;
+  how.resolve = resolve;
+  return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Whether directory `dir` is `root` or beneath it, found by climbing "..".
+// Used by the walk only: openat2 checks this in the kernel.
+bool DirIsBeneath(int dir, const struct stat& root) {
+  UniqueFd cur(openat(dir, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur.valid()) return false;
+  struct stat st;
+  if (fstat(cur.get(), &st) != 0) return false;
+  for (int depth = 0; depth < PATH_MAX; ++depth) {
+    if (SameFile(st, root)) return true;
+    UniqueFd parent(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!parent.valid()) return false;
+    struct stat pst;
+    if (fstat(parent.get(), &pst) != 0) return false;
+    if (SameFile(pst, st)) return false;  // reached "/" without meeting the root
+    cur = std::move(parent);
+    st = pst;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// UniqueFd, ConfinedRoot, RootCache
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Open(absl::string_view path) {
+  if (path.empty() || path[0] != '/') {
+    return absl::FailedPreconditionError(
+        absl::StrCat("workspace root '", path, "' is not an absolute path"));
+  }
+  std::string normalized(path);
+  while (normalized.size() > 1 && normalized.back() == '/') normalized.pop_back();
+  UniqueFd fd(open(normalized.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    int err = errno;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "workspace root '", normalized, "' cannot be opened as a directory: ", ErrnoText(err)));
+  }
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("workspace root '", normalized, "': ", ErrnoText(errno)));
+  }
+  return std::shared_ptr<const ConfinedRoot>(
+      new ConfinedRoot(std::move(normalized), std::move(fd), st.st_dev, st.st_ino));
+}
+
+RootCache& RootCache::Global() {
+  static RootCache* cache = new RootCache();
+  return *cache;
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedRoot>> RootCache::Get(absl::string_view path) {
+  std::string key(path);
+  std::shared_ptr<const ConfinedRoot> cached;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = roots_.find(key);
+    if (it != roots_.end()) cached = it->second;
+  }
+  if (cached != nullptr) {
+    // The directory may have been removed and recreated since: one stat tells.
+    struct stat st;
+    if (stat(cached->path().c_str(), &st) == 0 && st.st_dev == cached->dev() &&
+        st.st_ino == cached->ino()) {
+      return cached;
+    }
+  }
+  auto opened = ConfinedRoot::Open(path);
+  if (!opened.ok()) return opened.status();
+  absl::MutexLock lock(&mu_);
+  if (roots_.size() >= kMaxEntries) roots_.clear();
+  roots_[key] = *opened;
+  return *opened;
+}
+
+void RootCache::Clear() {
+  absl::MutexLock lock(&mu_);
+  roots_.clear();
+}
+
+// ---------------------------------------------------------------------------
+// WorkspacePath
+
+WorkspacePath WorkspacePath::WithRelative(absl::string_view rel) const {
+  WorkspacePath p;
+  p.root = root;
+  p.is_default_root = is_default_root;
+  std::vector<absl::string_view> comps = Components(rel);
+  p.relative = comps.empty() ? "." : absl::StrJoin(comps, "/");
+  p.display = DisplayOf(*root, p.relative, is_default_root);
+  return p;
+}
+
+std::string WorkspacePath::BaseName() const {
+  if (relative == ".") return "";
+  size_t slash = relative.rfind('/');
+  return slash == std::string::npos ? relative : relative.substr(slash + 1);
+}
+
+WorkspacePath WorkspacePath::Parent() const {
+  size_t slash = relative.rfind('/');
+  return WithRelative(slash == std::string::npos ? "." : absl::string_view(relative).substr(0, slash));
+}
+
+absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string>& workspaces,
+                                                   absl::string_view path,
+                                                   absl::string_view param) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        param, " is empty; give a path relative to the workspace, e.g. \"src/main.cc\""));
+  }
+  if (path.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(param, " contains a NUL byte"));
+  }
+  if (path.size() >= PATH_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(param, " is ", path.size(),
+                                                   " bytes long; the limit is ", PATH_MAX - 1));
+  }
+  std::vector<absl::string_view> comps = Components(path);
+  for (absl::string_view c : comps) {
+    if (c.size() > NAME_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(param, " has a component of ", c.size(),
+                                                     " bytes ('", Shorten(c, 24),
+                                                     "'); the limit is ", NAME_MAX));
+    }
+  }
+  if (workspaces.empty() || workspaces[0].empty()) {
+    return absl::FailedPreconditionError(
+        "no workspace is configured for this call (start toolexecd with --workspace, or open a "
+        "session with workspaces)");
+  }
+
+  size_t chosen = 0;
+  std::vector<absl::string_view> rel = comps;
+  if (path[0] == '/') {
+    bool found = false;
+    for (size_t i = 0; i < workspaces.size() && !found; ++i) {
+      std::vector<absl::string_view> root_comps = Components(workspaces[i]);
+      if (root_comps.size() > comps.size()) continue;
+      bool prefix = true;
+      for (size_t k = 0; k < root_comps.size() && prefix; ++k) prefix = root_comps[k] == comps[k];
+      if (!prefix) continue;
+      found = true;
+      chosen = i;
+      rel.assign(comps.begin() + root_comps.size(), comps.end());
+    }
+    if (!found) {
+      return Denied(path, absl::StrCat("it is not beneath the workspace ",
+                                       workspaces.size() == 1 ? "" : "roots ",
+                                       absl::StrJoin(workspaces, ", "),
+                                       "; give a path relative to the workspace"));
+    }
+  }
+  auto root = RootCache::Global().Get(workspaces[chosen]);
+  if (!root.ok()) return root.status();
+  WorkspacePath wp;
+  wp.root = *std::move(root);
+  wp.is_default_root = chosen == 0;
+  wp.relative = rel.empty() ? "." : absl::StrJoin(rel, "/");
+  wp.display = DisplayOf(*wp.root, wp.relative, wp.is_default_root);
+  wp.trailing_slash = path.back() == '/';
+  return wp;
+}
+
+// ---------------------------------------------------------------------------
+// The user-space walk (fallback resolver)
+
+namespace internal {
+
+void SetResolverForTesting(Resolver resolver) { g_resolver.store(resolver); }
+
+bool Openat2Available() {
+  int state = g_openat2.load(std::memory_order_acquire);
+  if (state == kUnknown) {
+    long fd = Openat2(AT_FDCWD, "/", O_PATH, 0);
+    // ENOSYS: an old kernel; EPERM: a seccomp filter that does not know it.
+    state = (fd < 0 && (errno == ENOSYS || errno == EPERM)) ? kNo : kYes;
+    if (fd >= 0) close(static_cast<int>(fd));
+    g_openat2.store(state, std::memory_order_release);
+  }
+  return state == kYes;
+}
+
+UniqueFd WalkBeneath(int root_fd, absl::string_view relative, int flags, FollowFinal follow,
+                     ResolveFailure* failure) {
+  auto fail = [&](int err, std::string detail) {
+    failure->err = err;
+    failure->detail = std::move(detail);
+    return UniqueFd();
+  };
+  struct stat root_st;
+  if (fstat(root_fd, &root_st) != 0) return fail(errno, "the workspace root cannot be read");
+
+  for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
+    // The directories entered so far, below the root, with their names (for
+    // messages). ".." pops this stack: the kernel is never asked for a parent.
+    std::vector<UniqueFd> dirs;
+    std::vector<std::string> names;
+    auto cur_dir = [&] { return dirs.empty() ? root_fd : dirs.back().get(); };
+    auto where = [&](absl::string_view last) {
+      std::string joined = absl::StrJoin(names, "/");
+      if (joined.empty()) return std::string(last);
+      return absl::StrCat(joined, "/", last);
+    };
+    std::deque<std::string> pending;
+    for (absl::string_view c : absl::StrSplit(relative, '/')) pending.emplace_back(c);
+    int links = 0;
+    bool retry = false;
+    // The symlinks whose targets are being expanded, innermost last: how many
+    // pending components follow the expansion, and how to name the link.
+    std::vector<std::pair<size_t, std::string>> expanding;
+    std::string via_link;
+
+    while (!pending.empty()) {
+      while (!expanding.empty() && pending.size() <= expanding.back().first) expanding.pop_back();
+      via_link = expanding.empty() ? "" : expanding.back().second;
+      std::string comp = std::move(pending.front());
+      pending.pop_front();
+      if (comp.empty() || comp == ".") continue;
+      if (comp == "..") {
+        if (dirs.empty()) {
+          return fail(EXDEV, via_link.empty()
+                                 ? "'..' climbs above the workspace root"
+                                 : absl::StrCat("symbolic link ", via_link,
+                                                " climbs above the workspace root"));
+        }
+        dirs.pop_back();
+        names.pop_back();
+        continue;
+      }
+      bool last = true;
+      for (const std::string& p : pending) {
+        if (!p.empty() && p != ".") {
+          last = false;
+          break;
+        }
+      }
+      UniqueFd fd(openat(cur_dir(), comp.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd.valid()) return fail(errno, where(comp));
+      struct stat st;
+      if (fstat(fd.get(), &st) != 0) return fail(errno, where(comp));
+      if (S_ISLNK(st.st_mode)) {
+        if (last && follow == FollowFinal::kNo) {
+          if (flags & O_PATH) return fd;
+          return fail(ELOOP, absl::StrCat("'", where(comp), "' is a symbolic link"));
+        }
+        if (++links > kMaxSymlinks) {
+          return fail(ELOOP, absl::StrCat("more than ", kMaxSymlinks,
+                                          " symbolic links (a loop?) at '", where(comp), "'"));
+        }
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(fd.get(), "", buf, sizeof(buf));
+        if (n < 0) return fail(errno, where(comp));
+        std::string target(buf, static_cast<size_t>(n));
+        via_link = absl::StrCat("'", where(comp), "' -> '", Shorten(target), "'");
+        if (target.empty()) return fail(ENOENT, where(comp));
+        expanding.emplace_back(pending.size(), via_link);
+        if (target[0] == '/') {
+          return fail(EXDEV, absl::StrCat("symbolic link ", via_link,
+                                          " is absolute (only relative links that stay inside "
+                                          "the workspace are followed)"));
+        }
+        std::vector<std::string> parts = absl::StrSplit(target, '/');
+        pending.insert(pending.begin(), parts.begin(), parts.end());
+        continue;
+      }
+      if (!last) {
+        if (!S_ISDIR(st.st_mode)) return fail(ENOTDIR, where(comp));
+        dirs.push_back(std::move(fd));
+        names.push_back(comp);
+        continue;
+      }
+      // The final component, not a symlink.
+      if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode)) return fail(ENOTDIR, where(comp));
+      UniqueFd out;
+      if (flags & O_PATH) {
+        out = std::move(fd);
+      } else {
+        out.reset(openat(cur_dir(), comp.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+        if (!out.valid()) {
+          if (errno == ELOOP) {  // became a symlink since: start again
+            retry = true;
+            break;
+          }
+          return fail(errno, where(comp));
+        }
+        struct stat ost;
+        if (fstat(out.get(), &ost) != 0) return fail(errno, where(comp));
+        if (!SameFile(ost, st)) {
+          retry = true;
+          break;
+        }
+      }
+      if (!dirs.empty() && !DirIsBeneath(cur_dir(), root_st)) {
+        return fail(EXDEV, absl::StrCat("the directory holding '", where(comp),
+                                        "' was moved out of the workspace during the lookup"));
+      }
+      return out;
+    }
+    if (retry) continue;
+    // The path ended on a directory already entered (".", "a/..", "a/b/").
+    UniqueFd out(openat(cur_dir(), ".", (flags & ~O_NOFOLLOW) | O_CLOEXEC));
+    if (!out.valid()) return fail(errno, relative.empty() ? "." : std::string(relative));
+    if (!dirs.empty() && !DirIsBeneath(out.get(), root_st)) {
+      return fail(EXDEV, "a directory on the path was moved out of the workspace during the lookup");
+    }
+    return out;
+  }
+  return fail(EAGAIN, "the path kept changing during the lookup");
+}
+
+}  // namespace internal
+
+// ---------------------------------------------------------------------------
+// Opening
+
+absl::Status ErrnoStatus(int err, absl::string_view display, absl::string_view doing) {
+  std::string prefix = doing.empty() ? "" : absl::StrCat(doing, " ");
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(absl::StrCat(prefix, "no such file or directory: ", display));
+    case ENOTDIR:
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, "'", display, "': a component of the path is not a directory"));
+    case EISDIR:
+      return absl::FailedPreconditionError(absl::StrCat(prefix, "'", display, "' is a directory"));
+    case EACCES:
+    case EPERM:
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, "'", display, "': permission denied by the file system"));
+    case EEXIST:
+      return absl::FailedPreconditionError(absl::StrCat(prefix, "'", display, "' already exists"));
+    case ENAMETOOLONG:
+      return absl::InvalidArgumentError(absl::StrCat("path '", display, "' is too long"));
+    case ELOOP:
+      return absl::FailedPreconditionError(absl::StrCat(
+          prefix, "'", display, "': too many levels of symbolic links (a symlink loop?)"));
+    case EXDEV:
+      return Denied(display, "it leads out of the workspace");
+    case ENOSPC:
+    case EDQUOT:
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, "'", display, "': no space left on the device"));
+    case EROFS:
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, "'", display, "': the file system is read-only"));
+    case EAGAIN:
+      return absl::FailedPreconditionError(absl::StrCat(
+          prefix, "'", display, "': the directory tree kept changing during the lookup; retry"));
+    default:
+      return absl::UnknownError(absl::StrCat(prefix, "'", display, "': ", ErrnoText(err)));
+  }
+}
+
+namespace {
+
+// Turns a resolution failure into the status of the convention.
+absl::Status FailureStatus(const internal::ResolveFailure& f, const WorkspacePath& path) {
+  if (f.err == EXDEV) return Denied(path.display, f.detail);
+  if (f.err == ELOOP && !f.detail.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open '", path.display, "': ", f.detail));
+  }
+  return ErrnoStatus(f.err, path.display);
+}
+
+bool UseOpenat2() {
+  switch (g_resolver.load(std::memory_order_relaxed)) {
+    case internal::Resolver::kWalk:
+      return false;
+    case internal::Resolver::kOpenat2:
+      return true;
+    case internal::Resolver::kAuto:
+      break;
+  }
+  return internal::Openat2Available();
+}
+
+}  // namespace
+
+absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags, FollowFinal follow) {
+  if ((flags & (O_CREAT | O_TRUNC)) != 0 || (flags & O_TMPFILE) == O_TMPFILE) {
+    return absl::InvalidArgumentError("OpenBeneath does not create files; use WriteFileAtomic");
+  }
+  if (follow == FollowFinal::kNo) flags |= O_NOFOLLOW;
+  const int root = path.root->fd();
+  if (UseOpenat2()) {
+    for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
+      long fd = Openat2(root, path.relative.c_str(), flags,
+                        RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+      if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+      int err = errno;
+      if (err == EAGAIN || err == EINTR) continue;  // a rename raced the lookup
+      if (err == ENOSYS && g_resolver.load() == internal::Resolver::kAuto) {
+        g_openat2.store(kNo);
+        break;  // fall back to the walk below
+      }
+      if (err == EXDEV || err == ELOOP) {
+        // The kernel says only "escape" or "loop"; the walk says which link and why.
+        internal::ResolveFailure why;
+        UniqueFd probe = internal::WalkBeneath(root, path.relative, O_PATH, follow, &why);
+        if (!probe.valid()) {
+          if (why.err == EXDEV || why.err == ELOOP) return FailureStatus(why, path);
+        } else if (err == ELOOP && follow == FollowFinal::kNo) {
+          struct stat st;
+          if (fstat(probe.get(), &st) == 0 && S_ISLNK(st.st_mode)) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("'", path.display, "' is a symbolic link"));
+          }
+        }
+        // ELOOP the walk did not reproduce: a /proc magic link (RESOLVE_NO_MAGICLINKS).
+        if (err == ELOOP) return Denied(path.display, "it passes through a /proc magic link");
+        return Denied(path.display, "it leads out of the workspace");
+      }
+      return ErrnoStatus(err, path.display);
+    }
+    if (g_openat2.load() != kNo) {
+      return ErrnoStatus(EAGAIN, path.display);
+    }
+  }
+  internal::ResolveFailure failure;
+  UniqueFd fd = internal::WalkBeneath(root, path.relative, flags, follow, &failure);
+  if (!fd.valid()) return FailureStatus(failure, path);
+  return fd;
+}
+
+absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFinal follow) {
+  // O_NONBLOCK: opening a fifo for reading must not wait for a writer.
+  auto fd = OpenBeneath(path, O_RDONLY | O_NONBLOCK, follow);
+  if (!fd.ok()) return fd.status();
+  OpenedFile file;
+  if (fstat(fd->get(), &file.st) != 0) return ErrnoStatus(errno, path.display);
+  if (S_ISDIR(file.st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", path.display, "' is a directory, not a file"));
+  }
+  if (!S_ISREG(file.st.st_mode)) {
+    const char* kind = S_ISFIFO(file.st.st_mode)   ? "a fifo"
+                       : S_ISSOCK(file.st.st_mode) ? "a socket"
+                       : S_ISCHR(file.st.st_mode)  ? "a character device"
+                       : S_ISBLK(file.st.st_mode)  ? "a block device"
+                                                   : "not a regular file";
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", path.display, "' is ", kind, ", not a regular file"));
+  }
+  int fl = fcntl(fd->get(), F_GETFL);
+  if (fl >= 0) fcntl(fd->get(), F_SETFL, fl & ~O_NONBLOCK);
+  file.fd = *std::move(fd);
+  return file;
+}
+
+absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path) {
+  auto fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY);
+  if (!fd.ok() && absl::IsFailedPrecondition(fd.status())) {
+    // ENOTDIR on the last component: say plainly that it is a file.
+    auto any = OpenBeneath(path, O_PATH);
+    struct stat st;
+    if (any.ok() && fstat(any->get(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", path.display, "' is not a directory"));
+    }
+  }
+  return fd;
+}
+
+absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path) {
+  auto existing = OpenDirectory(path);
+  if (existing.ok() || !absl::IsNotFound(existing.status())) return existing;
+  auto cur = OpenDirectory(path.WithRelative("."));
+  if (!cur.ok()) return cur.status();
+  std::string prefix;
+  for (absl::string_view c : Components(path.relative)) {
+    prefix = prefix.empty() ? std::string(c) : absl::StrCat(prefix, "/", c);
+    WorkspacePath sub = path.WithRelative(prefix);
+    auto next = OpenDirectory(sub);
+    if (!next.ok()) {
+      if (!absl::IsNotFound(next.status())) return next.status();
+      // `cur` was resolved beneath the root and `c` is one name: mkdirat
+      // cannot create anything elsewhere (it does not follow a final symlink).
+      if (mkdirat(cur->get(), std::string(c).c_str(), 0777) != 0 && errno != EEXIST) {
+        return ErrnoStatus(errno, sub.display, "creating directory");
+      }
+      next = OpenDirectory(sub);
+      if (!next.ok()) return next.status();
+    }
+    cur = std::move(next);
+  }
+  return cur;
+}
+
+// ---------------------------------------------------------------------------
+// Atomic writes
+
+FileIdentity FileIdentity::Of(const struct stat& st) {
+  FileIdentity id;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.size = st.st_size;
+  id.mtime = st.st_mtim;
+  return id;
+}
+
+bool FileIdentity::operator==(const FileIdentity& o) const {
+  return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+         mtime.tv_nsec == o.mtime.tv_nsec;
+}
+
+absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_view data,
+                             const AtomicWriteOptions& options) {
+  const std::string display = options.display.empty() ? std::string(name) : options.display;
+  if (name.empty() || name == "." || name == ".." || name.find('/') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", display, "' does not end in a file name"));
+  }
+  const std::string target(name);
+  thread_local absl::BitGen bitgen;
+  std::string tmp;
+  UniqueFd out;
+  const mode_t create_mode = 0666;
+  for (int attempt = 0; attempt < 8 && !out.valid(); ++attempt) {
+    tmp = absl::StrCat(".", name.substr(0, 200), ".tmp-",
+                       absl::Hex(absl::Uniform<uint64_t>(bitgen), absl::kZeroPad16));
+    out.reset(openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                     create_mode));
+    if (!out.valid() && errno != EEXIST) return ErrnoStatus(errno, display, "creating a temp file for");
+  }
+  if (!out.valid()) return ErrnoStatus(EEXIST, tmp, "creating temp file");
+
+  auto fail = [&](absl::Status status) {
+    out.reset();
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return status;
+  };
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = write(out.get(), p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(ErrnoStatus(errno, display, "writing"));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (options.mode.has_value() && fchmod(out.get(), *options.mode & 07777) != 0) {
+    return fail(ErrnoStatus(errno, display, "setting the mode of"));
+  }
+  if (options.uid.has_value() || options.gid.has_value()) {
+    // Keeping the owner needs privileges we may lack; the content matters more.
+    (void)!fchown(out.get(), options.uid.value_or(static_cast<uid_t>(-1)),
+                  options.gid.value_or(static_cast<gid_t>(-1)));
+  }
+  if (fsync(out.get()) != 0) return fail(ErrnoStatus(errno, display, "syncing"));
+  if (close(out.release()) != 0) return fail(ErrnoStatus(errno, display, "closing"));
+
+  if (options.expect.has_value()) {
+    struct stat st;
+    if (fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !(FileIdentity::Of(st) == *options.expect)) {
+      return fail(absl::FailedPreconditionError(absl::StrCat(
+          "'", display, "' changed while it was being edited; read it again and retry")));
+    }
+  }
+  if (options.replace_existing) {
+    if (renameat(dir_fd, tmp.c_str(), dir_fd, target.c_str()) != 0) {
+      return fail(ErrnoStatus(errno, display, "replacing"));
+    }
+  } else if (renameat2(dir_fd, tmp.c_str(), dir_fd, target.c_str(), RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    if (err != EINVAL && err != ENOSYS) return fail(ErrnoStatus(err, display, "creating"));
+    // The file system has no RENAME_NOREPLACE: link(2) also refuses to replace.
+    if (linkat(dir_fd, tmp.c_str(), dir_fd, target.c_str(), 0) != 0) {
+      return fail(ErrnoStatus(errno, display, "creating"));
+    }
+    unlinkat(dir_fd, tmp.c_str(), 0);
+  }
+  // Make the rename itself durable. Some file systems refuse fsync on a directory.
+  if (fsync(dir_fd) != 0 && errno != EINVAL && errno != EBADF) {
+    return ErrnoStatus(errno, display, "syncing the directory of");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace toolexec::fs

@@ -1,0 +1,286 @@
+// Confined paths: every path-scoped tool (S6 path_scoped, S12 workspace_only)
+// opens files only beneath a workspace root, with the check done by the kernel
+// at open time, so there is no check-then-open race.
+//
+// How a call uses it:
+//
+//   auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, file_path);   // pick the root
+//   if (!wp.ok()) return wp.status();
+//   auto file = fs::OpenRegularFile(*wp);           // or OpenDirectory / OpenBeneath
+//   ... read file->fd ...; name it to the model as wp->display
+//
+// Resolution. `relative` paths are resolved beneath the root's directory handle
+// with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): ".." above the root,
+// absolute symlinks, symlinks that lead out (at any depth, file or directory)
+// and /proc magic links all fail in the kernel. Where openat2 is missing
+// (ENOSYS, or refused by a seccomp filter) a user-space walk does the same
+// component by component with O_NOFOLLOW: it keeps its own stack of directory
+// handles (so ".." never asks the kernel for a parent), expands relative
+// symlinks itself (at most kMaxSymlinks), refuses absolute symlinks and any
+// ".." above the root, and finally checks that the directory it ended in is
+// still beneath the root (against a directory being renamed out mid-walk).
+// Symlinks that stay inside the root work in both modes.
+//
+// Limits (not escapes the path layer can see): a hard link inside the
+// workspace to a file outside is the same file, so reading it reads that file
+// (writes replace the name with rename(2), so they never write through it);
+// and a directory the caller opened can be moved out of the workspace by
+// someone else afterwards, taking later writes beneath it along.
+//
+// Choosing the root. A call may have several workspace roots (the session's;
+// the first is the default). A relative path resolves against the first root.
+// An absolute path must name a root by whole-component prefix ("/ws/a" is in
+// "/ws"; "/ws-evil/a" is not); the first root, in order, that contains it wins
+// (so with nested roots the default one is preferred). Anything else is
+// refused. Lexical "." and empty components are dropped; ".." is left to the
+// resolver, which refuses it only if it climbs above the root.
+//
+// Writing. Files are never opened for writing in place: WriteFileAtomic
+// writes a temp file next to the target and renames it over the name, in a
+// directory handle from OpenDirectory / MakeDirectories.
+//
+// Error convention (every function here; tools pass these statuses through):
+//   malformed path: empty, NUL byte, longer than PATH_MAX, a component longer
+//     than NAME_MAX                      -> InvalidArgument   (INVALID_ARGUMENTS)
+//   the path leaves the workspace: "..", absolute path outside every root,
+//     a symlink that leads out or is absolute, a magic link
+//                                        -> ToolError(kDenied) (DENIED),
+//                                           "path '../x' is outside the workspace: ..."
+//   the path does not exist              -> NotFound          (TOOL_FAILED),
+//                                           "no such file or directory: src/x.cc"
+//   wrong kind (a directory where a file is wanted, a fifo, a symlink at a
+//     write target), already exists, symlink loop, permission denied by the
+//     file system, concurrent change     -> FailedPrecondition (TOOL_FAILED)
+//   anything else the OS reports         -> Unknown, with strerror (TOOL_FAILED)
+// Messages name paths by their display form (relative to the default root).
+//
+// Thread safety: every function is safe to call concurrently. ConfinedRoot is
+// immutable; RootCache is internally synchronized.
+#ifndef TOOLEXEC_TOOLS_BUILTIN_FS_CONFINED_H_
+#define TOOLEXEC_TOOLS_BUILTIN_FS_CONFINED_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace toolexec::fs {
+
+// The most symlinks one resolution follows (the kernel's own limit is 40).
+inline constexpr int kMaxSymlinks = 40;
+
+// An owned file descriptor. Move-only; closes on destruction.
+class UniqueFd final {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(other.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// One workspace root: an O_PATH|O_DIRECTORY handle to it, opened once.
+// Immutable; shared by every call that uses the root.
+class ConfinedRoot final {
+ public:
+  // Opens `path` (absolute; trusted configuration, so symlinks in it are
+  // followed). FailedPrecondition if it is not an existing directory.
+  static absl::StatusOr<std::shared_ptr<const ConfinedRoot>> Open(absl::string_view path);
+
+  // Absolute, without a trailing slash (except "/").
+  const std::string& path() const { return path_; }
+  // O_PATH|O_DIRECTORY|O_CLOEXEC; valid for this object's life. Usable as the
+  // dirfd of *at() calls, never for reading.
+  int fd() const { return fd_.get(); }
+  dev_t dev() const { return dev_; }
+  ino_t ino() const { return ino_; }
+
+ private:
+  ConfinedRoot(std::string path, UniqueFd fd, dev_t dev, ino_t ino)
+      : path_(std::move(path)), fd_(std::move(fd)), dev_(dev), ino_(ino) {}
+
+  std::string path_;
+  UniqueFd fd_;
+  dev_t dev_;
+  ino_t ino_;
+};
+
+// Root handles by path, so a call does not reopen its root. A hit is checked
+// with one stat(2) of the path: if the directory was replaced (different
+// device/inode), the handle is reopened. Thread-safe.
+class RootCache final {
+ public:
+  // The process-wide cache the tools use.
+  static RootCache& Global();
+
+  absl::StatusOr<std::shared_ptr<const ConfinedRoot>> Get(absl::string_view path);
+  void Clear();
+
+ private:
+  static constexpr size_t kMaxEntries = 256;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const ConfinedRoot>> roots_ ABSL_GUARDED_BY(mu_);
+};
+
+// A user-supplied path mapped onto one root; nothing is opened yet.
+struct WorkspacePath {
+  std::shared_ptr<const ConfinedRoot> root;
+  // Relative to root: no leading "/", no "." or empty components, "." for the
+  // root itself. May contain ".." (the kernel decides whether it stays inside).
+  std::string relative;
+  // How to name the path to the model: `relative` for the default (first)
+  // root, "<root>/<relative>" for another root, so it can be passed back as is.
+  std::string display;
+  // The path ended in "/" (it must name a directory).
+  bool trailing_slash = false;
+  // `root` is the call's first (default) workspace.
+  bool is_default_root = true;
+
+  // The same root with another relative path (normalized; display recomputed).
+  WorkspacePath WithRelative(absl::string_view relative) const;
+  // The last component of `relative` ("" for the root itself).
+  std::string BaseName() const;
+  // The parent of `relative` ("." for a single component). Lexical: the
+  // parent of "a/.." is "a".
+  WorkspacePath Parent() const;
+};
+
+// Checks `path` lexically (InvalidArgument: empty, NUL, > PATH_MAX, a component
+// > NAME_MAX; `param` names the argument in messages) and maps it onto one of
+// `workspaces` (see "Choosing the root"). DENIED for an absolute path outside
+// every root; FailedPrecondition when `workspaces` is empty or a root cannot be
+// opened.
+absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string>& workspaces,
+                                                   absl::string_view path,
+                                                   absl::string_view param = "file_path");
+
+// Whether a final symlink is followed (it must still stay inside the root).
+enum class FollowFinal { kYes, kNo };
+
+// Opens `path` beneath its root with open(2) `flags` (O_RDONLY, O_PATH,
+// O_DIRECTORY, O_NONBLOCK, ...; O_CLOEXEC is added; O_CREAT/O_TRUNC are
+// refused: create files with WriteFileAtomic). kNo behaves like O_NOFOLLOW:
+// a final symlink fails (FailedPrecondition "is a symbolic link"), except with
+// O_PATH, which returns a handle to the link itself.
+absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags,
+                                     FollowFinal follow = FollowFinal::kYes);
+
+// A regular file opened O_RDONLY, with its stat. Refuses directories ("is a
+// directory"), fifos, sockets and devices ("is not a regular file") without
+// blocking on a fifo.
+struct OpenedFile {
+  UniqueFd fd;
+  struct stat st;
+};
+absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path,
+                                           FollowFinal follow = FollowFinal::kYes);
+
+// A directory opened O_RDONLY|O_DIRECTORY (readable with fdopendir/getdents,
+// usable as a dirfd, fsync-able). To walk a tree beneath it, open children with
+// openat(dir, name, O_NOFOLLOW | ...) on single names from getdents: that can
+// never leave the tree. To follow a symlink met in a walk, resolve its
+// workspace-relative path again with OpenBeneath.
+absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path);
+
+// OpenDirectory, creating each missing directory of `path` (mode 0777 & ~umask)
+// on the way. Every component is created with mkdirat() in a directory handle
+// already resolved beneath the root, then reopened beneath the root.
+absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path);
+
+// The identity of a file at one moment, to detect that it changed.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime = {};
+  static FileIdentity Of(const struct stat& st);
+  bool operator==(const FileIdentity& o) const;
+};
+
+struct AtomicWriteOptions {
+  // false: fail FailedPrecondition ("already exists") if `name` exists at the
+  // moment of the rename (renameat2 RENAME_NOREPLACE; link+unlink where the
+  // file system lacks it). true: replace it.
+  bool replace_existing = false;
+  // Permission bits for the file (applied with fchmod, so not masked by the
+  // umask). Unset: 0666 & ~umask.
+  std::optional<mode_t> mode;
+  // Best effort fchown (kept from the file being replaced); failures ignored.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+  // If set, the current `name` must still be this file right before the
+  // rename, else FailedPrecondition ("changed while it was being edited").
+  std::optional<FileIdentity> expect;
+  // How to name the file in messages.
+  std::string display;
+};
+
+// Writes `data` to `name` (one component) in `dir_fd` (an O_RDONLY directory
+// handle from OpenDirectory/MakeDirectories) atomically: a temp file in the
+// same directory (".<name>.tmp-<random>", O_EXCL|O_NOFOLLOW), write, fsync,
+// rename over `name`, fsync the directory. A crash leaves the old or the new
+// content, never a mix. rename(2) replaces a directory entry and never follows
+// a symlink at `name`, so a planted link is replaced, not written through
+// (callers that must refuse symlinks check with fstatat first). The temp file
+// is removed on any failure.
+absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_view data,
+                             const AtomicWriteOptions& options);
+
+// The status for an errno from an operation on `display` (see the convention).
+absl::Status ErrnoStatus(int err, absl::string_view display, absl::string_view doing = "");
+
+namespace internal {
+
+// Which resolver OpenBeneath uses. kAuto: openat2, falling back to the walk
+// when the kernel lacks it. Tests force one or the other.
+enum class Resolver { kAuto, kOpenat2, kWalk };
+void SetResolverForTesting(Resolver resolver);
+// Whether openat2(2) works here (probed once).
+bool Openat2Available();
+
+struct ResolveFailure {
+  int err = 0;          // errno-like: EXDEV (escape), ELOOP, ENOENT, ENOTDIR, ...
+  std::string detail;   // for EXDEV/ELOOP: what leaves, e.g. "symbolic link 'a/l' points to '/etc'"
+};
+
+// The user-space resolver (the ENOSYS fallback), usable on its own: resolves
+// `relative` beneath `root_fd` (an O_PATH directory handle) and opens the
+// result with `flags` (| O_CLOEXEC). On failure fills `failure` and returns an
+// invalid fd. Also used to explain an EXDEV from openat2.
+UniqueFd WalkBeneath(int root_fd, absl::string_view relative, int flags, FollowFinal follow,
+                     ResolveFailure* failure);
+
+}  // namespace internal
+
+}  // namespace toolexec::fs
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_FS_CONFINED_H_

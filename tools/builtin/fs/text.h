@@ -1,0 +1,42 @@
+// Text helpers shared by the file and search tools: is it binary, what mime
+// type, and UTF-8 made safe for JSON/protobuf strings (which must be valid
+// UTF-8; raw file bytes need not be).
+// Thread safety: pure functions.
+#ifndef TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_
+#define TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace toolexec::fs {
+
+// How much of a file's start LooksBinary needs to decide.
+inline constexpr size_t kBinarySniffBytes = 8192;
+
+// True for content that should be described, not shown: a NUL byte in `head`
+// (pass the first kBinarySniffBytes), or a known binary magic number (PNG,
+// JPEG, GIF, PDF, ZIP, gzip, xz, zstd, bzip2, 7z, ELF, wasm, SQLite, ...).
+bool LooksBinary(absl::string_view head);
+
+// A best guess at the mime type from the magic number in `head`, else from
+// the extension of `name`; "application/octet-stream" when unknown binary,
+// "text/plain" when unknown text.
+std::string GuessMimeType(absl::string_view head, absl::string_view name);
+
+// True if `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
+bool IsValidUtf8(absl::string_view s);
+
+// Appends `s` to `out`, replacing every ill-formed sequence with U+FFFD (one
+// per maximal invalid subpart, as Unicode recommends). Returns true if any
+// replacement was made.
+bool AppendSanitizedUtf8(std::string* out, absl::string_view s);
+
+// The length of the longest prefix of `s` no longer than `max` that does not
+// cut a UTF-8 sequence in two.
+size_t Utf8SafePrefix(absl::string_view s, size_t max);
+
+}  // namespace toolexec::fs
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_

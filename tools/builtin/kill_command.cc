@@ -1,0 +1,71 @@
+// kill_command (issue 4; design in tools/builtin/command/command.h).
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "tools/builtin/command/background.h"
+#include "tools/builtin/command/command.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::command {
+namespace {
+
+constexpr char kSchema[] = R"json({
+  "type": "object",
+  "properties": {
+    "process_id": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The process_id run_command returned for a background command."
+    }
+  },
+  "required": ["process_id"],
+  "additionalProperties": false
+})json";
+
+class KillCommandTool final : public Tool {
+ public:
+  explicit KillCommandTool(std::shared_ptr<const CommandConfig> config)
+      : config_(std::move(config)) {}
+
+  std::string name() const override { return "kill_command"; }
+  std::string description() const override {
+    return "Ends a background command started by run_command (SIGTERM to its whole process "
+           "group, then SIGKILL), and returns its exit status and the output not read yet.";
+  }
+  std::string parameters_schema() const override { return kSchema; }
+  ToolType tool_type() const override { return ToolType::kBashCmd; }
+  bool read_only() const override { return false; }
+  std::string display_title(const JsonValue& input) const override {
+    if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
+      return absl::StrCat("kill_command ", input["process_id"].GetString());
+    }
+    return "kill_command";
+  }
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override {
+    std::string id =
+        input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()
+            ? input["process_id"].GetString()
+            : "?";
+    if (!ok) return absl::StrCat("[kill_command: ", id, " error]");
+    return absl::StrCat("[kill_command: ", id, " ended]");
+  }
+
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    std::string id(args["process_id"].GetString(), args["process_id"].GetStringLength());
+    return BackgroundProcesses::Get().Kill(ctx.info().session_id, id, ctx.cancellation());
+  }
+
+ private:
+  const std::shared_ptr<const CommandConfig> config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<const CommandConfig> config) {
+  return std::make_unique<KillCommandTool>(std::move(config));
+}
+
+}  // namespace toolexec::command

@@ -1,0 +1,361 @@
+// run_command (issue 4; design in tools/builtin/command/command.h).
+#include <limits.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tools/builtin/command/background.h"
+#include "tools/builtin/command/command.h"
+#include "tools/builtin/command/command_run.h"
+#include "tools/builtin/command/environment.h"
+#include "tools/builtin/command/result.h"
+#include "tools/builtin/command/sandbox.h"
+#include "tools/builtin/fs/confined.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::command {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr char kSchema[] = R"json({
+  "type": "object",
+  "properties": {
+    "command_line": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The command, run by /bin/bash -c in its own process group."
+    },
+    "working_dir": {
+      "type": "string",
+      "description": "Directory to run in, relative to the workspace (default: the workspace root). Must stay inside the workspace."
+    },
+    "timeout_ms": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "Wall-clock limit in milliseconds (default 120000, capped by the daemon's configuration). On timeout the command's process group gets SIGTERM, then SIGKILL; the output so far is returned with timed_out \"wall\"."
+    },
+    "idle_timeout_ms": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "End the command if it prints nothing for this long (timed_out \"idle\")."
+    },
+    "env": {
+      "type": "object",
+      "additionalProperties": {"type": "string"},
+      "description": "Environment variables to set, on top of the daemon's environment (from which variables whose names contain KEY, SECRET, TOKEN or PASSWORD are removed)."
+    },
+    "stdin": {
+      "type": "string",
+      "description": "Text written to the command's standard input (then closed). Without it, stdin is /dev/null."
+    },
+    "background": {
+      "type": "boolean",
+      "description": "Start the command and return at once with a process_id; read its output with command_status and end it with kill_command. It belongs to the session and is killed when the session closes (calls without a session share one pool, ended by kill_command or daemon shutdown). Only an explicit timeout_ms limits it."
+    }
+  },
+  "required": ["command_line"],
+  "additionalProperties": false
+})json";
+
+std::atomic<uint64_t> g_run_counter{0};
+
+absl::string_view Str(const JsonValue& v) {
+  return absl::string_view(v.GetString(), v.GetStringLength());
+}
+
+// The absolute path of an open directory, for bwrap's --chdir (which takes a
+// path, not an fd). The directory was resolved beneath the workspace by the
+// kernel; inside the sandbox only the workspaces are writable anyway.
+absl::StatusOr<std::string> FdPath(int fd) {
+  char link[64];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  char buf[PATH_MAX];
+  ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+  if (n <= 0) return absl::InternalError(absl::StrCat("readlink ", link, " failed"));
+  return std::string(buf, n);
+}
+
+class RunCommandTool final : public Tool {
+ public:
+  explicit RunCommandTool(std::shared_ptr<const CommandConfig> config)
+      : config_(std::move(config)) {}
+
+  std::string name() const override { return "run_command"; }
+  std::string description() const override {
+    return "Runs a shell command (bash) in the workspace and returns its exit code, stdout, "
+           "stderr and combined output. A non-zero exit code is reported, not treated as an "
+           "error. Output is streamed while the command runs; very long output keeps its "
+           "beginning and end. Commands time out after timeout_ms (default 2 minutes); use "
+           "background:true for servers and watchers.";
+  }
+  std::string parameters_schema() const override { return kSchema; }
+  ToolType tool_type() const override { return ToolType::kBashCmd; }
+  bool read_only() const override { return false; }
+
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+
+  // S13: the title is the command line; the content its combined output.
+  std::string display_title(const JsonValue& input) const override {
+    return ShortCommand(CommandLineOf(input));
+  }
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  // S12: running a command needs Execute on that command line.
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override {
+    PermissionRequirement r;
+    r.kind = PermissionRequirement::Kind::kCommand;
+    r.value = std::string(CommandLineOf(input));
+    r.level = PermissionLevel::kExecute;
+    return {r};
+  }
+  void cleanup_session(absl::string_view session_id) const override {
+    BackgroundProcesses::Get().CloseSession(session_id);
+  }
+
+ private:
+  static absl::string_view CommandLineOf(const JsonValue& input) {
+    if (!input.IsObject()) return "";
+    auto it = input.FindMember("command_line");
+    if (it == input.MemberEnd() || !it->value.IsString()) return "";
+    return Str(it->value);
+  }
+
+  const std::shared_ptr<const CommandConfig> config_;
+};
+
+absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ctx) const {
+  const BuiltinOptions& opt = config_->options;
+  const std::string command_line(Str(args["command_line"]));
+  if (command_line.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("command_line contains a NUL byte");
+  }
+  if (absl::StripAsciiWhitespace(command_line).empty()) {
+    return absl::InvalidArgumentError("command_line is blank; give the command to run");
+  }
+
+  // --- where: beneath the workspace, resolved by the kernel ---
+  std::string working_dir = ".";
+  if (auto it = args.FindMember("working_dir"); it != args.MemberEnd()) {
+    working_dir = std::string(Str(it->value));
+    if (working_dir.empty()) working_dir = ".";
+  }
+  auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, working_dir, "working_dir");
+  if (!wp.ok()) return wp.status();
+  auto dir = fs::OpenDirectory(*wp);
+  if (!dir.ok()) return dir.status();
+
+  // --- environment ---
+  std::vector<std::pair<std::string, std::string>> overrides;
+  if (auto it = args.FindMember("env"); it != args.MemberEnd()) {
+    for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
+      std::string name(Str(m->name));
+      if (name.empty() || name.find('=') != std::string::npos ||
+          name.find('\0') != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "env: '", name, "' is not a valid variable name (no '=' or NUL, not empty)"));
+      }
+      if (!m->value.IsString()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("env: the value of ", name, " must be a string"));
+      }
+      std::string value(Str(m->value));
+      if (value.find('\0') != std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("env: the value of ", name, " contains a NUL byte"));
+      }
+      overrides.emplace_back(std::move(name), std::move(value));
+    }
+  }
+  const std::string run_id = absl::StrCat(getpid(), "-", ++g_run_counter);
+  overrides.emplace_back("TOOLEXEC_RUN_ID", run_id);
+
+  CommandSpec spec;
+  spec.env = MergeEnvironment(config_->base_env, overrides);
+  spec.marker = absl::StrCat("TOOLEXEC_RUN_ID=", run_id);
+  spec.cwd_fd = dir->get();
+  if (auto it = args.FindMember("stdin"); it != args.MemberEnd()) {
+    spec.stdin_text = std::string(Str(it->value));
+  }
+  spec.capture_bytes = opt.command_capture_bytes;
+  spec.kill_grace = milliseconds(absl::ToInt64Milliseconds(opt.command_kill_grace));
+  if (opt.rlimit_cpu_seconds > 0) spec.rlimits.emplace_back(RLIMIT_CPU, opt.rlimit_cpu_seconds);
+  if (opt.rlimit_address_space_bytes > 0) {
+    spec.rlimits.emplace_back(RLIMIT_AS, opt.rlimit_address_space_bytes);
+  }
+  if (opt.rlimit_open_files > 0) spec.rlimits.emplace_back(RLIMIT_NOFILE, opt.rlimit_open_files);
+  if (opt.rlimit_processes > 0) spec.rlimits.emplace_back(RLIMIT_NPROC, opt.rlimit_processes);
+
+  if (config_->bwrap_path.empty()) {
+    spec.argv = {"/bin/bash", "-c", command_line};
+  } else {
+    auto cwd = FdPath(dir->get());
+    if (!cwd.ok()) return cwd.status();
+    std::vector<std::string> roots;
+    for (const std::string& ws : ctx.info().workspaces) {
+      char real[PATH_MAX];
+      if (realpath(ws.c_str(), real) != nullptr) roots.emplace_back(real);
+    }
+    spec.argv = BwrapArgv(config_->bwrap_path, roots, *cwd, opt.sandbox_network, command_line);
+    spec.sandboxed = true;
+  }
+
+  // --- timeouts ---
+  const bool background = args.HasMember("background") && args["background"].GetBool();
+  const int64_t max_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(opt.command_max_timeout));
+  bool has_timeout = args.HasMember("timeout_ms");
+  int64_t timeout_ms = has_timeout ? args["timeout_ms"].GetInt64()
+                                   : absl::ToInt64Milliseconds(opt.command_default_timeout);
+  bool capped = timeout_ms > max_ms;
+  timeout_ms = std::min(timeout_ms, max_ms);
+  if (args.HasMember("idle_timeout_ms")) {
+    spec.idle_timeout = milliseconds(args["idle_timeout_ms"].GetInt64());
+  }
+
+  if (background) {
+    // A background command outlives the call: only an explicit timeout_ms
+    // limits it (its call's deadline does not).
+    if (has_timeout) spec.wall_timeout = milliseconds(timeout_ms);
+    BackgroundProcesses::StartRequest req;
+    req.session_id = ctx.info().session_id;
+    req.command_line = command_line;
+    req.spec = std::move(spec);
+    auto id = BackgroundProcesses::Get().Start(std::move(req));
+    if (!id.ok()) return id.status();
+    Json out = MakeObject();
+    SetString(out, "process_id", *id);
+    return out;
+  }
+
+  // The call's own deadline is an outer bound: fit the command's timeout, its
+  // kill grace and the drain inside it, so the model gets the partial output
+  // as a result rather than a bare TIMEOUT.
+  bool shortened = false;
+  if (ctx.info().deadline != absl::InfiniteFuture()) {
+    const int64_t remaining =
+        std::max<int64_t>(0, absl::ToInt64Milliseconds(ctx.info().deadline - absl::Now()));
+    const int64_t margin = CommandRun::kDrainAfterExit.count() + 50;
+    const int64_t reserve = std::min<int64_t>(spec.kill_grace.count() + margin, remaining / 2);
+    spec.kill_grace =
+        milliseconds(std::clamp<int64_t>(reserve - margin, 0, spec.kill_grace.count()));
+    const int64_t fit = std::max<int64_t>(remaining - reserve, 1);
+    if (fit < timeout_ms) {
+      timeout_ms = fit;
+      shortened = true;
+    }
+  }
+  spec.wall_timeout = milliseconds(timeout_ms);
+
+  auto run = CommandRun::Start(std::move(spec));
+  if (!run.ok()) return run.status();
+  dir->reset();  // the child has its own cwd now
+  CommandRun* r = run->get();
+  // ToolContext hands out the token as const, but AddCallback/RemoveCallback
+  // are not const; the runner's token itself is a mutable object, so this
+  // cast is well-defined. (Asked for a non-const accessor.)
+  auto& token = const_cast<CancellationToken&>(ctx.cancellation());
+  int cb = token.AddCallback([r] { r->RequestStop(StopReason::kCancelled); });
+  CommandOutcome o = r->Wait([&ctx](bool is_stderr, absl::string_view text) {
+    ctx.progress(is_stderr ? "stderr" : "stdout", text);
+  });
+  token.RemoveCallback(cb);
+  run->reset();
+
+  Json out = MakeObject();
+  SetExit(out, o.exit);
+  SetString(out, "stdout", o.stdout_text);
+  SetString(out, "stderr", o.stderr_text);
+  SetString(out, "combined_output", o.combined);
+  SetString(out, "timed_out", TimedOutName(o.stop));
+  SetBool(out, "truncated", o.truncated);
+  SetInt(out, "duration_ms", o.duration.count());
+  SetInt(out, "stdout_bytes", static_cast<int64_t>(o.stdout_bytes));
+  SetInt(out, "stderr_bytes", static_cast<int64_t>(o.stderr_bytes));
+  SetBool(out, "invalid_utf8", o.invalid_utf8_bytes > 0);
+  if (o.invalid_utf8_bytes > 0) {
+    SetInt(out, "invalid_utf8_bytes", static_cast<int64_t>(o.invalid_utf8_bytes));
+  }
+  SetInt(out, "timeout_ms", timeout_ms);
+  if (capped) {
+    SetString(out, "timeout_note",
+              absl::StrCat("timeout_ms was capped at the configured maximum of ", max_ms, " ms"));
+  } else if (shortened) {
+    SetString(out, "timeout_note", "timeout_ms was shortened to end before the call's deadline");
+  }
+  if (o.output_cut_at_exit) {
+    SetString(out, "output_note",
+              "the command exited but a process it started kept its output open; output "
+              "after the exit was not read");
+  }
+  return out;
+}
+
+DisplayResult RunCommandTool::display(const JsonValue& input, const JsonValue& result) const {
+  DisplayResult d;
+  d.title = display_title(input);
+  d.content_type = ContentType::kPlainText;
+  if (result.IsObject() && result.HasMember("combined_output") &&
+      result["combined_output"].IsString()) {
+    d.content = std::string(Str(result["combined_output"]));
+  } else {
+    d.content = ToJsonString(result);
+  }
+  d.full_length = d.content.size();
+  if (d.content.size() > kDefaultDisplayBytes) {
+    size_t cut = kDefaultDisplayBytes;
+    while (cut > 0 && (static_cast<unsigned char>(d.content[cut]) & 0xC0) == 0x80) --cut;
+    d.content.resize(cut);
+    d.is_truncated = true;
+  }
+  return d;
+}
+
+std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonValue& result,
+                                            bool ok) const {
+  std::string cmd = ShortCommand(CommandLineOf(input), 60);
+  if (!ok || !result.IsObject()) return absl::StrCat("[run_command: `", cmd, "` error]");
+  if (result.HasMember("process_id") && result["process_id"].IsString()) {
+    return absl::StrCat("[run_command: `", cmd, "` started in the background as ",
+                        Str(result["process_id"]), "]");
+  }
+  int64_t ms = result.HasMember("duration_ms") && result["duration_ms"].IsInt64()
+                   ? result["duration_ms"].GetInt64()
+                   : 0;
+  std::string timed_out = result.HasMember("timed_out") && result["timed_out"].IsString()
+                              ? std::string(Str(result["timed_out"]))
+                              : "";
+  if (!timed_out.empty()) {
+    return absl::StrCat(
+        "[run_command: `", cmd, "` ",
+        timed_out == "cancelled" ? "cancelled" : absl::StrCat("timed out (", timed_out, ")"),
+        " after ", FormatMs(ms), "]");
+  }
+  if (result.HasMember("signal") && result["signal"].IsString()) {
+    return absl::StrCat("[run_command: `", cmd, "` killed by ", Str(result["signal"]), " after ",
+                        FormatMs(ms), "]");
+  }
+  int64_t code = result.HasMember("exit_code") && result["exit_code"].IsInt64()
+                     ? result["exit_code"].GetInt64()
+                     : -1;
+  return absl::StrCat("[run_command: `", cmd, "` exit ", code, " in ", FormatMs(ms), "]");
+}
+
+}  // namespace
+
+std::unique_ptr<Tool> MakeRunCommandTool(std::shared_ptr<const CommandConfig> config) {
+  return std::make_unique<RunCommandTool>(std::move(config));
+}
+
+}  // namespace toolexec::command

@@ -1,0 +1,465 @@
+#include "tools/builtin/search/grep.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tools/builtin/search/walker.h"
+
+namespace toolexec::search {
+namespace {
+
+constexpr size_t kBlockBytes = 1 << 20;
+// A line longer than this is split (the buffer would otherwise grow without bound).
+constexpr size_t kMaxBufferBytes = 64 << 20;
+
+size_t CountNewlines(const char* p, size_t n) {
+  size_t count = 0;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    count += static_cast<size_t>(
+        __builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, nl)))));
+  }
+#endif
+  for (; i < n; ++i) count += p[i] == '\n';
+  return count;
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one.
+size_t Utf8SequenceLength(absl::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+      (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+    return 0;
+  }
+  return len;
+}
+
+// Appends s as valid UTF-8, stopping before `max_bytes` of output; returns
+// false if it stopped early.
+bool AppendUtf8(absl::string_view s, size_t max_bytes, std::string* out) {
+  constexpr absl::string_view kReplacement = "\xEF\xBF\xBD";
+  for (size_t i = 0; i < s.size();) {
+    size_t len = Utf8SequenceLength(s, i);
+    const absl::string_view piece = len == 0 ? kReplacement : s.substr(i, len);
+    if (out->size() + piece.size() > max_bytes) return false;
+    out->append(piece.data(), piece.size());
+    i += len == 0 ? 1 : len;
+  }
+  return true;
+}
+
+struct Worker {
+  std::unique_ptr<LineMatcher> owned;
+  const LineMatcher* matcher = nullptr;
+  std::unique_ptr<char[]> buf;
+  size_t cap = 0;
+};
+
+// The results of all workers: bounded by the cap, sorted by path.
+class Collector {
+ public:
+  Collector(OutputMode mode, size_t cap) : mode_(mode), cap_(cap) {}
+
+  void Add(GrepFile file) {
+    const uint64_t stored = StoredMatches(file);
+    absl::MutexLock lock(&mu_);
+    ++total_files_;
+    total_matches_ += file.matches;
+    if (mode_ == OutputMode::kContent) {
+      if (held_ >= cap_ && !files_.empty() && PathLess(files_.rbegin()->first, file.path)) return;
+      held_ += stored;
+      std::string path = file.path;
+      files_.emplace(std::move(path), std::make_pair(std::move(file), stored));
+      // Drop the last files while the rest still hold `cap_` matches.
+      while (files_.size() > 1) {
+        auto last = std::prev(files_.end());
+        if (held_ - last->second.second < cap_) break;
+        held_ -= last->second.second;
+        files_.erase(last);
+      }
+    } else {
+      if (files_.size() >= cap_ && !files_.empty() && PathLess(files_.rbegin()->first, file.path)) return;
+      std::string path = file.path;
+      files_.emplace(std::move(path), std::make_pair(std::move(file), stored));
+      if (files_.size() > cap_) files_.erase(std::prev(files_.end()));
+    }
+  }
+
+  void AddBinary() { binary_.fetch_add(1, std::memory_order_relaxed); }
+  void AddUnreadable(uint64_t n = 1) { unreadable_.fetch_add(n, std::memory_order_relaxed); }
+  void AddSearched() { searched_.fetch_add(1, std::memory_order_relaxed); }
+
+  GrepResult Finish(int context_lines) {
+    absl::MutexLock lock(&mu_);
+    GrepResult r;
+    r.total_files = total_files_;
+    r.total_matches = total_matches_;
+    r.files_searched = searched_.load();
+    r.binary_skipped = binary_.load();
+    r.unreadable = unreadable_.load();
+    for (auto& [path, entry] : files_) {
+      GrepFile& f = entry.first;
+      if (mode_ != OutputMode::kContent) {
+        if (r.files.size() >= cap_) break;
+        r.files.push_back(std::move(f));
+        continue;
+      }
+      if (r.returned_matches >= cap_) break;
+      // Keep matches up to the cap, and context lines that belong to them.
+      uint64_t last_kept = 0;
+      size_t keep = 0;
+      for (; keep < f.lines.size(); ++keep) {
+        const GrepLine& line = f.lines[keep];
+        if (!line.is_context) {
+          if (r.returned_matches >= cap_) break;
+          ++r.returned_matches;
+          last_kept = line.number;
+        } else if (r.returned_matches >= cap_ &&
+                   line.number > last_kept + static_cast<uint64_t>(context_lines)) {
+          break;
+        }
+      }
+      while (keep > 0 && f.lines[keep - 1].is_context &&
+             f.lines[keep - 1].number > last_kept + static_cast<uint64_t>(context_lines)) {
+        --keep;
+      }
+      f.lines.resize(keep);
+      r.files.push_back(std::move(f));
+    }
+    r.truncated = mode_ == OutputMode::kContent ? r.total_matches > r.returned_matches
+                                                : r.total_files > r.files.size();
+    return r;
+  }
+
+ private:
+  static uint64_t StoredMatches(const GrepFile& f) {
+    uint64_t n = 0;
+    for (const GrepLine& l : f.lines) n += !l.is_context;
+    return n;
+  }
+
+  const OutputMode mode_;
+  const size_t cap_;
+  absl::Mutex mu_;
+  // path -> (file, stored matching lines)
+  std::map<std::string, std::pair<GrepFile, uint64_t>, PathLessCmp> files_ ABSL_GUARDED_BY(mu_);
+  uint64_t held_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t total_files_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t total_matches_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> binary_{0};
+  std::atomic<uint64_t> unreadable_{0};
+  std::atomic<uint64_t> searched_{0};
+};
+
+// Searches one open regular file.
+class FileSearch {
+ public:
+  FileSearch(const GrepRequest& request, Worker& worker, GrepFile& out)
+      : req_(request), w_(worker), out_(out) {}
+
+  enum class Outcome { kDone, kBinary, kUnreadable, kCancelled };
+
+  Outcome Run(int fd, uint64_t size_hint) {
+    if (w_.buf == nullptr) {
+      w_.cap = kBlockBytes;
+      w_.buf.reset(new char[w_.cap]);
+    }
+    size_t filled = 0;
+    size_t search_from = 0;
+    uint64_t total_read = 0;
+    bool eof = false;
+    while (!eof) {
+      if (filled == w_.cap && !Grow(filled)) {
+        // A single line of kMaxBufferBytes: search it as it is.
+        if (Process(absl::string_view(w_.buf.get(), filled), search_from, false)) {
+          return Outcome::kDone;
+        }
+        filled = search_from = 0;
+      }
+      const ssize_t n = read(fd, w_.buf.get() + filled, w_.cap - filled);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Outcome::kUnreadable;
+      }
+      if (n == 0) {
+        eof = true;
+      } else {
+        if (memchr(w_.buf.get() + filled, '\0', static_cast<size_t>(n)) != nullptr) {
+          return Outcome::kBinary;
+        }
+        filled += static_cast<size_t>(n);
+        total_read += static_cast<uint64_t>(n);
+        // Saves the read that would return 0 for the common whole-file case.
+        if (size_hint > 0 && total_read == size_hint) eof = true;
+      }
+      size_t region_end = filled;
+      if (!eof) {
+        const void* nl = memrchr(w_.buf.get() + search_from, '\n', filled - search_from);
+        if (nl == nullptr) continue;  // no complete line yet: read more
+        region_end = static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
+      }
+      if (Process(absl::string_view(w_.buf.get(), region_end), search_from, eof)) {
+        return Outcome::kDone;
+      }
+      if (eof) break;
+      if (req_.cancellation && req_.cancellation->cancelled()) return Outcome::kCancelled;
+      // Keep the lines before-context may need and the partial last line.
+      size_t keep = region_end;
+      if (req_.mode == OutputMode::kContent) {
+        for (int k = 0; k < req_.context_lines && keep > 0; ++k) {
+          const void* nl = memrchr(w_.buf.get(), '\n', keep - 1);
+          keep = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
+        }
+      }
+      memmove(w_.buf.get(), w_.buf.get() + keep, filled - keep);
+      filled -= keep;
+      search_from = region_end - keep;
+    }
+    return Outcome::kDone;
+  }
+
+ private:
+  bool Grow(size_t filled) {
+    if (w_.cap >= kMaxBufferBytes) return false;
+    const size_t cap = w_.cap * 2;
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    memcpy(bigger.get(), w_.buf.get(), filled);
+    w_.buf = std::move(bigger);
+    w_.cap = cap;
+    return true;
+  }
+
+  void Store(absl::string_view text, size_t start, size_t end, uint64_t number, bool context) {
+    GrepLine line;
+    line.number = number;
+    line.is_context = context;
+    line.text = DisplayLine(text.substr(start, end - start), req_.max_line_bytes, &line.cut);
+    out_.lines.push_back(std::move(line));
+    last_stored_ = number;
+  }
+
+  // Stores up to `count` lines from `pos` as context; returns the position after them.
+  size_t StoreForward(absl::string_view text, size_t pos, uint64_t count, uint64_t first_number) {
+    for (uint64_t k = 0; k < count && pos < text.size(); ++k) {
+      const void* nl = memchr(text.data() + pos, '\n', text.size() - pos);
+      const size_t end = nl == nullptr ? text.size() : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+      Store(text, pos, end, first_number + k, true);
+      pos = end + 1;
+    }
+    return pos;
+  }
+
+  // Searches the complete lines of text[from...]; text[0, from) holds earlier
+  // lines (kept for before-context); `last` when no more text follows. True
+  // when the file needs no more reading.
+  bool Process(absl::string_view text, size_t from, bool last) {
+    size_t ls = 0;
+    size_t le = 0;
+    switch (req_.mode) {
+      case OutputMode::kFilesWithMatches:
+        if (w_.matcher->FindLine(text, from, &ls, &le)) {
+          out_.matches = 1;
+          return true;
+        }
+        return false;
+      case OutputMode::kCount:
+        while (w_.matcher->FindLine(text, from, &ls, &le)) {
+          ++out_.matches;
+          from = le + 1;
+        }
+        return false;
+      case OutputMode::kContent:
+        break;
+    }
+    if (counting_only_) {
+      while (w_.matcher->FindLine(text, from, &ls, &le)) {
+        ++out_.matches;
+        from = le + 1;
+      }
+      return false;
+    }
+    const uint64_t context = static_cast<uint64_t>(req_.context_lines);
+    size_t pos = from;
+    while (w_.matcher->FindLine(text, pos, &ls, &le)) {
+      const uint64_t gap = CountNewlines(text.data() + pos, ls - pos);
+      const uint64_t number = line_ + gap;
+      ++out_.matches;
+      // After-context of the previous match.
+      StoreForward(text, pos, std::min(pending_after_, gap), line_);
+      pending_after_ = 0;
+      if (stored_ < req_.max_results) {
+        // Before-context: lines not stored yet, found walking back from the
+        // match (the buffer keeps `context` lines before each block).
+        const uint64_t before = std::min(context, number - 1 - last_stored_);
+        size_t start = ls;
+        uint64_t back = 0;
+        while (back < before && start > 0) {
+          const void* nl = start >= 2 ? memrchr(text.data(), '\n', start - 1) : nullptr;
+          start = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+          ++back;
+        }
+        StoreForward(text, start, back, number - back);
+        Store(text, ls, le, number, false);
+        ++stored_;
+        pending_after_ = context;
+      }
+      pos = le + 1;
+      line_ = number + 1;
+      if (stored_ >= req_.max_results && pending_after_ == 0) {
+        counting_only_ = true;
+        return Process(text, pos, last);
+      }
+    }
+    if (pos < text.size() && !(last && pending_after_ == 0)) {
+      const uint64_t rest = CountNewlines(text.data() + pos, text.size() - pos);
+      const uint64_t after = std::min(pending_after_, rest + (text.back() == '\n' ? 0 : 1));
+      StoreForward(text, pos, after, line_);
+      pending_after_ -= after;
+      line_ += rest;
+    }
+    return false;
+  }
+
+  const GrepRequest& req_;
+  Worker& w_;
+  GrepFile& out_;
+  uint64_t line_ = 1;          // number of the line at the search position
+  uint64_t pending_after_ = 0;  // after-context lines still to store
+  uint64_t last_stored_ = 0;
+  uint64_t stored_ = 0;         // matching lines stored
+  bool counting_only_ = false;  // the cap is reached and no context is pending
+};
+
+void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker& worker,
+                    Collector& collector, std::atomic<bool>* cancelled) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  collector.AddSearched();
+  GrepFile file;
+  FileSearch search(request, worker, file);
+  switch (search.Run(fd, static_cast<uint64_t>(st.st_size))) {
+    case FileSearch::Outcome::kDone:
+      if (file.matches > 0) {
+        file.path = SanitizeUtf8(path);
+        collector.Add(std::move(file));
+      }
+      break;
+    case FileSearch::Outcome::kBinary:
+      collector.AddBinary();
+      break;
+    case FileSearch::Outcome::kUnreadable:
+      collector.AddUnreadable();
+      break;
+    case FileSearch::Outcome::kCancelled:
+      cancelled->store(true);
+      break;
+  }
+}
+
+}  // namespace
+
+std::string SanitizeUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  AppendUtf8(text, static_cast<size_t>(-1), &out);
+  return out;
+}
+
+std::string DisplayLine(absl::string_view line, size_t max_bytes, bool* cut) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string out;
+  out.reserve(std::min(line.size(), max_bytes));
+  *cut = !AppendUtf8(line, max_bytes, &out);
+  return out;
+}
+
+absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& request) {
+  std::unique_ptr<LineMatcher> owned;
+  const LineMatcher* matcher = request.compiled;
+  if (matcher == nullptr) {
+    absl::StatusOr<std::unique_ptr<LineMatcher>> created = LineMatcher::Create(request.matcher);
+    if (!created.ok()) return created.status();
+    owned = *std::move(created);
+    matcher = owned.get();
+  }
+  if (request.max_results == 0) return absl::InvalidArgumentError("max_results must be at least 1");
+  Collector collector(request.mode, request.max_results);
+  std::atomic<bool> cancelled{false};
+
+  if (!start.is_dir) {
+    Worker worker;
+    worker.matcher = matcher;
+    SearchOpenFile(start.fd.get(), start.Display(start.relative), request, worker, collector,
+                   &cancelled);
+  } else {
+    WalkOptions walk;
+    walk.overrides = request.glob;
+    walk.threads = request.threads;
+    walk.cancellation = request.cancellation;
+    std::vector<Worker> workers(static_cast<size_t>(WalkThreads(walk)));
+    walk.threads = static_cast<int>(workers.size());
+    workers[0].matcher = matcher;
+    absl::StatusOr<WalkStats> stats = Walk(start, walk, [&](const WalkEntry& e, int w) {
+      Worker& worker = workers[static_cast<size_t>(w)];
+      if (worker.matcher == nullptr) {
+        worker.owned = matcher->Clone();
+        worker.matcher = worker.owned.get();
+      }
+      const int fd = openat(e.dir_fd, std::string(e.name).c_str(),
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+      if (fd < 0) {
+        collector.AddUnreadable();
+        return;
+      }
+      SearchOpenFile(fd, start.Display(e.path), request, worker, collector, &cancelled);
+      close(fd);
+    });
+    if (!stats.ok()) return stats.status();
+    collector.AddUnreadable(stats->unreadable);
+  }
+  if (cancelled.load() || (request.cancellation && request.cancellation->cancelled())) {
+    return absl::CancelledError("the search was cancelled");
+  }
+  return collector.Finish(request.context_lines);
+}
+
+}  // namespace toolexec::search

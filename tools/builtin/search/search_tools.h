@@ -1,0 +1,172 @@
+// The search tools (DESIGN.md "Built-in tools"): list_directory, find_file,
+// search_directory and grep_search, one class per .cc file in tools/builtin/,
+// registered by RegisterSearchTools in that order. All four are path-scoped
+// (S6, S12): their path is opened beneath the call's workspace by
+// search::OpenConfined, and the walk below it never follows a symlink.
+//
+// Errors: INVALID_ARGUMENTS for bad arguments (an invalid regex or glob, with
+// RE2's message), DENIED for a path outside the workspace, TOOL_FAILED for a
+// missing path or a file where a directory is wanted, CANCELLED when the call
+// is cancelled mid-walk.
+//
+// Thread safety: the tools hold only their immutable options; Call() may run
+// concurrently (each call walks with its own worker threads).
+#ifndef TOOLEXEC_TOOLS_BUILTIN_SEARCH_SEARCH_TOOLS_H_
+#define TOOLEXEC_TOOLS_BUILTIN_SEARCH_SEARCH_TOOLS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "tools/builtin/builtin.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
+
+namespace toolexec::search {
+struct GrepResult;
+}  // namespace toolexec::search
+
+namespace toolexec::builtin {
+
+// How much of a result the display (S13) carries before it is cut.
+inline constexpr size_t kSearchDisplayMaxBytes = 16 * 1024;
+
+// list_directory{directory_path=".", depth=1, include_hidden=false}: the
+// entries below a directory, `depth` levels deep, breadth first (so a cap
+// keeps the shallow levels whole), then sorted by path. Hidden entries are
+// left out unless include_hidden; symlinks are listed, never followed.
+// Result: {directory, entries:[{name (relative to the listed directory),
+// type: file|dir|symlink|other, size (files and symlinks), [target]
+// (symlinks)}], count, truncated, [hint]}.
+class ListDirectoryTool final : public Tool {
+ public:
+  explicit ListDirectoryTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "list_directory"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kFileRead; }
+  bool read_only() const override { return true; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// find_file{pattern*, directory_path=".", max_results}: files, directories
+// and symlinks whose path (relative to directory_path) matches a glob
+// (search/glob.h: "*.md" matches a name at any depth, "src/*.h" is anchored,
+// "**/" spans directories, {a,b} alternatives), honouring .gitignore and
+// skipping hidden entries and .git. Result: {pattern, directory, paths
+// (relative to the workspace root, sorted; directories end in '/'), count
+// (all matches), truncated, [hint]}.
+class FindFileTool final : public Tool {
+ public:
+  explicit FindFileTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "find_file"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kFileRead; }
+  bool read_only() const override { return true; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// search_directory{query*, directory_path=".", num_results, case_sensitive=false}:
+// the lines containing a literal string, with grep_search's engine and rules.
+// Result: {query, directory, matches:[{file, line, text, [text_truncated]}],
+// num_matches (all), num_files, truncated, [hint]}.
+class SearchDirectoryTool final : public Tool {
+ public:
+  explicit SearchDirectoryTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "search_directory"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kFileRead; }
+  bool read_only() const override { return true; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// grep_search{pattern* (RE2), path=".", glob, output_mode=files_with_matches,
+// case_insensitive=false, context_lines=0, max_results}: ripgrep's defaults
+// (.gitignore honoured, hidden files and binaries skipped, no symlinks
+// followed), results sorted by path then line. Result by output_mode:
+//   files_with_matches: {files:[path], num_files, truncated}
+//   content: {matches:[{file, line, text, [context:true], [text_truncated]}],
+//             num_matches, num_files, truncated}
+//   count: {counts:[{file, count}], num_matches, num_files, truncated}
+// each with {pattern, path, output_mode}, and when notable: binary_files_skipped,
+// unreadable, hint. grep_search does not write (read_only() is true), though
+// S6's read_only set, which is by name, does not include it.
+class GrepSearchTool final : public Tool {
+ public:
+  explicit GrepSearchTool(const BuiltinOptions& options) : options_(options) {}
+  std::string name() const override { return "grep_search"; }
+  std::string description() const override;
+  std::string parameters_schema() const override;
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  ToolType tool_type() const override { return ToolType::kFileRead; }
+  bool read_only() const override { return true; }
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+namespace search_support {
+
+// A string argument, or `fallback` when absent or not a string.
+std::string StringArg(const JsonValue& args, const char* key, absl::string_view fallback = "");
+// An integer argument, or `fallback`.
+int64_t IntArg(const JsonValue& args, const char* key, int64_t fallback);
+// A boolean argument, or `fallback`.
+bool BoolArg(const JsonValue& args, const char* key, bool fallback);
+// A string member of a result object, or "".
+std::string StringField(const JsonValue& object, const char* key);
+// An unsigned member of a result object, or 0.
+uint64_t UintField(const JsonValue& object, const char* key);
+bool BoolField(const JsonValue& object, const char* key);
+// `s` quoted for a title or summary, cut to `max` bytes with "...".
+std::string Quoted(absl::string_view s, size_t max = 60);
+// A display from plain text, cut to kSearchDisplayMaxBytes on a UTF-8 boundary.
+DisplayResult TextDisplay(std::string title, const std::string& text);
+// A read permission on `path` (S12).
+std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive);
+// Adds a string member (copied).
+void AddString(Json& doc, JsonValue& object, const char* key, absl::string_view value);
+// The matching (and context) lines of a content-mode search, in order:
+// [{file, line, text, [context: true], [text_truncated: true]}].
+JsonValue MatchesJson(Json& doc, const search::GrepResult& result);
+// Lines for a person, as ripgrep prints them: "file:line:text" for a match,
+// "file-line-text" for context, "--" between groups that are not adjacent.
+std::string MatchesText(const JsonValue& matches);
+
+}  // namespace search_support
+}  // namespace toolexec::builtin
+
+#endif  // TOOLEXEC_TOOLS_BUILTIN_SEARCH_SEARCH_TOOLS_H_

@@ -1,0 +1,123 @@
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "tools/builtin/search/grep.h"
+#include "tools/builtin/search/search_tools.h"
+
+namespace toolexec::builtin::search_support {
+namespace {
+
+// The longest prefix of `s` no longer than `max` that does not split a UTF-8
+// sequence.
+size_t Utf8Prefix(absl::string_view s, size_t max) {
+  if (s.size() <= max) return s.size();
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
+}  // namespace
+
+std::string StringArg(const JsonValue& args, const char* key, absl::string_view fallback) {
+  if (!args.IsObject()) return std::string(fallback);
+  auto it = args.FindMember(key);
+  if (it == args.MemberEnd() || !it->value.IsString()) return std::string(fallback);
+  return std::string(it->value.GetString(), it->value.GetStringLength());
+}
+
+int64_t IntArg(const JsonValue& args, const char* key, int64_t fallback) {
+  if (!args.IsObject()) return fallback;
+  auto it = args.FindMember(key);
+  if (it == args.MemberEnd() || !it->value.IsInt64()) return fallback;
+  return it->value.GetInt64();
+}
+
+bool BoolArg(const JsonValue& args, const char* key, bool fallback) {
+  if (!args.IsObject()) return fallback;
+  auto it = args.FindMember(key);
+  if (it == args.MemberEnd() || !it->value.IsBool()) return fallback;
+  return it->value.GetBool();
+}
+
+std::string StringField(const JsonValue& object, const char* key) { return StringArg(object, key); }
+
+uint64_t UintField(const JsonValue& object, const char* key) {
+  if (!object.IsObject()) return 0;
+  auto it = object.FindMember(key);
+  if (it == object.MemberEnd() || !it->value.IsUint64()) return 0;
+  return it->value.GetUint64();
+}
+
+bool BoolField(const JsonValue& object, const char* key) { return BoolArg(object, key, false); }
+
+std::string Quoted(absl::string_view s, size_t max) {
+  if (s.size() <= max) return absl::StrCat("'", s, "'");
+  return absl::StrCat("'", s.substr(0, Utf8Prefix(s, max)), "...'");
+}
+
+DisplayResult TextDisplay(std::string title, const std::string& text) {
+  DisplayResult d;
+  d.title = std::move(title);
+  d.content_type = ContentType::kPlainText;
+  d.full_length = text.size();
+  const size_t keep = Utf8Prefix(text, kSearchDisplayMaxBytes);
+  d.content = text.substr(0, keep);
+  d.is_truncated = keep < text.size();
+  return d;
+}
+
+std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive) {
+  PermissionRequirement r;
+  r.kind = PermissionRequirement::Kind::kPath;
+  r.value = path.empty() ? "." : std::string(path);
+  r.recursive = recursive;
+  r.level = PermissionLevel::kRead;
+  return {r};
+}
+
+void AddString(Json& doc, JsonValue& object, const char* key, absl::string_view value) {
+  auto& alloc = doc.GetAllocator();
+  object.AddMember(JsonValue(key, alloc),
+                   JsonValue(value.data(), static_cast<rapidjson::SizeType>(value.size()), alloc),
+                   alloc);
+}
+
+JsonValue MatchesJson(Json& doc, const search::GrepResult& result) {
+  auto& alloc = doc.GetAllocator();
+  JsonValue matches(rapidjson::kArrayType);
+  for (const search::GrepFile& f : result.files) {
+    for (const search::GrepLine& line : f.lines) {
+      JsonValue m(rapidjson::kObjectType);
+      AddString(doc, m, "file", f.path);
+      m.AddMember("line", line.number, alloc);
+      AddString(doc, m, "text", line.text);
+      if (line.is_context) m.AddMember("context", true, alloc);
+      if (line.cut) m.AddMember("text_truncated", true, alloc);
+      matches.PushBack(m, alloc);
+    }
+  }
+  return matches;
+}
+
+std::string MatchesText(const JsonValue& matches) {
+  std::string text;
+  if (!matches.IsArray()) return text;
+  bool with_context = false;
+  for (const JsonValue& m : matches.GetArray()) with_context |= BoolField(m, "context");
+  std::string prev_file;
+  uint64_t prev_line = 0;
+  for (const JsonValue& m : matches.GetArray()) {
+    const std::string file = StringField(m, "file");
+    const uint64_t line = UintField(m, "line");
+    if (with_context && !text.empty() && (file != prev_file || line != prev_line + 1)) {
+      text.append("--\n");
+    }
+    absl::StrAppend(&text, file, BoolField(m, "context") ? "-" : ":", line,
+                    BoolField(m, "context") ? "-" : ":", StringField(m, "text"), "\n");
+    prev_file = file;
+    prev_line = line;
+  }
+  return text;
+}
+
+}  // namespace toolexec::builtin::search_support

@@ -1,0 +1,153 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tools/builtin/search/confine.h"
+#include "tools/builtin/search/grep.h"
+#include "tools/builtin/search/search_tools.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::builtin {
+namespace {
+
+using search_support::AddString;
+using search_support::BoolArg;
+using search_support::BoolField;
+using search_support::IntArg;
+using search_support::MatchesJson;
+using search_support::MatchesText;
+using search_support::Quoted;
+using search_support::ReadPermission;
+using search_support::StringArg;
+using search_support::StringField;
+using search_support::TextDisplay;
+using search_support::UintField;
+
+std::string DirectoryOf(const JsonValue& input) {
+  std::string d = StringArg(input, "directory_path", ".");
+  return d.empty() ? "." : d;
+}
+
+}  // namespace
+
+std::string SearchDirectoryTool::description() const {
+  return absl::StrCat(
+      "Searches the files under a directory of the workspace for a literal string (not a regex; "
+      "use grep_search for regular expressions) and returns each matching line as {file, line, "
+      "text}, sorted by file then line. Case-insensitive unless case_sensitive is true. Like "
+      "ripgrep: files ignored by .gitignore, hidden files and binary files are skipped. At most ",
+      options_.search_max_results,
+      " lines (num_results); `truncated` says when there were more, and num_matches counts all.");
+}
+
+std::string SearchDirectoryTool::parameters_schema() const {
+  return absl::StrCat(R"json({
+  "type": "object",
+  "properties": {
+    "query": {
+      "type": "string",
+      "description": "The text to find, taken literally (special characters need no escaping). It cannot span lines.",
+      "minLength": 1
+    },
+    "directory_path": {
+      "type": "string",
+      "description": "The directory (or a single file) to search, relative to the workspace root (or absolute inside the workspace).",
+      "default": "."
+    },
+    "num_results": {
+      "type": "integer",
+      "description": "The most matching lines to return (at most )json",
+                      options_.search_max_results, R"json().",
+      "minimum": 1,
+      "default": )json",
+                      std::min<uint32_t>(options_.search_max_results, 100), R"json(
+    },
+    "case_sensitive": {
+      "type": "boolean",
+      "description": "Match case exactly (by default the search ignores case).",
+      "default": false
+    }
+  },
+  "required": ["query"]
+})json");
+}
+
+absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContext& ctx) const {
+  const std::string query = StringArg(args, "query");
+  const std::string dir_arg = DirectoryOf(args);
+  const int64_t cap = std::max<int64_t>(options_.search_max_results, 1);
+  const size_t limit =
+      static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "num_results", std::min<int64_t>(cap, 100)), 1, cap));
+  if (query.empty()) return absl::InvalidArgumentError("query must not be empty");
+
+  absl::StatusOr<search::ConfinedPath> start =
+      search::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
+  if (!start.ok()) return start.status();
+
+  search::GrepRequest request;
+  request.matcher.pattern = query;
+  request.matcher.literal = true;
+  request.matcher.case_insensitive = !BoolArg(args, "case_sensitive", false);
+  request.mode = search::OutputMode::kContent;
+  request.max_results = limit;
+  request.cancellation = &ctx.cancellation();
+  absl::StatusOr<search::GrepResult> r = search::Grep(*start, request);
+  if (!r.ok()) return r.status();
+
+  Json result = MakeObject();
+  auto& alloc = result.GetAllocator();
+  AddString(result, result, "query", query);
+  AddString(result, result, "directory", search::SanitizeUtf8(start->Display(start->relative)));
+  JsonValue matches = MatchesJson(result, *r);
+  result.AddMember("matches", matches, alloc);
+  result.AddMember("num_matches", r->total_matches, alloc);
+  result.AddMember("num_files", r->total_files, alloc);
+  result.AddMember("truncated", r->truncated, alloc);
+  if (r->binary_skipped > 0) result.AddMember("binary_files_skipped", r->binary_skipped, alloc);
+  if (r->unreadable > 0) result.AddMember("unreadable", r->unreadable, alloc);
+  if (r->truncated) {
+    AddString(result, result, "hint",
+              absl::StrCat("showing the first ", r->returned_matches, " of ", r->total_matches,
+                           " matching lines; narrow the query or directory_path, or raise "
+                           "num_results (at most ",
+                           cap, ")"));
+  }
+  return result;
+}
+
+std::string SearchDirectoryTool::display_title(const JsonValue& input) const {
+  return absl::StrCat(Quoted(StringArg(input, "query")), " in ", DirectoryOf(input));
+}
+
+DisplayResult SearchDirectoryTool::display(const JsonValue& input, const JsonValue& result) const {
+  std::string text;
+  if (result.IsObject() && result.HasMember("error")) {
+    text = StringField(result, "error");
+  } else if (result.IsObject() && result.HasMember("matches")) {
+    text = MatchesText(result["matches"]);
+    if (BoolField(result, "truncated")) {
+      absl::StrAppend(&text, "... (", UintField(result, "num_matches"), " matching lines in all)\n");
+    }
+  }
+  return TextDisplay(display_title(input), text);
+}
+
+std::string SearchDirectoryTool::compact_summary(const JsonValue& input, const JsonValue& result,
+                                                 bool ok) const {
+  const std::string what = display_title(input);
+  if (!ok) return absl::StrCat("[search_directory: ", what, ": error]");
+  const uint64_t matches = UintField(result, "num_matches");
+  const uint64_t files = UintField(result, "num_files");
+  return absl::StrCat("[search_directory: ", what, ": ", matches,
+                      matches == 1 ? " match in " : " matches in ", files,
+                      files == 1 ? " file" : " files",
+                      BoolField(result, "truncated") ? ", truncated" : "", "]");
+}
+
+std::vector<PermissionRequirement> SearchDirectoryTool::required_permissions(
+    const JsonValue& input) const {
+  return ReadPermission(DirectoryOf(input), true);
+}
+
+}  // namespace toolexec::builtin

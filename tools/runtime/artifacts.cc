@@ -1,0 +1,346 @@
+#include "tools/runtime/artifacts.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace toolexec {
+namespace {
+
+constexpr absl::string_view kUserPrefix = "user:";
+
+bool IsUserName(absl::string_view name) { return absl::StartsWith(name, kUserPrefix); }
+
+// The owner of `name` in `scope`: the user for "user:" names, else the conversation.
+absl::StatusOr<std::string> OwnerKey(const ArtifactScope& scope, absl::string_view name) {
+  if (IsUserName(name)) {
+    if (scope.user_id.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "artifact '", name, "' is user-scoped (\"user:\" prefix) but the session has no user_id"));
+    }
+    return absl::StrCat("u-", absl::BytesToHexString(scope.user_id));
+  }
+  return absl::StrCat("c-", absl::BytesToHexString(scope.conversation));
+}
+
+absl::Status NotFound(absl::string_view name, int64_t version) {
+  return absl::NotFoundError(version == 0 ? absl::StrCat("artifact '", name, "' not found")
+                                          : absl::StrCat("artifact '", name, "' has no version ",
+                                                         version));
+}
+
+class InMemoryArtifactStore final : public ArtifactStore {
+ public:
+  absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
+                               const Artifact& artifact) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto owner = OwnerKey(scope, name);
+    if (!owner.ok()) return owner.status();
+    absl::MutexLock lock(&mu_);
+    auto& versions = store_[*owner][std::string(name)];
+    int64_t version = versions.empty() ? 1 : versions.rbegin()->first + 1;
+    versions.emplace(version, artifact);
+    return version;
+  }
+
+  absl::StatusOr<std::pair<Artifact, int64_t>> Load(const ArtifactScope& scope,
+                                                    absl::string_view name,
+                                                    int64_t version) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto owner = OwnerKey(scope, name);
+    if (!owner.ok()) return owner.status();
+    absl::MutexLock lock(&mu_);
+    const auto* versions = Find(*owner, name);
+    if (versions == nullptr || versions->empty()) return NotFound(name, version);
+    auto it = version == 0 ? std::prev(versions->end()) : versions->find(version);
+    if (it == versions->end()) return NotFound(name, version);
+    return std::make_pair(it->second, it->first);
+  }
+
+  absl::StatusOr<std::vector<std::string>> List(const ArtifactScope& scope) override {
+    std::vector<std::string> names;
+    absl::MutexLock lock(&mu_);
+    for (const std::string& owner :
+         {absl::StrCat("c-", absl::BytesToHexString(scope.conversation)),
+          scope.user_id.empty() ? std::string()
+                                : absl::StrCat("u-", absl::BytesToHexString(scope.user_id))}) {
+      auto it = store_.find(owner);
+      if (owner.empty() || it == store_.end()) continue;
+      for (const auto& [name, versions] : it->second) {
+        if (!versions.empty()) names.push_back(name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> Versions(const ArtifactScope& scope,
+                                                absl::string_view name) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto owner = OwnerKey(scope, name);
+    if (!owner.ok()) return owner.status();
+    absl::MutexLock lock(&mu_);
+    const auto* versions = Find(*owner, name);
+    if (versions == nullptr || versions->empty()) return NotFound(name, 0);
+    std::vector<int64_t> out;
+    for (auto it = versions->rbegin(); it != versions->rend(); ++it) out.push_back(it->first);
+    return out;
+  }
+
+  absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
+                      int64_t version) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto owner = OwnerKey(scope, name);
+    if (!owner.ok()) return owner.status();
+    absl::MutexLock lock(&mu_);
+    auto* versions = Find(*owner, name);
+    if (versions == nullptr || versions->empty()) return NotFound(name, version);
+    if (version == 0) {
+      versions->clear();
+    } else if (versions->erase(version) == 0) {
+      return NotFound(name, version);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  using Versions_ = std::map<int64_t, Artifact>;
+  Versions_* Find(const std::string& owner, absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto o = store_.find(owner);
+    if (o == store_.end()) return nullptr;
+    auto n = o->second.find(std::string(name));
+    return n == o->second.end() ? nullptr : &n->second;
+  }
+
+  absl::Mutex mu_;
+  std::map<std::string, std::map<std::string, Versions_>> store_ ABSL_GUARDED_BY(mu_);
+};
+
+// Layout: <root>/<owner>/<hex(name)>/<version>, each file a one-line header
+// ("text <mime>" or "data <mime>") followed by the content.
+class DirectoryArtifactStore final : public ArtifactStore {
+ public:
+  explicit DirectoryArtifactStore(std::string root) : root_(std::move(root)) {}
+
+  absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
+                               const Artifact& artifact) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto dir = NameDir(scope, name);
+    if (!dir.ok()) return dir.status();
+    absl::MutexLock lock(&mu_);  // version allocation and the rename are one step
+    std::string owner_dir = dir->substr(0, dir->rfind('/'));
+    for (const std::string& d : {owner_dir, *dir}) {
+      if (mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return Errno("create", d);
+    }
+    auto versions = ReadVersions(*dir);
+    int64_t version = versions.empty() ? 1 : versions.front() + 1;
+    std::string content = absl::StrCat(artifact.is_text ? "text " : "data ", artifact.mime_type,
+                                       "\n", artifact.is_text ? artifact.text : artifact.data);
+    std::string final_path = absl::StrCat(*dir, "/", version);
+    std::string tmp_path = absl::StrCat(*dir, "/.tmp-", version);
+    int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno("create", tmp_path);
+    size_t off = 0;
+    while (off < content.size()) {
+      ssize_t n = write(fd, content.data() + off, content.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        close(fd);
+        unlink(tmp_path.c_str());
+        return Errno("write", tmp_path);
+      }
+      off += static_cast<size_t>(n);
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+      unlink(tmp_path.c_str());
+      return Errno("sync", tmp_path);
+    }
+    if (rename(tmp_path.c_str(), final_path.c_str()) != 0) return Errno("rename", final_path);
+    int dfd = open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      fsync(dfd);
+      close(dfd);
+    }
+    return version;
+  }
+
+  absl::StatusOr<std::pair<Artifact, int64_t>> Load(const ArtifactScope& scope,
+                                                    absl::string_view name,
+                                                    int64_t version) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto dir = NameDir(scope, name);
+    if (!dir.ok()) return dir.status();
+    absl::MutexLock lock(&mu_);
+    if (version == 0) {
+      auto versions = ReadVersions(*dir);
+      if (versions.empty()) return NotFound(name, 0);
+      version = versions.front();
+    }
+    std::string content;
+    if (!ReadFile(absl::StrCat(*dir, "/", version), &content)) return NotFound(name, version);
+    size_t nl = content.find('\n');
+    if (nl == std::string::npos) {
+      return absl::DataLossError(absl::StrCat("artifact '", name, "' version ", version,
+                                              " is corrupt (no header)"));
+    }
+    absl::string_view header(content.data(), nl);
+    Artifact a;
+    a.is_text = absl::StartsWith(header, "text ");
+    a.mime_type = std::string(header.substr(5));
+    (a.is_text ? a.text : a.data) = content.substr(nl + 1);
+    return std::make_pair(std::move(a), version);
+  }
+
+  absl::StatusOr<std::vector<std::string>> List(const ArtifactScope& scope) override {
+    std::vector<std::string> names;
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> owners = {
+        absl::StrCat(root_, "/c-", absl::BytesToHexString(scope.conversation))};
+    if (!scope.user_id.empty()) {
+      owners.push_back(absl::StrCat(root_, "/u-", absl::BytesToHexString(scope.user_id)));
+    }
+    for (const auto& owner : owners) {
+      for (const auto& entry : ReadDir(owner)) {
+        if (ReadVersions(absl::StrCat(owner, "/", entry)).empty()) continue;
+        names.push_back(absl::HexStringToBytes(entry));
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> Versions(const ArtifactScope& scope,
+                                                absl::string_view name) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto dir = NameDir(scope, name);
+    if (!dir.ok()) return dir.status();
+    absl::MutexLock lock(&mu_);
+    auto versions = ReadVersions(*dir);
+    if (versions.empty()) return NotFound(name, 0);
+    return versions;
+  }
+
+  absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
+                      int64_t version) override {
+    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    auto dir = NameDir(scope, name);
+    if (!dir.ok()) return dir.status();
+    absl::MutexLock lock(&mu_);
+    auto versions = ReadVersions(*dir);
+    if (versions.empty()) return NotFound(name, version);
+    if (version != 0 && std::find(versions.begin(), versions.end(), version) == versions.end()) {
+      return NotFound(name, version);
+    }
+    for (int64_t v : versions) {
+      if (version != 0 && v != version) continue;
+      std::string path = absl::StrCat(*dir, "/", v);
+      if (unlink(path.c_str()) != 0) return Errno("delete", path);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<std::string> NameDir(const ArtifactScope& scope, absl::string_view name) {
+    auto owner = OwnerKey(scope, name);
+    if (!owner.ok()) return owner.status();
+    return absl::StrCat(root_, "/", *owner, "/", absl::BytesToHexString(name));
+  }
+
+  static absl::Status Errno(absl::string_view what, const std::string& path) {
+    return absl::InternalError(
+        absl::StrCat("artifact store: cannot ", what, " ", path, ": ", strerror(errno)));
+  }
+
+  static std::vector<std::string> ReadDir(const std::string& dir) {
+    std::vector<std::string> out;
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) return out;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+    }
+    closedir(d);
+    return out;
+  }
+
+  // Newest first.
+  static std::vector<int64_t> ReadVersions(const std::string& dir) {
+    std::vector<int64_t> versions;
+    for (const auto& entry : ReadDir(dir)) {
+      int64_t v;
+      if (absl::SimpleAtoi(entry, &v) && v > 0) versions.push_back(v);
+    }
+    std::sort(versions.rbegin(), versions.rend());
+    return versions;
+  }
+
+  static bool ReadFile(const std::string& path, std::string* out) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[65536];
+    while (true) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      out->append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    return true;
+  }
+
+  const std::string root_;
+  absl::Mutex mu_;
+};
+
+}  // namespace
+
+absl::Status ValidateArtifactName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("artifact name must not be empty");
+  if (name.size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact name is ", name.size(), " bytes; the limit is 256"));
+  }
+  absl::string_view bare = name;
+  if (IsUserName(bare)) bare.remove_prefix(kUserPrefix.size());
+  if (bare.empty() || bare == "." || bare.find("..") != absl::string_view::npos ||
+      bare.find_first_of(absl::string_view("/\\\0", 3)) != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid artifact name '", absl::CHexEscape(name),
+        "': it must not be empty, '.', contain '..', '/', '\\' or NUL"));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<ArtifactStore> NewInMemoryArtifactStore() {
+  return std::make_unique<InMemoryArtifactStore>();
+}
+
+absl::StatusOr<std::unique_ptr<ArtifactStore>> NewDirectoryArtifactStore(const std::string& dir) {
+  if (dir.empty() || dir[0] != '/') {
+    return absl::FailedPreconditionError(
+        absl::StrCat("artifact directory must be an absolute path, got '", dir, "'"));
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create artifact directory ", dir, ": ", strerror(errno)));
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(dir.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("artifact directory ", dir, " is not a writable directory"));
+  }
+  return std::unique_ptr<ArtifactStore>(new DirectoryArtifactStore(dir));
+}
+
+}  // namespace toolexec

@@ -1,0 +1,72 @@
+// Versioned artifacts (S10): named blobs (text, or bytes with a MIME type)
+// that tools and the harness save and load. Each save makes a new version,
+// numbered from 1. A name starting with "user:" is shared by every session of
+// one user; any other name belongs to one conversation (its conversation_id,
+// or the session id when the session has none, so a conversation's artifacts
+// outlive a daemon restart on the disk backend).
+//
+// Backends: in-memory (default) and a directory on disk (atomic writes:
+// temp file + fsync + rename, so a crash leaves a whole version or none).
+// Thread safety: every method may be called concurrently.
+#ifndef TOOLEXEC_TOOLS_RUNTIME_ARTIFACTS_H_
+#define TOOLEXEC_TOOLS_RUNTIME_ARTIFACTS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace toolexec {
+
+struct Artifact {
+  bool is_text = true;
+  std::string text;       // when is_text
+  std::string data;       // bytes, when !is_text
+  std::string mime_type;  // may be empty for text
+};
+
+// Who an artifact belongs to.
+struct ArtifactScope {
+  std::string user_id;
+  std::string conversation;  // conversation_id, or the session id
+};
+
+// S10 names: not empty, no '/', '\' or NUL, not "." or "..", no "..", at most
+// 256 bytes. InvalidArgument saying which rule.
+absl::Status ValidateArtifactName(absl::string_view name);
+
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+  // Returns the new version (1 for the first save of a name).
+  virtual absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
+                                       const Artifact& artifact) = 0;
+  // version 0 = latest. NotFound when absent.
+  virtual absl::StatusOr<std::pair<Artifact, int64_t>> Load(const ArtifactScope& scope,
+                                                            absl::string_view name,
+                                                            int64_t version) = 0;
+  // The names visible to the scope (its own and the user's), sorted.
+  virtual absl::StatusOr<std::vector<std::string>> List(const ArtifactScope& scope) = 0;
+  // Newest first. NotFound when the name has no versions.
+  virtual absl::StatusOr<std::vector<int64_t>> Versions(const ArtifactScope& scope,
+                                                        absl::string_view name) = 0;
+  // version 0 = every version. NotFound when absent.
+  virtual absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
+                              int64_t version) = 0;
+};
+
+std::unique_ptr<ArtifactStore> NewInMemoryArtifactStore();
+// Creates `dir` if missing. FailedPrecondition if it cannot be used.
+absl::StatusOr<std::unique_ptr<ArtifactStore>> NewDirectoryArtifactStore(const std::string& dir);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_ARTIFACTS_H_
