@@ -312,5 +312,18 @@ TEST_F(AgentControlTest, IdleSessionsCloseAfterTheTtl) {
   EXPECT_EQ(client_->GetState(get).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(AgentControlTest, ASessionInUseOutlivesTheTtl) {
+  DaemonOptions options;
+  options.session_idle_ttl = absl::Milliseconds(150);
+  Start(options);
+  std::string s = OpenSession();
+  // One call longer than the TTL: the session is busy, not idle.
+  auto r = Call("wait", R"({"ms":600})", s);
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS);
+  v1::GetStateRequest get;
+  get.set_session_id(s);
+  EXPECT_TRUE(client_->GetState(get).ok());
+}
+
 }  // namespace
 }  // namespace toolexec

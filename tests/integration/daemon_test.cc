@@ -45,6 +45,12 @@ absl::Status InstallTestTools(ToolRegistry& r) {
           /*needs_context=*/true));
       !s.ok())
     return s;
+  if (auto s = add(MakeTool("stubborn", [](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+        absl::SleepFor(absl::Milliseconds(1500));  // ignores cancellation
+        return Json();
+      }));
+      !s.ok())
+    return s;
   return add(MakeTool("blocker", [](const JsonValue&, ToolContext& ctx) -> absl::StatusOr<Json> {
     if (ctx.cancellation().WaitFor(absl::Seconds(30))) {
       ++g_blocker_cancelled;
@@ -115,7 +121,8 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
                                  "find_file", "search_directory", "grep_search", "run_command",
                                  "command_status", "kill_command", "finish", "exit_loop",
                                  "load_artifacts", "get_weather", "counter", "check_inventory",
-                                 "calculate_sum", "wait", "throws", "notify", "blocker"));
+                                 "calculate_sum", "wait", "throws", "notify", "stubborn",
+                                 "blocker"));
   const auto& weather = r->tools(13);
   EXPECT_EQ(weather.tool_type(), v1::TOOL_TYPE_API_CALL);
   EXPECT_TRUE(weather.read_only());
@@ -448,6 +455,28 @@ TEST_F(DaemonTest, DrainGraceCancelsStragglers) {
   EXPECT_EQ(result.status(), v1::RESULT_STATUS_CANCELLED);
   EXPECT_THAT(result.error_message(), HasSubstr("cancelled"));
   daemon_.reset();
+}
+
+// A tool that ignores cancellation cannot hold shutdown beyond the grace.
+TEST_F(DaemonTest, ShutdownDoesNotWaitForeverForAStubbornTool) {
+  DaemonOptions options;
+  options.drain_grace = absl::Milliseconds(50);
+  options.tool_stop_grace = absl::Milliseconds(100);
+  StartDaemon(options);
+  v1::ToolResult result;
+  std::thread in_flight([&] {
+    (void)client_->ExecuteBatch(Batch({MakeCallOrDie("1", "stubborn")}),
+                                [&](const v1::ExecuteBatchResponse& e) {
+                                  if (e.has_result()) result = e.result();
+                                });
+  });
+  for (int i = 0; i < 200 && daemon_->core().in_flight() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  absl::Time start = absl::Now();
+  daemon_->Shutdown();
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(1200));  // the tool sleeps 1.5 s
+  in_flight.join();
+  EXPECT_EQ(result.status(), v1::RESULT_STATUS_CANCELLED);
+  daemon_.reset();  // waits for the tool before freeing what it uses
 }
 
 TEST_F(DaemonTest, NotYetImplementedRpcsSaySo) {

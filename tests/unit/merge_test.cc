@@ -163,5 +163,16 @@ TEST(IdleTtlTest, SweepClosesIdleSessions) {
   EXPECT_FALSE(busy->closed());
 }
 
+TEST(IdleTtlTest, ASessionWithABatchRunningIsNeverIdle) {
+  ToolRegistry registry;
+  SessionManager sessions(&registry, {.idle_ttl = absl::Milliseconds(20)});
+  auto s = *sessions.Open({});
+  s->BeginBatch();
+  absl::SleepFor(absl::Milliseconds(60));
+  EXPECT_EQ(sessions.SweepIdle(absl::Now()), 0u);
+  s->EndBatch();
+  EXPECT_EQ(sessions.SweepIdle(absl::Now() + absl::Milliseconds(40)), 1u);
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -351,5 +351,68 @@ TEST_F(RunnerTest, ProgressPrecedesItsResult) {
             (std::vector<std::string>{"p0:1", "p0:2", "p0:3", "p0:4", "p0:5", "r0"}));
 }
 
+// Progress a tool emits from several helper threads still reaches the observer
+// in seq order (one call's progress is serialized).
+TEST_F(RunnerTest, ProgressFromHelperThreadsArrivesInSeqOrder) {
+  ToolRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register(MakeTool("fanout",
+                                     [](const JsonValue&, ToolContext& ctx) -> absl::StatusOr<Json> {
+                                       std::vector<std::thread> helpers;
+                                       for (int t = 0; t < 4; ++t) {
+                                         helpers.emplace_back([&ctx] {
+                                           for (int i = 0; i < 500; ++i) ctx.progress("out", "x");
+                                         });
+                                       }
+                                       for (auto& h : helpers) h.join();
+                                       return Json();
+                                     }),
+                            "test")
+                  .ok());
+  ToolRunner runner(&registry, {});
+  class Observer final : public BatchObserver {
+   public:
+    void OnProgress(ProgressEvent e) override {
+      absl::MutexLock lock(&mu);
+      seqs.push_back(e.seq);
+    }
+    void OnResult(ToolCallResult) override {}
+    void OnBatchDone() override { done.Notify(); }
+    absl::Mutex mu;
+    std::vector<uint64_t> seqs;
+    absl::Notification done;
+  } observer;
+  BatchRequest req;
+  req.calls = Calls(Call("fanout"));
+  ASSERT_TRUE(runner.Start(std::move(req), &observer).ok());
+  observer.done.WaitForNotification();
+  ASSERT_EQ(observer.seqs.size(), 2000u);
+  for (size_t i = 0; i < observer.seqs.size(); ++i) ASSERT_EQ(observer.seqs[i], i + 1);
+}
+
+// A timed-out call's tool sees kTimeout as the reason, never another.
+TEST_F(RunnerTest, CancellationReasonMatchesTheResult) {
+  std::atomic<int> reason{-1};
+  ToolRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register(MakeTool("slow",
+                                     [&](const JsonValue&, ToolContext& ctx) -> absl::StatusOr<Json> {
+                                       ctx.cancellation().WaitFor(absl::Seconds(10));
+                                       reason = static_cast<int>(ctx.cancellation().reason());
+                                       return Json();
+                                     }),
+                            "test")
+                  .ok());
+  ToolRunner runner(&registry, {});
+  BatchRequest req;
+  req.calls = Calls(Call("slow"));
+  req.timeout = absl::Milliseconds(30);
+  auto results = runner.Run(std::move(req));
+  EXPECT_EQ(results->at(0).status, ResultStatus::kTimeout);
+  runner.CancelRunning();  // too late to change anything
+  runner.Shutdown();
+  EXPECT_EQ(reason.load(), static_cast<int>(CancelReason::kTimeout));
+}
+
 }  // namespace
 }  // namespace toolexec
