@@ -12,6 +12,7 @@
 #include "spdlog/spdlog.h"
 #include "absl/container/flat_hash_set.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/command/command.h"
 #include "tools/examples/examples.h"
 #include "tools/runtime/tool_sets.h"
 
@@ -223,6 +224,9 @@ void Daemon::Shutdown() {
   }
   // Ends WatchSession streams cleanly and runs every tool's cleanup_session.
   sessions_->CloseAll();
+  // Background commands outlive their calls; those started without a session
+  // have no cleanup_session to end them.
+  command::ShutdownCommandProcesses();
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();

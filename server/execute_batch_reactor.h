@@ -56,9 +56,11 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;
 
-  // Progress events queued past this many are dropped (counted and logged),
-  // so a client that reads slowly cannot grow the daemon's memory without bound.
+  // Progress events queued past this many (or bytes) are dropped (counted and
+  // logged), so a client that reads slowly cannot grow the daemon's memory
+  // without bound. Results are never dropped.
   static constexpr size_t kMaxQueuedProgress = 4096;
+  static constexpr size_t kMaxQueuedProgressBytes = 8 << 20;
 
  private:
   ExecuteBatchReactor(ServiceCore* core, grpc::CallbackServerContext* context, size_t calls);
@@ -73,6 +75,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   struct Action {
     enum Kind { kNone, kWrite, kWriteAndFinish, kFinish } kind = kNone;
     const v1::ExecuteBatchResponse* message = nullptr;
+    bool more_queued = false;  // let gRPC coalesce this write with the next
     grpc::Status status;
   };
   Action NextActionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -87,6 +90,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
   std::deque<bool> queue_is_progress_ ABSL_GUARDED_BY(mu_);
   size_t queued_progress_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t queued_progress_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_progress_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool batch_done_ ABSL_GUARDED_BY(mu_) = false;

@@ -265,7 +265,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   // ToolContext hands out the token as const, but AddCallback/RemoveCallback
   // are not const; the runner's token itself is a mutable object, so this
   // cast is well-defined. (Asked for a non-const accessor.)
-  auto& token = const_cast<CancellationToken&>(ctx.cancellation());
+  const CancellationToken& token = ctx.cancellation();
   int cb = token.AddCallback([r] { r->RequestStop(StopReason::kCancelled); });
   CommandOutcome o = r->Wait([&ctx](bool is_stderr, absl::string_view text) {
     ctx.progress(is_stderr ? "stderr" : "stdout", text);

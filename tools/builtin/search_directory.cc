@@ -61,7 +61,7 @@ std::string SearchDirectoryTool::parameters_schema() const {
                       options_.search_max_results, R"json().",
       "minimum": 1,
       "default": )json",
-                      std::min<uint32_t>(options_.search_max_results, 100), R"json(
+                      options_.search_max_results, R"json(
     },
     "case_sensitive": {
       "type": "boolean",
@@ -78,7 +78,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   const std::string dir_arg = DirectoryOf(args);
   const int64_t cap = std::max<int64_t>(options_.search_max_results, 1);
   const size_t limit =
-      static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "num_results", std::min<int64_t>(cap, 100)), 1, cap));
+      static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "num_results", cap), 1, cap));
   if (query.empty()) return absl::InvalidArgumentError("query must not be empty");
 
   absl::StatusOr<search::ConfinedPath> start =

@@ -30,7 +30,7 @@ bool CancellationToken::WaitFor(absl::Duration timeout) const {
   return cancelled();
 }
 
-int CancellationToken::AddCallback(std::function<void()> fn) {
+int CancellationToken::AddCallback(std::function<void()> fn) const {
   {
     absl::MutexLock lock(&mu_);
     if (!cancelled()) {
@@ -43,7 +43,7 @@ int CancellationToken::AddCallback(std::function<void()> fn) {
   return 0;
 }
 
-void CancellationToken::RemoveCallback(int id) {
+void CancellationToken::RemoveCallback(int id) const {
   {
     absl::MutexLock lock(&mu_);
     if (callbacks_.erase(id) > 0) return;

@@ -35,17 +35,19 @@ class CancellationToken final {
   // Runs `fn` once on cancellation (at once, on this thread, if already
   // cancelled). Callbacks run on the cancelling thread and must not block.
   // Returns an id for RemoveCallback; 0 if `fn` already ran.
-  int AddCallback(std::function<void()> fn);
+  int AddCallback(std::function<void()> fn) const;
   // After it returns, the callback is not running and will not run.
-  void RemoveCallback(int id);
+  void RemoveCallback(int id) const;
 
  private:
   std::atomic<CancelReason> reason_{CancelReason::kNone};
   mutable absl::Mutex mu_;
-  int next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<int, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
+  // Callbacks are registered through a const token (ToolContext hands tools a
+  // const reference): registering does not change the token's state.
+  mutable int next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  mutable std::map<int, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
   // Serializes callback execution with RemoveCallback.
-  absl::Mutex callback_run_mu_;
+  mutable absl::Mutex callback_run_mu_;
 };
 
 }  // namespace toolexec

@@ -215,7 +215,9 @@ class FileSearch {
         }
         filled = search_from = 0;
       }
-      const ssize_t n = read(fd, w_.buf.get() + filled, w_.cap - filled);
+      // pread: the descriptor may be the caller's (a single-file search), whose offset stays put.
+      const ssize_t n = pread(fd, w_.buf.get() + filled, w_.cap - filled,
+                              static_cast<off_t>(total_read));
       if (n < 0) {
         if (errno == EINTR) continue;
         return Outcome::kUnreadable;

@@ -2,7 +2,7 @@
 // in parallel (walker.h), searches each file with a LineMatcher, and collects
 // a deterministic, capped result.
 //
-// Files: read with large read() calls into a per-worker buffer (1 MiB blocks;
+// Files: read with large pread() calls into a per-worker buffer (1 MiB blocks;
 // a file is processed block by block at line boundaries, so a huge file is
 // never held whole, and cancellation is checked between blocks). A file with
 // a NUL byte in any block read is binary and skipped, as ripgrep does when

@@ -1,0 +1,415 @@
+// Benchmark (a) of issue 3 / DESIGN.md "What fast means":
+//
+//   view_file on a small file: p50 at least 3x, p99 at least 5x better than the
+//   MCP reference filesystem server's read_text_file from its own SDK client,
+//   same machine, same run.
+//
+// One run: a temporary directory with one ~2 KB, 60-line text file; toolexecd
+// serving it as its workspace (127.0.0.1:0, driven by @grpc/grpc-js with the
+// proto loaded from proto/), and @modelcontextprotocol/server-filesystem
+// serving it (spawned by @modelcontextprotocol/sdk's StdioClientTransport,
+// called through the SDK's Client). Both are warmed up, then measured in
+// alternating rounds of sequential calls (one call in flight at a time):
+//
+//   toolexec: ExecuteBatch{calls: [view_file{file_path}]}, until the stream ends
+//   MCP:      client.callTool({name: 'read_text_file', arguments: {path}})
+//
+// Every response is checked: toolexec must return the whole file, numbered,
+// with status SUCCESS; MCP must return exactly the file's text. Any failure
+// exits 1. Latency is client-observed wall time per call (performance.now()).
+//
+// Usage (see README.md):
+//   cd bench/mcp && npm install && node view_file_vs_mcp.mjs [--quick] [--rounds=N]
+//       [--calls=N] [--warmup=N] [--check-targets] [--toolexecd=PATH]
+// TOOLEXECD (env) or --toolexecd or a bare argument names the daemon binary;
+// default ../../build/toolexecd (relative to this file). --check-targets makes
+// a missed DESIGN target exit 2 (otherwise it is reported, exit 0).
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+// ---------------------------------------------------------------------------
+// Options.
+
+const opts = {
+  quick: false,
+  rounds: 5,
+  calls: 400,
+  warmup: 300,
+  checkTargets: false,
+  toolexecd: process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd'),
+  proto: process.env.TOOLEXEC_PROTO_DIR || path.resolve(HERE, '../../proto'),
+};
+const explicit = {};
+for (const arg of process.argv.slice(2)) {
+  const m = arg.match(/^--([a-z-]+)(?:=(.*))?$/);
+  if (!m) {
+    opts.toolexecd = path.resolve(arg);
+    continue;
+  }
+  const [, key, value] = m;
+  switch (key) {
+    case 'quick': opts.quick = true; break;
+    case 'check-targets': opts.checkTargets = true; break;
+    case 'rounds': explicit.rounds = positiveInt(key, value); break;
+    case 'calls': explicit.calls = positiveInt(key, value); break;
+    case 'warmup': explicit.warmup = nonNegativeInt(key, value); break;
+    case 'toolexecd': opts.toolexecd = path.resolve(value ?? ''); break;
+    case 'proto-dir': opts.proto = path.resolve(value ?? ''); break;
+    case 'help':
+      console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8')
+        .split('\n').filter((l) => l.startsWith('//')).join('\n'));
+      process.exit(0);
+      break;
+    default:
+      die(`unknown option --${key} (see --help)`);
+  }
+}
+if (opts.quick) Object.assign(opts, { rounds: 2, calls: 50, warmup: 20 });
+Object.assign(opts, explicit);
+
+function positiveInt(key, v) {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) die(`--${key} wants a positive integer, got '${v}'`);
+  return n;
+}
+function nonNegativeInt(key, v) {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) die(`--${key} wants a non-negative integer, got '${v}'`);
+  return n;
+}
+function die(msg) {
+  console.error(`view_file_vs_mcp: ${msg}`);
+  process.exit(1);
+}
+
+// ---------------------------------------------------------------------------
+// Prerequisites.
+
+let grpc, protoLoader, Client, StdioClientTransport;
+try {
+  grpc = (await import('@grpc/grpc-js')).default;
+  protoLoader = (await import('@grpc/proto-loader')).default;
+  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
+  ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
+} catch (err) {
+  die(`npm packages missing (${err.message}); run \`npm install\` in ${HERE}`);
+}
+const MCP_SERVER = path.join(HERE, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+if (!fs.existsSync(MCP_SERVER)) die(`${MCP_SERVER} not found; run \`npm install\` in ${HERE}`);
+if (!fs.existsSync(opts.toolexecd)) {
+  die(`toolexecd not found at ${opts.toolexecd}; build it (scripts/build.sh toolexecd) ` +
+      `or pass its path (TOOLEXECD=... or --toolexecd=...)`);
+}
+const PROTO_FILE = path.join(opts.proto, 'toolexec/v1/toolexec.proto');
+if (!fs.existsSync(PROTO_FILE)) die(`${PROTO_FILE} not found; pass --proto-dir=DIR`);
+
+const pkgVersion = (name) =>
+  JSON.parse(fs.readFileSync(path.join(HERE, 'node_modules', name, 'package.json'), 'utf8')).version;
+
+// ---------------------------------------------------------------------------
+// The file both servers read: 60 lines, ~2 KB.
+
+const LINES = Array.from({ length: 60 }, (_, i) =>
+  `${String(i + 1).padStart(2, '0')}: the quick brown fox jumps over the lazy dog.`);
+const TEXT = LINES.join('\n') + '\n';
+const NUMBERED = LINES.map((l, i) => `${String(i + 1).padStart(6)}\t${l}\n`).join('');
+
+const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-bench-mcp-')));
+const ws = path.join(tmp, 'ws');
+fs.mkdirSync(ws);
+const FILE_NAME = 'small.txt';
+const FILE_ABS = path.join(ws, FILE_NAME);
+fs.writeFileSync(FILE_ABS, TEXT);
+
+let daemon = null;
+let mcp = null;
+let grpcClient = null;
+async function cleanup() {
+  try { grpcClient?.close(); } catch {}
+  try { await mcp?.close(); } catch {}
+  if (daemon && daemon.exitCode === null && daemon.signalCode === null) {
+    daemon.kill('SIGTERM');
+    await new Promise((resolve) => {
+      const t = setTimeout(() => { daemon.kill('SIGKILL'); resolve(); }, 3000);
+      daemon.once('exit', () => { clearTimeout(t); resolve(); });
+    });
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+async function fail(msg) {
+  console.error(`FAIL: ${msg}`);
+  await cleanup();
+  process.exit(1);
+}
+process.on('SIGINT', async () => { await cleanup(); process.exit(130); });
+
+// ---------------------------------------------------------------------------
+// toolexecd.
+
+async function startToolexecd() {
+  const addressFile = path.join(tmp, 'address');
+  const args = ['--listen=127.0.0.1:0', `--workspace=${ws}`, `--address_file=${addressFile}`];
+  daemon = spawn(opts.toolexecd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  let spawnError = null;
+  daemon.on('error', (err) => { spawnError = err; });
+  daemon.stderr.setEncoding('utf8');
+  daemon.stderr.on('data', (s) => { if (log.length < 1 << 16) log += s; });
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (spawnError) await fail(`cannot start ${opts.toolexecd}: ${spawnError.message}`);
+    if (daemon.exitCode !== null || daemon.signalCode !== null) {
+      await fail(`toolexecd exited early (${daemon.exitCode ?? daemon.signalCode}):\n${log}`);
+    }
+    try {
+      const addr = fs.readFileSync(addressFile, 'utf8').trim();
+      if (addr) return addr;
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await fail(`toolexecd wrote no address file within 10 s:\n${log}`);
+}
+
+function connectToolexec(address) {
+  const def = protoLoader.loadSync(PROTO_FILE, {
+    includeDirs: [opts.proto],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    oneofs: true,
+  });
+  detectValueFieldNames(def);
+  makeViewRequest();
+  const loaded = grpc.loadPackageDefinition(def);
+  grpcClient = new loaded.toolexec.v1.ToolExecutor(address, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    grpcClient.waitForReady(Date.now() + 5000, (err) => (err ? reject(err) : resolve(grpcClient)));
+  });
+}
+
+// google.protobuf.Value (proto-loader form, oneofs) -> plain JSON. Loaded from
+// the .proto file, the well-known types come from protobufjs's bundled
+// definitions, whose field names are camelCase (stringValue, structValue, ...)
+// even with keepCase; reflection would give snake_case. Accept both.
+function fromValue(v) {
+  switch (v?.kind) {
+    case 'null_value': case 'nullValue': return null;
+    case 'number_value': case 'numberValue': return v[v.kind];
+    case 'string_value': case 'stringValue': return v[v.kind];
+    case 'bool_value': case 'boolValue': return v[v.kind];
+    case 'struct_value': case 'structValue': return fromStruct(v[v.kind]);
+    case 'list_value': case 'listValue': return (v[v.kind]?.values ?? []).map(fromValue);
+    default: return undefined;
+  }
+}
+function fromStruct(s) {
+  const out = {};
+  for (const [k, v] of Object.entries(s?.fields ?? {})) out[k] = fromValue(v);
+  return out;
+}
+
+// The Value field name for a string, as this loader's Value type spells it.
+let STRING_VALUE = 'stringValue';
+function detectValueFieldNames(def) {
+  const value = def['google.protobuf.Value']?.type?.field ?? [];
+  if (value.some((f) => f.name === 'string_value')) STRING_VALUE = 'string_value';
+}
+
+let VIEW_REQUEST = null;
+function makeViewRequest() {
+  VIEW_REQUEST = {
+    calls: [{
+      id: 'v',
+      name: 'view_file',
+      args: { fields: { file_path: { [STRING_VALUE]: FILE_NAME } } },
+    }],
+  };
+}
+
+// One ExecuteBatch{view_file}; resolves with the single ToolResult once the
+// stream has ended (status received).
+function toolexecViewFile() {
+  return new Promise((resolve, reject) => {
+    const results = [];
+    let error = null;
+    const stream = grpcClient.ExecuteBatch(VIEW_REQUEST);
+    stream.on('data', (m) => { if (m.result) results.push(m.result); });
+    stream.on('error', (e) => { error = e; });
+    stream.on('status', () => (error ? reject(error) : resolve(results)));
+  });
+}
+
+function checkToolexec(results) {
+  if (results.length !== 1) return `expected 1 result, got ${results.length}`;
+  const r = results[0];
+  if (r.status !== 'RESULT_STATUS_SUCCESS') {
+    return `status ${r.status}: ${r.error_message}`;
+  }
+  const p = fromValue(r.payload);
+  if (p?.content !== NUMBERED) return `content differs: ${JSON.stringify(p).slice(0, 300)}`;
+  if (p.total_lines !== LINES.length || p.truncated !== false) {
+    return `total_lines ${p.total_lines}, truncated ${p.truncated}`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// The MCP reference filesystem server, through its SDK's stdio client.
+
+let mcpTool = 'read_text_file';
+let mcpStderr = '';
+
+async function startMcp() {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MCP_SERVER, ws],
+    stderr: 'pipe',
+  });
+  transport.stderr?.setEncoding?.('utf8');
+  transport.stderr?.on('data', (s) => { if (mcpStderr.length < 1 << 16) mcpStderr += s; });
+  mcp = new Client({ name: 'toolexec-bench', version: '0.0.0' });
+  await mcp.connect(transport);
+  // As a real client does: list the tools (the SDK then validates each
+  // result's structuredContent against the tool's outputSchema).
+  const { tools } = await mcp.listTools();
+  const names = tools.map((t) => t.name);
+  if (!names.includes('read_text_file')) {
+    if (!names.includes('read_file')) {
+      await fail(`the MCP server has neither read_text_file nor read_file: ${names.join(', ')}`);
+    }
+    mcpTool = 'read_file';
+  }
+}
+
+const MCP_ARGS = { path: FILE_ABS };
+function mcpReadFile() {
+  return mcp.callTool({ name: mcpTool, arguments: MCP_ARGS });
+}
+
+function checkMcp(r) {
+  if (r.isError) return `isError: ${JSON.stringify(r.content).slice(0, 300)}`;
+  const text = r.content?.[0]?.type === 'text' ? r.content[0].text : undefined;
+  if (text !== TEXT) return `content differs: ${JSON.stringify(r).slice(0, 300)}`;
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Measurement.
+
+async function measure(label, n, callFn, checkFn, samples) {
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    let r;
+    try {
+      r = await callFn();
+    } catch (err) {
+      await fail(`${label} call ${i} failed: ${err.message}` +
+        (label === 'mcp' && mcpStderr ? `\nserver stderr:\n${mcpStderr}` : ''));
+    }
+    const dt = performance.now() - t0;
+    const problem = checkFn(r);
+    if (problem) await fail(`${label} call ${i}: ${problem}`);
+    samples?.push(dt);
+  }
+}
+
+// Nearest-rank percentile of sorted values.
+function pct(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+function stats(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const mean = s.reduce((a, b) => a + b, 0) / s.length;
+  return { n: s.length, min: s[0], p50: pct(s, 50), p90: pct(s, 90), p99: pct(s, 99),
+    max: s[s.length - 1], mean };
+}
+const us = (ms) => `${(ms * 1000).toFixed(0).padStart(7)} us`;
+
+// ---------------------------------------------------------------------------
+
+const cpus = os.cpus();
+console.log('view_file (toolexecd) vs read_text_file (MCP reference filesystem server)');
+console.log(`  host:        ${os.hostname()}, ${cpus.length} x ${cpus[0]?.model ?? '?'}, ` +
+  `${os.platform()} ${os.release()}`);
+console.log(`  node:        ${process.version}`);
+console.log(`  toolexecd:   ${opts.toolexecd}`);
+console.log(`  packages:    @grpc/grpc-js ${pkgVersion('@grpc/grpc-js')}, ` +
+  `@grpc/proto-loader ${pkgVersion('@grpc/proto-loader')}, ` +
+  `@modelcontextprotocol/sdk ${pkgVersion('@modelcontextprotocol/sdk')}, ` +
+  `@modelcontextprotocol/server-filesystem ${pkgVersion('@modelcontextprotocol/server-filesystem')}`);
+console.log(`  file:        ${FILE_ABS} (${Buffer.byteLength(TEXT)} bytes, ${LINES.length} lines)`);
+
+const address = await startToolexecd();
+try {
+  await connectToolexec(address);
+} catch (err) {
+  await fail(`cannot connect to toolexecd at ${address}: ${err.message}`);
+}
+try {
+  await startMcp();
+} catch (err) {
+  await fail(`cannot start the MCP server: ${err.message}\n${mcpStderr}`);
+}
+console.log(`  toolexec:    ExecuteBatch{view_file{file_path: "${FILE_NAME}"}} at ${address}`);
+console.log(`  mcp:         callTool ${mcpTool}{path: "${FILE_ABS}"} over stdio ` +
+  `(node ${path.relative(HERE, MCP_SERVER)} ${ws})`);
+console.log(`  plan:        warm-up ${opts.warmup} calls each, then ${opts.rounds} alternating ` +
+  `rounds x ${opts.calls} sequential calls each${opts.quick ? ' (--quick)' : ''}`);
+console.log('');
+
+const TARGETS = {
+  toolexec: { label: 'toolexec', call: toolexecViewFile, check: checkToolexec, samples: [] },
+  mcp: { label: 'mcp', call: mcpReadFile, check: checkMcp, samples: [] },
+};
+
+await measure('toolexec', opts.warmup, toolexecViewFile, checkToolexec, null);
+await measure('mcp', opts.warmup, mcpReadFile, checkMcp, null);
+
+console.log('round  first      toolexec p50  toolexec p99       mcp p50       mcp p99');
+for (let round = 0; round < opts.rounds; round++) {
+  // Alternate which goes first, so neither always runs right after the other.
+  const order = round % 2 === 0 ? ['toolexec', 'mcp'] : ['mcp', 'toolexec'];
+  const perRound = {};
+  for (const key of order) {
+    const t = TARGETS[key];
+    const samples = [];
+    await measure(t.label, opts.calls, t.call, t.check, samples);
+    t.samples.push(...samples);
+    perRound[key] = stats(samples);
+  }
+  console.log(`${String(round + 1).padStart(5)}  ${order[0].padEnd(8)} ` +
+    `${us(perRound.toolexec.p50)}    ${us(perRound.toolexec.p99)}    ` +
+    `${us(perRound.mcp.p50)}    ${us(perRound.mcp.p99)}`);
+}
+
+const te = stats(TARGETS.toolexec.samples);
+const mc = stats(TARGETS.mcp.samples);
+console.log('');
+console.log('target        calls        min        p50        p90        p99        max       mean');
+for (const [name, s] of [['toolexec', te], ['mcp', mc]]) {
+  console.log(`${name.padEnd(10)} ${String(s.n).padStart(8)} ${us(s.min)} ${us(s.p50)} ` +
+    `${us(s.p90)} ${us(s.p99)} ${us(s.max)} ${us(s.mean)}`);
+}
+const r50 = mc.p50 / te.p50;
+const r99 = mc.p99 / te.p99;
+const ok50 = r50 >= 3;
+const ok99 = r99 >= 5;
+console.log('');
+console.log(`ratio MCP/toolexec  p50: ${r50.toFixed(2)}x  (DESIGN target >= 3x: ${ok50 ? 'met' : 'MISSED'})`);
+console.log(`ratio MCP/toolexec  p99: ${r99.toFixed(2)}x  (DESIGN target >= 5x: ${ok99 ? 'met' : 'MISSED'})`);
+console.log(`all ${te.n + opts.warmup} toolexec and ${mc.n + opts.warmup} MCP responses ` +
+  `returned the file's content`);
+if (opts.quick) console.log('(--quick: a smoke run; too few calls for a meaningful p99)');
+
+await cleanup();
+process.exit(opts.checkTargets && !(ok50 && ok99) ? 2 : 0);

@@ -1,0 +1,642 @@
+// End-to-end test of the built-in file tools (issue 3): the real toolexecd
+// driven from Node.js by @grpc/grpc-js, the service discovered by server
+// reflection only (grpc-reflection-js), exactly as e2e.test.mjs does it. The
+// helpers are copied, not shared, so that file stays its owner's alone.
+//
+// Run: TOOLEXECD=build/toolexecd node --test tests/e2e/file_tools.test.mjs
+// (ctest's e2e_file_tools sets TOOLEXECD; scripts/test.sh installs node_modules.)
+//
+// One daemon serves a fresh temporary workspace `ws/`; beside it (not under it)
+// is `outside/`, holding a file with a secret. Cases, each through ExecuteBatch:
+// view_file (numbered content, total_lines, a line range, the truncation hint),
+// create_file (then viewed), edit_file (dry run: the diff and the file
+// unchanged; real: the diff, the new sha256, the file changed on disk),
+// grep_search (content and files_with_matches), and escape attempts ('..',
+// an absolute path outside, symlinks pointing out) which must be DENIED with
+// a clear message while nothing outside is read or written (S3, S12, S13).
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+// ---------------------------------------------------------------------------
+// Prerequisites: the npm packages and the daemon binary. Missing either is a
+// clear failure, never a silent skip.
+
+let grpc, protoLoader, grpcReflection;
+let missing = null;
+try {
+  grpc = (await import('@grpc/grpc-js')).default;
+  protoLoader = (await import('@grpc/proto-loader')).default;
+  grpcReflection = (await import('grpc-reflection-js')).default;
+} catch (err) {
+  missing =
+    `the e2e test's npm packages are not installed (${err.message}).\n` +
+    `Run scripts/test.sh (it runs \`npm install\` in tests/e2e), or ` +
+    `\`cd tests/e2e && npm install\` by hand.`;
+}
+
+const TOOLEXECD = process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd');
+if (!missing && !fs.existsSync(TOOLEXECD)) {
+  missing =
+    `toolexecd not found at ${TOOLEXECD}: build it (scripts/build.sh toolexecd) ` +
+    `and/or set TOOLEXECD to its path.`;
+}
+
+if (missing) {
+  test('e2e prerequisites', () => {
+    assert.fail(missing);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// The daemon: port 0, a workspace inside a fresh temporary directory, the
+// address read from --address_file (polled; no fixed sleep).
+
+const ADDRESS_TIMEOUT_MS = 10_000;
+
+async function startDaemon(workspace, addressFile) {
+  const args = [
+    '--listen=127.0.0.1:0',
+    `--workspace=${workspace}`,
+    `--address_file=${addressFile}`,
+  ];
+  const proc = spawn(TOOLEXECD, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const d = { proc, address: null, log: '', exit: null, clients: [] };
+  d.exited = new Promise((resolve) => {
+    proc.on('exit', (code, signal) => {
+      d.exit = { code, signal };
+      resolve(d.exit);
+    });
+  });
+  proc.on('error', (err) => {
+    d.log += `\n[spawn error] ${err.message}\n`;
+  });
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (s) => (d.log += s));
+  proc.stderr.on('data', (s) => (d.log += s));
+
+  const deadline = Date.now() + ADDRESS_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (d.exit) {
+      throw new Error(
+        `toolexecd ${args.join(' ')} exited early (${JSON.stringify(d.exit)}):\n${d.log}`);
+    }
+    try {
+      const text = fs.readFileSync(addressFile, 'utf8').trim();
+      if (text) {
+        d.address = text;
+        return d;
+      }
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`toolexecd wrote no address file within ${ADDRESS_TIMEOUT_MS} ms:\n${d.log}`);
+}
+
+async function stopDaemon(d) {
+  if (!d) return;
+  for (const c of d.clients) {
+    try {
+      c.close();
+    } catch {}
+  }
+  if (!d.exit) {
+    d.proc.kill('SIGKILL');
+    await d.exited;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reflection: discover the service like grpcurl does.
+
+const LOADER_OPTIONS = {
+  keepCase: true, // field names as in the proto (snake_case)
+  longs: Number,
+  enums: String, // enum values by name, e.g. "RESULT_STATUS_SUCCESS"
+  defaults: true, // unset scalars as their defaults, unset messages as null
+  oneofs: true, // Value.kind names the member that is set
+};
+
+async function connect(d) {
+  const creds = grpc.credentials.createInsecure();
+  const reflection = new grpcReflection.Client(d.address, creds);
+  d.clients.push(reflection.grpcClient);
+  const root = await reflection.fileContainingSymbol('toolexec.v1.ToolExecutor');
+  const packageDefinition = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
+  const loaded = grpc.loadPackageDefinition(packageDefinition);
+  const client = new loaded.toolexec.v1.ToolExecutor(d.address, creds);
+  d.clients.push(client);
+  // protobufjs's descriptor import may see map<string, Value> (Struct.fields) as
+  // the wire-identical `repeated FieldsEntry {key, value}`; build Structs in
+  // whichever form the reflected type uses.
+  const structFields = root.lookupType('google.protobuf.Struct').fields.fields;
+  const codec = new StructCodec(Boolean(structFields.map));
+  return { client, codec };
+}
+
+// Converts between plain JSON and google.protobuf.Struct / Value as grpc-js
+// (via proto-loader, LOADER_OPTIONS) represents them.
+class StructCodec {
+  constructor(fieldsIsMap) {
+    this.fieldsIsMap = fieldsIsMap;
+  }
+
+  fromStruct(s) {
+    if (s == null) return null;
+    const out = {};
+    const fields = s.fields ?? {};
+    if (Array.isArray(fields)) {
+      for (const { key, value } of fields) out[key] = this.fromValue(value);
+    } else {
+      for (const [key, value] of Object.entries(fields)) out[key] = this.fromValue(value);
+    }
+    return out;
+  }
+
+  fromValue(v) {
+    if (v == null) return undefined;
+    switch (v.kind) {
+      case 'null_value':
+        return null;
+      case 'number_value':
+        return v.number_value;
+      case 'string_value':
+        return v.string_value;
+      case 'bool_value':
+        return v.bool_value;
+      case 'struct_value':
+        return this.fromStruct(v.struct_value);
+      case 'list_value':
+        return (v.list_value?.values ?? []).map((x) => this.fromValue(x));
+      default:
+        throw new Error(`google.protobuf.Value with no kind: ${JSON.stringify(v)}`);
+    }
+  }
+
+  toStruct(obj) {
+    const entries = Object.entries(obj).map(([key, value]) => [key, this.toValue(value)]);
+    if (this.fieldsIsMap) return { fields: Object.fromEntries(entries) };
+    return { fields: entries.map(([key, value]) => ({ key, value })) };
+  }
+
+  toValue(x) {
+    if (x === null) return { null_value: 'NULL_VALUE' };
+    if (typeof x === 'number') return { number_value: x };
+    if (typeof x === 'string') return { string_value: x };
+    if (typeof x === 'boolean') return { bool_value: x };
+    if (Array.isArray(x)) return { list_value: { values: x.map((e) => this.toValue(e)) } };
+    if (typeof x === 'object') return { struct_value: this.toStruct(x) };
+    throw new Error(`not JSON: ${x}`);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// RPC helpers.
+
+// Runs one ExecuteBatch of `calls` ([{id, name, args}]) and resolves with the
+// results decoded to plain JSON; a failed RPC fails the test.
+function executeBatch(env, calls) {
+  const { client, codec } = env;
+  const request = {
+    calls: calls.map(({ id, name, args }) => ({ id, name, args: codec.toStruct(args) })),
+  };
+  return new Promise((resolve, reject) => {
+    const results = [];
+    let error = null;
+    const stream = client.ExecuteBatch(request, { deadline: Date.now() + 15_000 });
+    stream.on('data', (msg) => {
+      if (msg.event === 'result') {
+        results.push({ ...msg.result, payload: codec.fromValue(msg.result.payload) });
+      }
+    });
+    stream.on('error', (err) => {
+      error = err;
+    });
+    // grpc-js always emits 'status' last, after any 'error'.
+    stream.on('status', () => {
+      if (error) {
+        reject(new Error(`ExecuteBatch failed: code ${error.code}: ${error.details}`));
+      } else {
+        resolve(results);
+      }
+    });
+  });
+}
+
+// Runs a single call and returns its result.
+async function run1(env, name, args, id = `${name}-1`) {
+  const results = await executeBatch(env, [{ id, name, args }]);
+  assert.equal(results.length, 1, `one result for ${id}`);
+  const r = results[0];
+  assert.equal(r.index, 0);
+  assert.equal(r.id, id);
+  assert.equal(r.name, name);
+  return r;
+}
+
+// The fields every successful result carries (S3, S13); returns the payload.
+function assertSuccess(r) {
+  assert.equal(r.status, 'RESULT_STATUS_SUCCESS', `${r.id}: ${r.error_message}`);
+  assert.equal(r.error_message, '', `error_message of ${r.id}`);
+  assert.equal(r.exception, null, `exception of ${r.id}`);
+  assert.ok(r.display, `display of ${r.id}`);
+  assert.notEqual(r.compact_summary, '', `compact_summary of ${r.id}`);
+  return r.payload;
+}
+
+// The fields every failed result carries (S3).
+function assertFailure(r, { status, code }) {
+  assert.equal(r.status, status, `status of ${r.id}: ${JSON.stringify(r.payload)}`);
+  assert.notEqual(r.error_message, '', `error_message of ${r.id}`);
+  assert.deepEqual(r.payload, { error: r.error_message }, `payload of ${r.id}`);
+  assert.ok(r.exception, `exception of ${r.id} is set`);
+  assert.deepEqual(
+    { ...r.exception },
+    { message: r.error_message, tool_name: r.name, server_name: '', code, call_id: r.id, step_id: '' },
+    `exception of ${r.id}`,
+  );
+}
+
+// The numbered form view_file shows: `cat -n` ("%6d\t<line>\n").
+function numbered(lines, first = 1) {
+  return lines.map((l, i) => `${String(first + i).padStart(6)}\t${l}\n`).join('');
+}
+
+const sha256 = (data) => crypto.createHash('sha256').update(data).digest('hex');
+
+// Everything under `dir` (relative path -> file content, or '<dir>' /
+// '-> target' for directories and links), to prove nothing changed.
+function snapshot(dir) {
+  const out = {};
+  const walk = (rel) => {
+    for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const p = path.join(rel, e.name);
+      const abs = path.join(dir, p);
+      if (e.isSymbolicLink()) out[p] = `-> ${fs.readlinkSync(abs)}`;
+      else if (e.isDirectory()) {
+        out[p] = '<dir>';
+        walk(p);
+      } else {
+        const st = fs.statSync(abs);
+        out[p] = `${fs.readFileSync(abs, 'utf8')} mode=${st.mode.toString(8)} mtime=${st.mtimeMs}`;
+      }
+    }
+  };
+  walk('.');
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+
+// 60 lines of ~30 bytes: the file most cases read and edit.
+const SMALL_LINES = Array.from({ length: 60 }, (_, i) =>
+  `line ${String(i + 1).padStart(2, '0')}: the quick brown fox`);
+const SMALL_TEXT = SMALL_LINES.join('\n') + '\n';
+
+// Something only the file outside the workspace holds.
+const SECRET = `outside-secret-${crypto.randomBytes(8).toString('hex')}`;
+
+describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
+  let tmp; // holds ws/ (the workspace) and outside/ (beside it)
+  let ws;
+  let outside;
+  let d;
+  let env;
+
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-e2e-files-'));
+    ws = path.join(tmp, 'ws');
+    outside = path.join(tmp, 'outside');
+    fs.mkdirSync(ws);
+    fs.mkdirSync(outside);
+    fs.writeFileSync(path.join(outside, 'outside.txt'), `${SECRET}\n`);
+    fs.writeFileSync(path.join(ws, 'small.txt'), SMALL_TEXT);
+    // 2,500 lines: past the default view_max_lines (2,000).
+    fs.writeFileSync(path.join(ws, 'big.txt'),
+      Array.from({ length: 2500 }, (_, i) => `big ${i + 1}`).join('\n') + '\n');
+    fs.mkdirSync(path.join(ws, 'src'));
+    fs.writeFileSync(path.join(ws, 'src', 'main.cc'),
+      '#include <cstdio>\n\nint main() {\n  std::puts("hello");\n  return 0;\n}\n');
+    fs.writeFileSync(path.join(ws, 'src', 'util.h'), '// helpers\nint add(int a, int b);\n');
+    // Symlinks inside the workspace that point out: relative, absolute, and a directory.
+    fs.symlinkSync('../outside/outside.txt', path.join(ws, 'rel_link.txt'));
+    fs.symlinkSync(path.join(outside, 'outside.txt'), path.join(ws, 'abs_link.txt'));
+    fs.symlinkSync('../outside', path.join(ws, 'out_dir'));
+
+    d = await startDaemon(ws, path.join(tmp, 'address'));
+    env = await connect(d);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  // ----- view_file -----------------------------------------------------------
+
+  test('view_file: the whole file, numbered, with total_lines', async () => {
+    const r = await run1(env, 'view_file', { file_path: 'small.txt' });
+    const p = assertSuccess(r);
+    assert.deepEqual(p, {
+      path: 'small.txt',
+      content: numbered(SMALL_LINES),
+      start_line: 1,
+      end_line: 60,
+      total_lines: 60,
+      truncated: false,
+      size_bytes: Buffer.byteLength(SMALL_TEXT),
+      sha256: sha256(SMALL_TEXT),
+      line_endings: 'lf',
+    });
+    assert.equal(r.display.title, 'small.txt');
+    assert.equal(r.display.content, p.content);
+    assert.equal(r.display.content_type, 'CONTENT_TYPE_PLAIN_TEXT');
+    assert.equal(r.display.is_truncated, false);
+    assert.equal(r.compact_summary, '[view_file: small.txt lines 1-60]');
+  });
+
+  test('view_file: a start_line/end_line range', async () => {
+    const r = await run1(env, 'view_file', { file_path: 'small.txt', start_line: 10, end_line: 12 });
+    assert.deepEqual(assertSuccess(r), {
+      path: 'small.txt',
+      content: numbered(SMALL_LINES.slice(9, 12), 10),
+      start_line: 10,
+      end_line: 12,
+      total_lines: 60,
+      truncated: false,
+      size_bytes: Buffer.byteLength(SMALL_TEXT),
+      sha256: sha256(SMALL_TEXT),
+      line_endings: 'lf',
+    });
+    assert.equal(r.compact_summary, '[view_file: small.txt lines 10-12]');
+
+    // An end_line past the end stops at the last line; it is not "truncated".
+    const tail = assertSuccess(
+      await run1(env, 'view_file', { file_path: 'small.txt', start_line: 59, end_line: 500 }));
+    assert.equal(tail.content, numbered(SMALL_LINES.slice(58), 59));
+    assert.equal(tail.end_line, 60);
+    assert.equal(tail.truncated, false);
+  });
+
+  test('view_file: output cut at the line limit, with a hint naming the next range', async () => {
+    const p = assertSuccess(await run1(env, 'view_file', { file_path: 'big.txt' }));
+    assert.equal(p.total_lines, 2500);
+    assert.equal(p.start_line, 1);
+    assert.equal(p.end_line, 2000);
+    assert.equal(p.truncated, true);
+    assert.equal(p.next_start_line, 2001);
+    assert.equal(p.hint,
+      'Showing lines 1-2000 of 2500 (cut at the 2000-line limit). ' +
+      'Call view_file with start_line=2001 to continue.');
+    assert.equal(p.content,
+      numbered(Array.from({ length: 2000 }, (_, i) => `big ${i + 1}`)));
+
+    // Following the hint reads the rest.
+    const rest = assertSuccess(
+      await run1(env, 'view_file', { file_path: 'big.txt', start_line: p.next_start_line }));
+    assert.equal(rest.start_line, 2001);
+    assert.equal(rest.end_line, 2500);
+    assert.equal(rest.truncated, false);
+    assert.equal(rest.next_start_line, undefined);
+    assert.equal(rest.hint, undefined);
+    assert.equal(rest.content,
+      numbered(Array.from({ length: 500 }, (_, i) => `big ${i + 2001}`), 2001));
+  });
+
+  // ----- create_file ---------------------------------------------------------
+
+  test('create_file: makes parents, writes the file, which view_file then shows', async () => {
+    const contents = 'first line\nsecond line\n';
+    const r = await run1(env, 'create_file',
+      { file_path: 'new/deep/notes.txt', contents });
+    assert.deepEqual(assertSuccess(r), {
+      path: 'new/deep/notes.txt',
+      bytes_written: Buffer.byteLength(contents),
+      created: true,
+      sha256: sha256(contents),
+    });
+    assert.equal(r.display.title, 'new/deep/notes.txt');
+    assert.equal(fs.readFileSync(path.join(ws, 'new/deep/notes.txt'), 'utf8'), contents);
+
+    const v = assertSuccess(await run1(env, 'view_file', { file_path: 'new/deep/notes.txt' }));
+    assert.equal(v.content, numbered(['first line', 'second line']));
+    assert.equal(v.total_lines, 2);
+    assert.equal(v.sha256, sha256(contents));
+
+    // A second create of the same path is refused without overwrite; the file is kept.
+    const again = await run1(env, 'create_file', { file_path: 'new/deep/notes.txt', contents: 'x' });
+    assertFailure(again, { status: 'RESULT_STATUS_ERROR', code: 'ERROR_CODE_TOOL_FAILED' });
+    assert.match(again.error_message, /already exists.*overwrite/);
+    assert.equal(fs.readFileSync(path.join(ws, 'new/deep/notes.txt'), 'utf8'), contents);
+  });
+
+  // ----- edit_file -----------------------------------------------------------
+
+  const EDIT = {
+    file_path: 'small.txt',
+    edits: [{ old_string: 'line 30: the quick brown fox', new_string: 'line 30: the lazy dog' }],
+  };
+  const EDITED_TEXT = SMALL_TEXT.replace('line 30: the quick brown fox', 'line 30: the lazy dog');
+  const EDIT_DIFF =
+    '--- a/small.txt\n' +
+    '+++ b/small.txt\n' +
+    '@@ -27,7 +27,7 @@\n' +
+    ' line 27: the quick brown fox\n' +
+    ' line 28: the quick brown fox\n' +
+    ' line 29: the quick brown fox\n' +
+    '-line 30: the quick brown fox\n' +
+    '+line 30: the lazy dog\n' +
+    ' line 31: the quick brown fox\n' +
+    ' line 32: the quick brown fox\n' +
+    ' line 33: the quick brown fox\n';
+
+  test('edit_file dry_run: returns the unified diff; the file is unchanged', async () => {
+    const before = snapshot(ws);
+    const r = await run1(env, 'edit_file', { ...EDIT, dry_run: true });
+    assert.deepEqual(assertSuccess(r), {
+      path: 'small.txt',
+      replacements: 1,
+      diff: EDIT_DIFF,
+      sha256: sha256(EDITED_TEXT),
+      previous_sha256: sha256(SMALL_TEXT),
+      dry_run: true,
+      written: false,
+      lines_added: 1,
+      lines_removed: 1,
+      line_endings: 'lf',
+    });
+    assert.equal(r.display.title, 'small.txt');
+    assert.equal(r.display.content, EDIT_DIFF);
+    assert.deepEqual(snapshot(ws), before, 'a dry run writes nothing');
+    assert.equal(fs.readFileSync(path.join(ws, 'small.txt'), 'utf8'), SMALL_TEXT);
+  });
+
+  test('edit_file: writes the edit, returns the diff and the new sha256', async () => {
+    const r = await run1(env, 'edit_file', { ...EDIT, expected_sha256: sha256(SMALL_TEXT) });
+    assert.deepEqual(assertSuccess(r), {
+      path: 'small.txt',
+      replacements: 1,
+      diff: EDIT_DIFF,
+      sha256: sha256(EDITED_TEXT),
+      previous_sha256: sha256(SMALL_TEXT),
+      dry_run: false,
+      written: true,
+      lines_added: 1,
+      lines_removed: 1,
+      line_endings: 'lf',
+    });
+    const onDisk = fs.readFileSync(path.join(ws, 'small.txt'), 'utf8');
+    assert.equal(onDisk, EDITED_TEXT);
+    assert.equal(sha256(onDisk), r.payload.sha256);
+
+    // view_file agrees; the same edit again no longer applies (old_string is gone).
+    const v = assertSuccess(await run1(env, 'view_file',
+      { file_path: 'small.txt', start_line: 30, end_line: 30 }));
+    assert.equal(v.content, numbered(['line 30: the lazy dog'], 30));
+    assert.equal(v.sha256, r.payload.sha256);
+    const stale = await run1(env, 'edit_file', { ...EDIT, expected_sha256: sha256(SMALL_TEXT) });
+    assertFailure(stale, { status: 'RESULT_STATUS_ERROR', code: 'ERROR_CODE_TOOL_FAILED' });
+    assert.equal(fs.readFileSync(path.join(ws, 'small.txt'), 'utf8'), EDITED_TEXT);
+  });
+
+  // ----- grep_search ---------------------------------------------------------
+
+  test('grep_search content mode finds the line', async () => {
+    const r = await run1(env, 'grep_search',
+      { pattern: 'std::(puts|printf)\\(', output_mode: 'content' });
+    assert.deepEqual(assertSuccess(r), {
+      pattern: 'std::(puts|printf)\\(',
+      path: '.',
+      output_mode: 'content',
+      matches: [{ file: 'src/main.cc', line: 4, text: '  std::puts("hello");' }],
+      num_matches: 1,
+      num_files: 1,
+      truncated: false,
+    });
+    assert.equal(r.display.content, 'src/main.cc:4:  std::puts("hello");\n');
+  });
+
+  test('grep_search files_with_matches mode lists the files', async () => {
+    const r = await run1(env, 'grep_search', { pattern: '\\bint\\b', path: 'src' });
+    assert.deepEqual(assertSuccess(r), {
+      pattern: '\\bint\\b',
+      path: 'src',
+      output_mode: 'files_with_matches',
+      files: ['src/main.cc', 'src/util.h'],
+      num_files: 2,
+      truncated: false,
+    });
+
+    // Over the whole workspace: symlinks are not followed, so the secret is not found.
+    const all = await run1(env, 'grep_search', { pattern: SECRET });
+    assert.deepEqual(assertSuccess(all).files, []);
+    assert.equal(all.payload.num_files, 0);
+  });
+
+  // ----- escapes -------------------------------------------------------------
+
+  // Each attempt must be a DENIED result whose message says the path is
+  // outside the workspace and names the path the model gave (or the part of it
+  // that escapes); the secret never
+  // appears in the result and nothing outside (or inside) changes.
+  const absOutside = () => path.join(outside, 'outside.txt');
+  const ESCAPES = [
+    ['view_file', () => ({ file_path: '../outside/outside.txt' })],
+    ['view_file', () => ({ file_path: absOutside() })],
+    ['view_file', () => ({ file_path: 'rel_link.txt' })],
+    ['view_file', () => ({ file_path: 'abs_link.txt' })],
+    ['view_file', () => ({ file_path: 'out_dir/outside.txt' })],
+    ['create_file', () => ({ file_path: '../outside/planted.txt', contents: 'planted' })],
+    ['create_file', () => ({ file_path: path.join(outside, 'planted.txt'), contents: 'planted' })],
+    ['create_file', () => ({ file_path: 'out_dir/planted.txt', contents: 'planted' })],
+    ['edit_file', () => ({ file_path: '../outside/outside.txt',
+      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+    ['edit_file', () => ({ file_path: absOutside(),
+      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+    ['edit_file', () => ({ file_path: 'out_dir/outside.txt',
+      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+    ['grep_search', () => ({ pattern: 'secret', path: '../outside' })],
+    ['grep_search', () => ({ pattern: 'secret', path: outside })],
+    ['grep_search', () => ({ pattern: 'secret', path: 'out_dir' })],
+    ['grep_search', () => ({ pattern: 'secret', path: 'rel_link.txt' })],
+  ];
+  // Writers aimed at a workspace symlink whose target is outside: the write
+  // must be refused as an escape too (DENIED), like view_file of the same path
+  // (DESIGN "Built-in tools": symlinks that point out are refused; S12). The
+  // daemon currently refuses these writes (nothing is written) but as
+  // TOOL_FAILED "is a symbolic link ... edit the file it points to", which
+  // hides the escape from DENIED accounting and sends the model outside.
+  const LINK_WRITES = [
+    ['edit_file', () => ({ file_path: 'rel_link.txt',
+      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+    ['edit_file', () => ({ file_path: 'abs_link.txt',
+      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+    ['create_file', () => ({ file_path: 'rel_link.txt', contents: 'pwned', overwrite: true })],
+    ['create_file', () => ({ file_path: 'abs_link.txt', contents: 'pwned', overwrite: true })],
+  ];
+
+  async function assertDeniedEscapes(t, cases) {
+    const outsideBefore = snapshot(outside);
+    const wsBefore = snapshot(ws);
+    const calls = cases.map(([name, args], i) => ({ id: `escape-${i}`, name, args: args() }));
+    const results = await executeBatch(env, calls);
+    assert.equal(results.length, calls.length);
+    const problems = [];
+    for (const [i, r] of results.entries()) {
+      const given = calls[i].args.file_path ?? calls[i].args.path;
+      t.diagnostic(`${r.name} ${JSON.stringify(given)} -> ${r.status} ${r.exception?.code}: ` +
+        `${r.error_message}`);
+      assert.equal(r.index, i);
+      assert.equal(r.id, calls[i].id);
+      assert.ok(!JSON.stringify(r).includes(SECRET), `${r.name} ${given}: the secret leaked`);
+      try {
+        assertFailure(r, { status: 'RESULT_STATUS_DENIED', code: 'ERROR_CODE_DENIED' });
+        assert.match(r.error_message, /is outside the workspace/, 'says why');
+        // It names the path given, or the leading part of it that escapes
+        // (a writer resolves the parent directory first: '../outside').
+        const named = given.split('/').map((_, k, parts) => parts.slice(0, k + 1).join('/'))
+          .filter((prefix) => prefix !== '' && prefix !== '..');
+        assert.ok(named.some((prefix) => r.error_message.includes(`path '${prefix}'`)),
+          `the message names the path given ('${given}') or its escaping part: ${r.error_message}`);
+      } catch (err) {
+        problems.push(`${r.name} ${JSON.stringify(calls[i].args)}: ${err.message}`);
+      }
+    }
+    assert.deepEqual(snapshot(outside), outsideBefore, 'nothing outside the workspace changed');
+    assert.deepEqual(snapshot(ws), wsBefore, 'nothing in the workspace changed');
+    assert.equal(fs.readFileSync(absOutside(), 'utf8'), `${SECRET}\n`);
+    assert.deepEqual(problems, [], 'every escape is DENIED with a clear message');
+  }
+
+  test("escapes: '..', absolute paths outside, symlinks out — DENIED, nothing read or written",
+    async (t) => {
+      await assertDeniedEscapes(t, ESCAPES);
+    });
+
+  test('escapes: writes at a workspace symlink that points outside — DENIED', async (t) => {
+    await assertDeniedEscapes(t, LINK_WRITES);
+  });
+
+  test('symlinks that stay inside the workspace still work', async () => {
+    fs.symlinkSync('src/main.cc', path.join(ws, 'inside_link.cc'));
+    try {
+      const p = assertSuccess(await run1(env, 'view_file',
+        { file_path: 'inside_link.cc', start_line: 4, end_line: 4 }));
+      assert.equal(p.content, numbered(['  std::puts("hello");'], 4));
+    } finally {
+      fs.unlinkSync(path.join(ws, 'inside_link.cc'));
+    }
+  });
+});
