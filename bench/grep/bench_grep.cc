@@ -15,6 +15,7 @@
 // Exit codes: 0 ok, 1 results differ or a call failed, 2 usage, 77 rg missing
 // (ctest's SKIP_RETURN_CODE).
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,8 +55,21 @@ struct Query {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// Runs argv, returns its stdout; *status gets the wait status.
-std::string RunProcess(const std::vector<std::string>& args, int* status) {
+double CpuMs(const struct rusage& ru) {
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+// CPU time (user + system) this process has used so far, in ms.
+double SelfCpuMs() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return CpuMs(ru);
+}
+
+// Runs argv, returns its stdout; *status gets the wait status and *cpu_ms
+// the child's CPU time.
+std::string RunProcess(const std::vector<std::string>& args, int* status, double* cpu_ms = nullptr) {
   int pipefd[2];
   if (pipe(pipefd) != 0) {
     *status = -1;
@@ -87,7 +101,9 @@ std::string RunProcess(const std::vector<std::string>& args, int* status) {
     *status = -1;
     return "";
   }
-  waitpid(pid, status, 0);
+  struct rusage ru;
+  wait4(pid, status, 0, &ru);
+  if (cpu_ms != nullptr) *cpu_ms = CpuMs(ru);
   return out;
 }
 
@@ -202,7 +218,7 @@ class Bench {
     return true;
   }
 
-  bool RunRipgrep(const Query& q, Counts* out) {
+  bool RunRipgrep(const Query& q, Counts* out, double* cpu_ms = nullptr) {
     std::vector<std::string> args = {"rg", "--no-config", "--no-ignore-global",
                                      "--no-ignore-parent", "--no-require-git", "--no-messages"};
     args.push_back(q.mode == "count" ? "--count" : "--files-with-matches");
@@ -211,7 +227,7 @@ class Bench {
     args.push_back(q.pattern);
     for (const std::string& d : dirs_) args.push_back(d);
     int status = 0;
-    const std::string text = RunProcess(args, &status);
+    const std::string text = RunProcess(args, &status, cpu_ms);
     // rg exits 1 when nothing matched.
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) > 1) {
       fprintf(stderr, "rg failed (status %d)\n", status);
@@ -236,16 +252,23 @@ class Bench {
     if (!RunTool(q, &tool_result) || !RunRipgrep(q, &rg_result)) return false;
     double best_tool = 1e18;
     double best_rg = 1e18;
+    double cpu_tool = 1e18;
+    double cpu_rg = 1e18;
     for (int i = 0; i < runs_; ++i) {
       Counts a;
       Counts b;
+      const double c0 = SelfCpuMs();
       auto t0 = Clock::now();
       if (!RunTool(q, &a)) return false;
       auto t1 = Clock::now();
-      if (!RunRipgrep(q, &b)) return false;
+      const double c1 = SelfCpuMs();
+      double rg_cpu = 0;
+      if (!RunRipgrep(q, &b, &rg_cpu)) return false;
       auto t2 = Clock::now();
       best_tool = std::min(best_tool, Ms(t1 - t0));
       best_rg = std::min(best_rg, Ms(t2 - t1));
+      cpu_tool = std::min(cpu_tool, c1 - c0);
+      cpu_rg = std::min(cpu_rg, rg_cpu);
       if (a != tool_result || b != rg_result) {
         fprintf(stderr, "%s: results changed between runs\n", q.name.c_str());
         return false;
@@ -253,10 +276,11 @@ class Bench {
     }
     uint64_t lines = 0;
     for (const auto& [path, n] : tool_result) lines += n;
-    printf("%-34s %-18s %7zu files %8s  grep_search %8.1f ms   rg %8.1f ms   ratio %.2f\n",
+    printf("%-34s %-18s %6zu files %-11s wall: grep_search %7.1f ms  rg %7.1f ms  ratio %.2f"
+           " | cpu: %7.1f ms vs %7.1f ms\n",
            q.name.c_str(), q.mode.c_str(), tool_result.size(),
            q.mode == "count" ? absl::StrCat(lines, " lines").c_str() : "",
-           best_tool, best_rg, best_tool / best_rg);
+           best_tool, best_rg, best_tool / best_rg, cpu_tool, cpu_rg);
     if (tool_result != rg_result) {
       int shown = 0;
       for (const auto& [path, n] : tool_result) {

@@ -318,8 +318,14 @@ async function measure(label, n, callFn, checkFn, samples) {
     const problem = checkFn(r);
     if (problem) await fail(`${label} call ${i}: ${problem}`);
     samples?.push(dt);
+    // toolexec reports how long the tool itself ran (ToolResult.duration).
+    if (samples && label === 'toolexec') {
+      const d = r[0].duration;
+      if (d) toolTimes.push(Number(d.seconds || 0) * 1e3 + Number(d.nanos || 0) / 1e6);
+    }
   }
 }
+const toolTimes = [];
 
 // Nearest-rank percentile of sorted values.
 function pct(sorted, p) {
@@ -399,6 +405,11 @@ console.log('target        calls        min        p50        p90        p99    
 for (const [name, s] of [['toolexec', te], ['mcp', mc]]) {
   console.log(`${name.padEnd(10)} ${String(s.n).padStart(8)} ${us(s.min)} ${us(s.p50)} ` +
     `${us(s.p90)} ${us(s.p99)} ${us(s.max)} ${us(s.mean)}`);
+}
+if (toolTimes.length > 0) {
+  const tt = stats(toolTimes);
+  console.log(`(toolexec ToolResult.duration, the view_file call inside the daemon: ` +
+    `p50 ${us(tt.p50).trim()}, p99 ${us(tt.p99).trim()}; the rest is gRPC and the grpc-js client)`);
 }
 const r50 = mc.p50 / te.p50;
 const r99 = mc.p99 / te.p99;

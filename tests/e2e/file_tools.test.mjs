@@ -306,7 +306,10 @@ const SMALL_LINES = Array.from({ length: 60 }, (_, i) =>
 const SMALL_TEXT = SMALL_LINES.join('\n') + '\n';
 
 // Something only the file outside the workspace holds.
-const SECRET = `outside-secret-${crypto.randomBytes(8).toString('hex')}`;
+const SECRET_PREFIX = 'outside-secret-';
+const SECRET = `${SECRET_PREFIX}${crypto.randomBytes(8).toString('hex')}`;
+// (Edits aim at SECRET_PREFIX, which matches it, so an echo of the model's own
+// old_string in a message is not mistaken for a leak of the file.)
 
 describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
   let tmp; // holds ws/ (the workspace) and outside/ (beside it)
@@ -549,8 +552,8 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
 
   // Each attempt must be a DENIED result whose message says the path is
   // outside the workspace and names the path the model gave (or the part of it
-  // that escapes); the secret never
-  // appears in the result and nothing outside (or inside) changes.
+  // that escapes); the secret never appears in the result and nothing outside
+  // (or inside) changes.
   const absOutside = () => path.join(outside, 'outside.txt');
   const ESCAPES = [
     ['view_file', () => ({ file_path: '../outside/outside.txt' })],
@@ -562,11 +565,11 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
     ['create_file', () => ({ file_path: path.join(outside, 'planted.txt'), contents: 'planted' })],
     ['create_file', () => ({ file_path: 'out_dir/planted.txt', contents: 'planted' })],
     ['edit_file', () => ({ file_path: '../outside/outside.txt',
-      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+      edits: [{ old_string: SECRET_PREFIX, new_string: 'pwned' }] })],
     ['edit_file', () => ({ file_path: absOutside(),
-      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+      edits: [{ old_string: SECRET_PREFIX, new_string: 'pwned' }] })],
     ['edit_file', () => ({ file_path: 'out_dir/outside.txt',
-      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+      edits: [{ old_string: SECRET_PREFIX, new_string: 'pwned' }] })],
     ['grep_search', () => ({ pattern: 'secret', path: '../outside' })],
     ['grep_search', () => ({ pattern: 'secret', path: outside })],
     ['grep_search', () => ({ pattern: 'secret', path: 'out_dir' })],
@@ -580,9 +583,9 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
   // hides the escape from DENIED accounting and sends the model outside.
   const LINK_WRITES = [
     ['edit_file', () => ({ file_path: 'rel_link.txt',
-      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+      edits: [{ old_string: SECRET_PREFIX, new_string: 'pwned' }] })],
     ['edit_file', () => ({ file_path: 'abs_link.txt',
-      edits: [{ old_string: SECRET, new_string: 'pwned' }] })],
+      edits: [{ old_string: SECRET_PREFIX, new_string: 'pwned' }] })],
     ['create_file', () => ({ file_path: 'rel_link.txt', contents: 'pwned', overwrite: true })],
     ['create_file', () => ({ file_path: 'abs_link.txt', contents: 'pwned', overwrite: true })],
   ];

@@ -106,12 +106,7 @@ absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ct
   bool exists = fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) return fs::ErrnoStatus(errno, wp->display);
   if (exists) {
-    if (S_ISLNK(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "'", wp->display,
-          "' is a symbolic link; create_file does not write through links. Write to the "
-          "file it points to, or remove the link first"));
-    }
+    if (S_ISLNK(st.st_mode)) return fs::RefuseFinalSymlink(*wp, "create_file");
     if (S_ISDIR(st.st_mode)) {
       return absl::FailedPreconditionError(
           absl::StrCat("'", wp->display, "' is a directory; give a file path"));

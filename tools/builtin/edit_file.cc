@@ -317,12 +317,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
     struct stat lst;
     if (err == ELOOP && fstatat(dir->get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISLNK(lst.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = readlinkat(dir->get(), name.c_str(), target, sizeof(target));
-      std::string to = n > 0 ? std::string(target, static_cast<size_t>(n)) : "?";
-      return absl::FailedPreconditionError(absl::StrCat(
-          "'", wp->display, "' is a symbolic link (to '", to,
-          "'); edit_file does not write through links: edit the file it points to"));
+      return fs::RefuseFinalSymlink(*wp, "edit_file");
     }
     if (err == ENOENT) {
       return absl::NotFoundError(absl::StrCat("no such file: ", wp->display,

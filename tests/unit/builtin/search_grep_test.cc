@@ -229,6 +229,18 @@ TEST(SearchGrepTest, LiteralAndCaseInsensitive) {
   EXPECT_THAT(Lines(RunGrep(ws, lit)), ElementsAre("f.txt:1:a.b(c)", "f.txt:3:A.B(C)"));
 }
 
+TEST(SearchGrepTest, PathsInAnotherWorkspaceAreAbsolute) {
+  TempWorkspace first;
+  TempWorkspace second;
+  second.Write("sub/f.txt", "needle\n");
+  auto start = OpenConfined({first.path(), second.path()}, second.Abs("sub"), "path");
+  ASSERT_TRUE(start.ok()) << start.status();
+  auto r = Grep(*start, Req("needle", OutputMode::kFilesWithMatches));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Paths(*r), ElementsAre(second.Abs("sub/f.txt")));
+  EXPECT_EQ(start->Display(start->relative), second.Abs("sub"));
+}
+
 TEST(SearchGrepTest, InvalidRegex) {
   TempWorkspace ws;
   auto start = OpenConfined({ws.path()}, ".", "path");

@@ -137,6 +137,19 @@ TEST(SearchMatcherTest, EmptyMatchesAndTheLastLine) {
   EXPECT_THAT(Lines(*Regex("x*"), ""), IsEmpty());
 }
 
+TEST(SearchMatcherTest, AnyLineAgreesWithFindLine) {
+  for (const char* pattern : {"^$", "x*", "[A-Z]{3}", "b$", "foo", "\\bfoo\\w+"}) {
+    auto m = Regex(pattern);
+    for (const char* text : {"", "a\n", "a\n\nb", "ABC\n", "ab\nb", "foobar\n", "x"}) {
+      size_t s = 0;
+      size_t e = 0;
+      EXPECT_EQ(m->AnyLine(text, 0), m->FindLine(text, 0, &s, &e)) << pattern << " on " << text;
+    }
+  }
+  EXPECT_FALSE(Regex("^$")->AnyLine("a\n", 0));  // no line after the last '\n'
+  EXPECT_TRUE(Regex("^$")->AnyLine("a\n\nb", 0));
+}
+
 TEST(SearchMatcherTest, CaseInsensitive) {
   const std::string text = "Hello World\nhello\nHELLO\n\xE2\x84\xAA" "elvin\n";
   EXPECT_THAT(Lines(*Regex("hello", true), text), ElementsAre("Hello World", "hello", "HELLO"));

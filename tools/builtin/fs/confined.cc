@@ -667,4 +667,17 @@ absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_vi
   return absl::OkStatus();
 }
 
+absl::Status RefuseFinalSymlink(const WorkspacePath& path, absl::string_view tool) {
+  // Resolving the link (following it) says whether it leads out; an escape is
+  // reported exactly as view_file reports it.
+  auto followed = OpenBeneath(path, O_PATH | O_CLOEXEC, FollowFinal::kYes);
+  if (!followed.ok() && ErrorCodeOf(followed.status()) == ErrorCode::kDenied) {
+    return followed.status();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "'", path.display, "' is a symbolic link; ", tool,
+      " does not write through links: write to the file it points to, or remove the link "
+      "first"));
+}
+
 }  // namespace toolexec::fs

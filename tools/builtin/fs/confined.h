@@ -194,6 +194,13 @@ enum class FollowFinal { kYes, kNo };
 absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags,
                                      FollowFinal follow = FollowFinal::kYes);
 
+// Why a tool that never writes through symbolic links refuses the link at
+// `path` (its final component): DENIED, as for any escape, when the link leads
+// out of the workspace; otherwise FailedPrecondition saying `tool` does not
+// write through links and to write to the file it points to.
+absl::Status RefuseFinalSymlink(const WorkspacePath& path, absl::string_view tool);
+
+
 // A regular file opened O_RDONLY, with its stat. Refuses directories ("is a
 // directory"), fifos, sockets and devices ("is not a regular file") without
 // blocking on a fifo.

@@ -298,7 +298,7 @@ class FileSearch {
     size_t le = 0;
     switch (req_.mode) {
       case OutputMode::kFilesWithMatches:
-        if (w_.matcher->FindLine(text, from, &ls, &le)) {
+        if (w_.matcher->AnyLine(text, from)) {
           out_.matches = 1;
           return true;
         }

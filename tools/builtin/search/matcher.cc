@@ -159,6 +159,7 @@ absl::StatusOr<std::unique_ptr<LineMatcher>> LineMatcher::Create(const MatcherOp
     return absl::InvalidArgumentError(absl::StrCat("invalid regex '", options.pattern,
                                                    "': ", m->re_->error()));
   }
+  m->matches_empty_ = RE2::PartialMatch("", *m->re_);
   m->finder_ = RequiredLiteral(m->regex_, m->re2_options_);
   m->strategy_ = m->finder_ != nullptr ? Strategy::kRequiredLiteral : Strategy::kRegex;
   return m;
@@ -170,6 +171,7 @@ std::unique_ptr<LineMatcher> LineMatcher::Clone() const {
   m->regex_ = regex_;
   m->re2_options_ = re2_options_;
   m->finder_ = finder_;
+  m->matches_empty_ = matches_empty_;
   if (re_ != nullptr) m->re_ = std::make_unique<RE2>(regex_, re2_options_);
   return m;
 }
@@ -215,6 +217,17 @@ bool LineMatcher::FindLine(absl::string_view text, size_t from, size_t* line_sta
     }
   }
   return false;
+}
+
+bool LineMatcher::AnyLine(absl::string_view text, size_t from) const {
+  if (strategy_ != Strategy::kRegex || matches_empty_) {
+    size_t s = 0;
+    size_t e = 0;
+    return FindLine(text, from, &s, &e);
+  }
+  if (from >= text.size()) return false;
+  return re_->Match(re2::StringPiece(text.data(), text.size()), from, text.size(), RE2::UNANCHORED,
+                    nullptr, 0);
 }
 
 }  // namespace toolexec::search

@@ -52,6 +52,10 @@ class LineMatcher final {
   // no '\n' if non-empty.
   bool FindLine(absl::string_view text, size_t from, size_t* line_start, size_t* line_end) const;
 
+  // Whether any line of text[from, text.size()) matches: FindLine without the
+  // line's bounds, which saves RE2 a reverse scan for the match start.
+  bool AnyLine(absl::string_view text, size_t from) const;
+
   Strategy strategy() const { return strategy_; }
   // The literal scanned for (kLiteral, kRequiredLiteral), for tests and logs.
   std::string prefilter() const { return finder_ ? finder_->needle() : ""; }
@@ -64,6 +68,9 @@ class LineMatcher final {
   RE2::Options re2_options_;
   std::unique_ptr<RE2> re_;
   std::shared_ptr<const LiteralFinder> finder_;
+  // The regex matches an empty string, so a match may sit after the last line
+  // (where no line is): AnyLine must then locate it like FindLine.
+  bool matches_empty_ = false;
 };
 
 // Whether `pattern` has no regex syntax, so it can be searched as a literal.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -149,7 +150,13 @@ class ParallelWalk {
     Push(DirWork{nullptr, "", start_.relative, std::move(ancestors), 0});
     std::vector<std::thread> helpers;
     helpers.reserve(threads_ - 1);
-    for (int i = 1; i < threads_; ++i) helpers.emplace_back([this, i] { WorkerLoop(i); });
+    for (int i = 1; i < threads_; ++i) {
+      try {
+        helpers.emplace_back([this, i] { WorkerLoop(i); });
+      } catch (const std::system_error&) {
+        break;  // out of threads: walk with the ones we have
+      }
+    }
     WorkerLoop(0);
     for (std::thread& t : helpers) t.join();
     if (Cancelled()) return absl::CancelledError("the search was cancelled");
