@@ -69,7 +69,8 @@ double SelfCpuMs() {
 
 // Runs argv, returns its stdout; *status gets the wait status and *cpu_ms
 // the child's CPU time.
-std::string RunProcess(const std::vector<std::string>& args, int* status, double* cpu_ms = nullptr) {
+std::string RunProcess(const std::vector<std::string>& args, int* status,
+                       double* cpu_ms = nullptr) {
   int pipefd[2];
   if (pipe(pipefd) != 0) {
     *status = -1;
@@ -142,7 +143,8 @@ Tree Measure(const std::vector<std::string>& dirs) {
   namespace fs = std::filesystem;
   for (const std::string& d : dirs) {
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(d, fs::directory_options::skip_permission_denied, ec);
+    for (auto it =
+             fs::recursive_directory_iterator(d, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (!name.empty() && name[0] == '.') {
@@ -219,8 +221,12 @@ class Bench {
   }
 
   bool RunRipgrep(const Query& q, Counts* out, double* cpu_ms = nullptr) {
-    std::vector<std::string> args = {"rg", "--no-config", "--no-ignore-global",
-                                     "--no-ignore-parent", "--no-require-git", "--no-messages"};
+    std::vector<std::string> args = {"rg",
+                                     "--no-config",
+                                     "--no-ignore-global",
+                                     "--no-ignore-parent",
+                                     "--no-require-git",
+                                     "--no-messages"};
     args.push_back(q.mode == "count" ? "--count" : "--files-with-matches");
     if (q.case_insensitive) args.push_back("--ignore-case");
     args.push_back("--regexp");
@@ -236,7 +242,8 @@ class Bench {
     for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
       if (q.mode == "count") {
         const size_t colon = line.rfind(':');
-        (*out)[std::string(line.substr(0, colon))] = std::stoull(std::string(line.substr(colon + 1)));
+        (*out)[std::string(line.substr(0, colon))] =
+            std::stoull(std::string(line.substr(colon + 1)));
       } else {
         (*out)[std::string(line)] = 1;
       }
@@ -276,23 +283,28 @@ class Bench {
     }
     uint64_t lines = 0;
     for (const auto& [path, n] : tool_result) lines += n;
-    printf("%-34s %-18s %6zu files %-11s wall: grep_search %7.1f ms  rg %7.1f ms  ratio %.2f"
-           " | cpu: %7.1f ms vs %7.1f ms\n",
-           q.name.c_str(), q.mode.c_str(), tool_result.size(),
-           q.mode == "count" ? absl::StrCat(lines, " lines").c_str() : "",
-           best_tool, best_rg, best_tool / best_rg, cpu_tool, cpu_rg);
+    printf(
+        "%-34s %-18s %6zu files %-11s wall: grep_search %7.1f ms  rg %7.1f ms  ratio %.2f"
+        " | cpu: %7.1f ms vs %7.1f ms\n",
+        q.name.c_str(), q.mode.c_str(), tool_result.size(),
+        q.mode == "count" ? absl::StrCat(lines, " lines").c_str() : "", best_tool, best_rg,
+        best_tool / best_rg, cpu_tool, cpu_rg);
     if (tool_result != rg_result) {
       int shown = 0;
       for (const auto& [path, n] : tool_result) {
         auto it = rg_result.find(path);
         if (it == rg_result.end() || it->second != n) {
-          if (shown++ < 10) fprintf(stderr, "  only/different in grep_search: %s (%llu)\n", path.c_str(), static_cast<unsigned long long>(n));
+          if (shown++ < 10)
+            fprintf(stderr, "  only/different in grep_search: %s (%llu)\n", path.c_str(),
+                    static_cast<unsigned long long>(n));
         }
       }
       for (const auto& [path, n] : rg_result) {
         auto it = tool_result.find(path);
         if (it == tool_result.end() || it->second != n) {
-          if (shown++ < 20) fprintf(stderr, "  only/different in rg: %s (%llu)\n", path.c_str(), static_cast<unsigned long long>(n));
+          if (shown++ < 20)
+            fprintf(stderr, "  only/different in rg: %s (%llu)\n", path.c_str(),
+                    static_cast<unsigned long long>(n));
         }
       }
       fprintf(stderr, "%s: grep_search and rg found different results (%zu vs %zu files)\n",

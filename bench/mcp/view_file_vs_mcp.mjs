@@ -5,25 +5,40 @@
 //   same machine, same run.
 //
 // One run: a temporary directory with one ~2 KB, 60-line text file; toolexecd
-// serving it as its workspace (127.0.0.1:0, driven by @grpc/grpc-js with the
-// proto loaded from proto/), and @modelcontextprotocol/server-filesystem
-// serving it (spawned by @modelcontextprotocol/sdk's StdioClientTransport,
-// called through the SDK's Client). Both are warmed up, then measured in
-// alternating rounds of sequential calls (one call in flight at a time):
+// serving it as its workspace (127.0.0.1:0), and
+// @modelcontextprotocol/server-filesystem serving it (spawned by
+// @modelcontextprotocol/sdk's StdioClientTransport, called through the SDK's
+// Client). Each side is measured from its own client; three targets, warmed
+// up, then measured in alternating rounds of sequential calls (one call in
+// flight at a time):
 //
-//   toolexec: ExecuteBatch{calls: [view_file{file_path}]}, until the stream ends
-//   MCP:      client.callTool({name: 'read_text_file', arguments: {path}})
+//   toolexec (C++ client): ExecuteBatch{calls: [view_file{file_path}]} through
+//       toolexec::Client, in bench_view_file_client (bench/mcp/
+//       view_file_client.cc), spawned once per round against the same daemon;
+//       it times only its calls (one channel, after its own untimed warm-up)
+//       and reports them as JSON, so process start is never timed.
+//   toolexec via grpc-js: the same request from @grpc/grpc-js in this process
+//       (proto loaded from proto/), until the stream ends; the Node client's
+//       own per-call cost is included, so it is reported but not judged.
+//   MCP (its SDK client): client.callTool({name: 'read_text_file', arguments: {path}})
 //
-// Every response is checked: toolexec must return the whole file, numbered,
-// with status SUCCESS; MCP must return exactly the file's text. Any failure
-// exits 1. Latency is client-observed wall time per call (performance.now()).
+// The DESIGN ratios are MCP / toolexec (C++ client). Every response is
+// checked: toolexec must return the whole file, numbered, with status SUCCESS;
+// MCP must return exactly the file's text. Any failure exits 1. Latency is
+// client-observed wall time per call (steady clock in C++, performance.now()
+// in Node).
 //
 // Usage (see README.md):
 //   cd bench/mcp && npm install && node view_file_vs_mcp.mjs [--quick] [--rounds=N]
-//       [--calls=N] [--warmup=N] [--check-targets] [--toolexecd=PATH]
+//       [--calls=N] [--warmup=N] [--client-warmup=N] [--check-targets]
+//       [--toolexecd=PATH] [--client=PATH]
 // TOOLEXECD (env) or --toolexecd or a bare argument names the daemon binary;
-// default ../../build/toolexecd (relative to this file). --check-targets makes
-// a missed DESIGN target exit 2 (otherwise it is reported, exit 0).
+// default ../../build/toolexecd (relative to this file). BENCH_VIEW_FILE_CLIENT
+// (env) or --client names the C++ client; default
+// ../../build/bench/mcp/bench_view_file_client. --client-warmup is the untimed
+// warm-up each per-round client process makes on its fresh channel (default
+// 50). --check-targets makes a missed DESIGN target exit 2 (otherwise it is
+// reported, exit 0).
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,8 +56,11 @@ const opts = {
   rounds: 5,
   calls: 400,
   warmup: 300,
+  clientWarmup: 50,
   checkTargets: false,
   toolexecd: process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd'),
+  client: process.env.BENCH_VIEW_FILE_CLIENT ||
+    path.resolve(HERE, '../../build/bench/mcp/bench_view_file_client'),
   proto: process.env.TOOLEXEC_PROTO_DIR || path.resolve(HERE, '../../proto'),
 };
 const explicit = {};
@@ -59,7 +77,9 @@ for (const arg of process.argv.slice(2)) {
     case 'rounds': explicit.rounds = positiveInt(key, value); break;
     case 'calls': explicit.calls = positiveInt(key, value); break;
     case 'warmup': explicit.warmup = nonNegativeInt(key, value); break;
+    case 'client-warmup': explicit.clientWarmup = nonNegativeInt(key, value); break;
     case 'toolexecd': opts.toolexecd = path.resolve(value ?? ''); break;
+    case 'client': opts.client = path.resolve(value ?? ''); break;
     case 'proto-dir': opts.proto = path.resolve(value ?? ''); break;
     case 'help':
       console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8')
@@ -70,7 +90,7 @@ for (const arg of process.argv.slice(2)) {
       die(`unknown option --${key} (see --help)`);
   }
 }
-if (opts.quick) Object.assign(opts, { rounds: 2, calls: 50, warmup: 20 });
+if (opts.quick) Object.assign(opts, { rounds: 2, calls: 50, warmup: 20, clientWarmup: 10 });
 Object.assign(opts, explicit);
 
 function positiveInt(key, v) {
@@ -106,6 +126,11 @@ if (!fs.existsSync(opts.toolexecd)) {
   die(`toolexecd not found at ${opts.toolexecd}; build it (scripts/build.sh toolexecd) ` +
       `or pass its path (TOOLEXECD=... or --toolexecd=...)`);
 }
+if (!fs.existsSync(opts.client)) {
+  die(`bench_view_file_client not found at ${opts.client}; build it ` +
+      `(scripts/build.sh bench_view_file_client) or pass its path ` +
+      `(BENCH_VIEW_FILE_CLIENT=... or --client=...)`);
+}
 const PROTO_FILE = path.join(opts.proto, 'toolexec/v1/toolexec.proto');
 if (!fs.existsSync(PROTO_FILE)) die(`${PROTO_FILE} not found; pass --proto-dir=DIR`);
 
@@ -129,8 +154,10 @@ fs.writeFileSync(FILE_ABS, TEXT);
 
 let daemon = null;
 let mcp = null;
+let cppClient = null;  // the running bench_view_file_client, if any
 let grpcClient = null;
 async function cleanup() {
+  try { cppClient?.kill('SIGKILL'); } catch {}
   try { grpcClient?.close(); } catch {}
   try { await mcp?.close(); } catch {}
   if (daemon && daemon.exitCode === null && daemon.signalCode === null) {
@@ -302,9 +329,56 @@ function checkMcp(r) {
 }
 
 // ---------------------------------------------------------------------------
+// toolexec from its own C++ client: bench_view_file_client.
+
+// Spawns bench_view_file_client against the daemon for `warmup` untimed and
+// `calls` timed view_file calls on one channel. Resolves with the timed
+// calls' latencies and ToolResult.durations, in ms. Process start, channel
+// set-up and warm-up happen before the client's clock starts.
+function runCppClient(address, calls, warmup) {
+  const args = [`--target=${address}`, `--file=${FILE_NAME}`, `--calls=${calls}`,
+    `--warmup=${warmup}`, `--expect=${NUMBERED}`];
+  return new Promise((resolve, reject) => {
+    const child = spawn(opts.client, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    cppClient = child;
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (s) => { out += s; });
+    child.stderr.on('data', (s) => { if (err.length < 1 << 16) err += s; });
+    child.on('error', (e) => { cppClient = null; reject(new Error(`cannot run ${opts.client}: ${e.message}`)); });
+    child.on('close', (code, signal) => {
+      cppClient = null;
+      if (code !== 0) {
+        reject(new Error(`${path.basename(opts.client)} exited ${code ?? signal}: ${err.trim()}`));
+        return;
+      }
+      const line = out.trim().split('\n').pop();
+      let r;
+      try {
+        r = JSON.parse(line);
+      } catch (e) {
+        reject(new Error(`unparsable output from ${opts.client}: ${line.slice(0, 300)}`));
+        return;
+      }
+      if (!Array.isArray(r.latencies_us) || r.latencies_us.length !== calls) {
+        reject(new Error(`expected ${calls} latencies from ${opts.client}, got ` +
+          `${r.latencies_us?.length}`));
+        return;
+      }
+      resolve({
+        samples: r.latencies_us.map((u) => u / 1e3),
+        tool: (r.tool_us ?? []).map((u) => u / 1e3),
+      });
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Measurement.
 
-async function measure(label, n, callFn, checkFn, samples) {
+async function measure(label, n, callFn, checkFn, samples, toolTimes) {
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
     let r;
@@ -319,13 +393,20 @@ async function measure(label, n, callFn, checkFn, samples) {
     if (problem) await fail(`${label} call ${i}: ${problem}`);
     samples?.push(dt);
     // toolexec reports how long the tool itself ran (ToolResult.duration).
-    if (samples && label === 'toolexec') {
+    if (samples && toolTimes) {
       const d = r[0].duration;
       if (d) toolTimes.push(Number(d.seconds || 0) * 1e3 + Number(d.nanos || 0) / 1e6);
     }
   }
 }
-const toolTimes = [];
+
+async function measureCpp(address, calls, warmup) {
+  try {
+    return await runCppClient(address, calls, warmup);
+  } catch (err) {
+    await fail(`toolexec (C++ client): ${err.message}`);
+  }
+}
 
 // Nearest-rank percentile of sorted values.
 function pct(sorted, p) {
@@ -349,6 +430,7 @@ console.log(`  host:        ${os.hostname()}, ${cpus.length} x ${cpus[0]?.model 
   `${os.platform()} ${os.release()}`);
 console.log(`  node:        ${process.version}`);
 console.log(`  toolexecd:   ${opts.toolexecd}`);
+console.log(`  C++ client:  ${opts.client}`);
 console.log(`  packages:    @grpc/grpc-js ${pkgVersion('@grpc/grpc-js')}, ` +
   `@grpc/proto-loader ${pkgVersion('@grpc/proto-loader')}, ` +
   `@modelcontextprotocol/sdk ${pkgVersion('@modelcontextprotocol/sdk')}, ` +
@@ -366,60 +448,116 @@ try {
 } catch (err) {
   await fail(`cannot start the MCP server: ${err.message}\n${mcpStderr}`);
 }
-console.log(`  toolexec:    ExecuteBatch{view_file{file_path: "${FILE_NAME}"}} at ${address}`);
+console.log(`  toolexec:    ExecuteBatch{view_file{file_path: "${FILE_NAME}"}} at ${address}, ` +
+  `from toolexec::Client (C++) and from @grpc/grpc-js`);
 console.log(`  mcp:         callTool ${mcpTool}{path: "${FILE_ABS}"} over stdio ` +
   `(node ${path.relative(HERE, MCP_SERVER)} ${ws})`);
 console.log(`  plan:        warm-up ${opts.warmup} calls each, then ${opts.rounds} alternating ` +
-  `rounds x ${opts.calls} sequential calls each${opts.quick ? ' (--quick)' : ''}`);
+  `rounds x ${opts.calls} sequential calls each${opts.quick ? ' (--quick)' : ''}; ` +
+  `the C++ client is one process per round (one channel), making ` +
+  `${opts.clientWarmup} untimed calls first`);
 console.log('');
 
+// The three targets, in the order the summary lists them.
 const TARGETS = {
-  toolexec: { label: 'toolexec', call: toolexecViewFile, check: checkToolexec, samples: [] },
-  mcp: { label: 'mcp', call: mcpReadFile, check: checkMcp, samples: [] },
+  cpp: { name: 'toolexec (C++ client)', short: 'C++', samples: [], tool: [] },
+  grpcjs: { name: 'toolexec via grpc-js (Node client cost included)', short: 'grpc-js',
+    samples: [], tool: [] },
+  mcp: { name: 'MCP (its SDK client)', short: 'MCP', samples: [] },
 };
+let cppChecked = 0;
+let grpcjsChecked = 0;
+let mcpChecked = 0;
 
-await measure('toolexec', opts.warmup, toolexecViewFile, checkToolexec, null);
-await measure('mcp', opts.warmup, mcpReadFile, checkMcp, null);
+async function runTarget(key, n, samples, toolTimes) {
+  switch (key) {
+    case 'cpp': {
+      const r = await measureCpp(address, n, opts.clientWarmup);
+      cppChecked += n + opts.clientWarmup;
+      samples.push(...r.samples);
+      toolTimes.push(...r.tool);
+      break;
+    }
+    case 'grpcjs':
+      await measure('toolexec (grpc-js)', n, toolexecViewFile, checkToolexec, samples, toolTimes);
+      grpcjsChecked += n;
+      break;
+    case 'mcp':
+      await measure('mcp', n, mcpReadFile, checkMcp, samples, null);
+      mcpChecked += n;
+      break;
+  }
+}
 
-console.log('round  first      toolexec p50  toolexec p99       mcp p50       mcp p99');
+// Warm-up: the daemon from both toolexec clients, and the MCP server.
+await measureCpp(address, 0, opts.warmup);
+cppChecked += opts.warmup;
+await measure('toolexec (grpc-js)', opts.warmup, toolexecViewFile, checkToolexec, null, null);
+grpcjsChecked += opts.warmup;
+await measure('mcp', opts.warmup, mcpReadFile, checkMcp, null, null);
+mcpChecked += opts.warmup;
+
+// Every order of the three, cycled, so each target runs first, second and
+// third alike and after each of the others.
+const ORDERS = [
+  ['cpp', 'grpcjs', 'mcp'], ['mcp', 'cpp', 'grpcjs'], ['grpcjs', 'mcp', 'cpp'],
+  ['cpp', 'mcp', 'grpcjs'], ['grpcjs', 'cpp', 'mcp'], ['mcp', 'grpcjs', 'cpp'],
+];
+const KEYS = ['cpp', 'grpcjs', 'mcp'];
+// Column headings over the per-round rows (each block: p50, p99; 10 + 1 + 10 wide).
+console.log(' '.repeat(14) +
+  ['toolexec (C++ client)', 'toolexec via grpc-js', 'MCP (its SDK client)']
+    .map((n) => n.padEnd(23)).join('').trimEnd());
+console.log('round  order  ' +
+  KEYS.map(() => `${'p50'.padStart(10)} ${'p99'.padStart(10)}`).join('  '));
 for (let round = 0; round < opts.rounds; round++) {
-  // Alternate which goes first, so neither always runs right after the other.
-  const order = round % 2 === 0 ? ['toolexec', 'mcp'] : ['mcp', 'toolexec'];
+  const order = ORDERS[round % ORDERS.length];
   const perRound = {};
   for (const key of order) {
     const t = TARGETS[key];
     const samples = [];
-    await measure(t.label, opts.calls, t.call, t.check, samples);
+    await runTarget(key, opts.calls, samples, t.tool);
     t.samples.push(...samples);
     perRound[key] = stats(samples);
   }
-  console.log(`${String(round + 1).padStart(5)}  ${order[0].padEnd(8)} ` +
-    `${us(perRound.toolexec.p50)}    ${us(perRound.toolexec.p99)}    ` +
-    `${us(perRound.mcp.p50)}    ${us(perRound.mcp.p99)}`);
+  const orderText = order.map((k) => ({ cpp: 'C', grpcjs: 'G', mcp: 'M' })[k]).join('');
+  console.log(`${String(round + 1).padStart(5)}  ${orderText.padEnd(6)} ` +
+    KEYS.map((k) => `${us(perRound[k].p50)} ${us(perRound[k].p99)}`).join('  '));
 }
+console.log('(order: C = toolexec C++ client, G = toolexec via grpc-js, M = MCP)');
 
-const te = stats(TARGETS.toolexec.samples);
-const mc = stats(TARGETS.mcp.samples);
+const st = Object.fromEntries(KEYS.map((k) => [k, stats(TARGETS[k].samples)]));
 console.log('');
-console.log('target        calls        min        p50        p90        p99        max       mean');
-for (const [name, s] of [['toolexec', te], ['mcp', mc]]) {
-  console.log(`${name.padEnd(10)} ${String(s.n).padStart(8)} ${us(s.min)} ${us(s.p50)} ` +
+console.log('target                                              calls        min        p50' +
+  '        p90        p99        max       mean');
+for (const k of KEYS) {
+  const s = st[k];
+  console.log(`${TARGETS[k].name.padEnd(49)} ${String(s.n).padStart(7)} ${us(s.min)} ${us(s.p50)} ` +
     `${us(s.p90)} ${us(s.p99)} ${us(s.max)} ${us(s.mean)}`);
 }
-if (toolTimes.length > 0) {
-  const tt = stats(toolTimes);
-  console.log(`(toolexec ToolResult.duration, the view_file call inside the daemon: ` +
-    `p50 ${us(tt.p50).trim()}, p99 ${us(tt.p99).trim()}; the rest is gRPC and the grpc-js client)`);
+console.log('');
+console.log('ToolResult.duration (the view_file call inside the daemon; the rest is gRPC and the client):');
+for (const k of ['cpp', 'grpcjs']) {
+  if (TARGETS[k].tool.length === 0) continue;
+  const tt = stats(TARGETS[k].tool);
+  console.log(`  during ${TARGETS[k].short.padEnd(8)} calls: p50 ${us(tt.p50).trim()}, ` +
+    `p99 ${us(tt.p99).trim()}`);
 }
-const r50 = mc.p50 / te.p50;
-const r99 = mc.p99 / te.p99;
+
+const r50 = st.mcp.p50 / st.cpp.p50;
+const r99 = st.mcp.p99 / st.cpp.p99;
 const ok50 = r50 >= 3;
 const ok99 = r99 >= 5;
 console.log('');
-console.log(`ratio MCP/toolexec  p50: ${r50.toFixed(2)}x  (DESIGN target >= 3x: ${ok50 ? 'met' : 'MISSED'})`);
-console.log(`ratio MCP/toolexec  p99: ${r99.toFixed(2)}x  (DESIGN target >= 5x: ${ok99 ? 'met' : 'MISSED'})`);
-console.log(`all ${te.n + opts.warmup} toolexec and ${mc.n + opts.warmup} MCP responses ` +
-  `returned the file's content`);
+console.log(`ratio MCP / toolexec (C++ client)  p50: ${r50.toFixed(2)}x  ` +
+  `(DESIGN target >= 3x: ${ok50 ? 'met' : 'MISSED'})`);
+console.log(`ratio MCP / toolexec (C++ client)  p99: ${r99.toFixed(2)}x  ` +
+  `(DESIGN target >= 5x: ${ok99 ? 'met' : 'MISSED'})`);
+console.log(`(for reference, MCP / toolexec via grpc-js: p50 ${(st.mcp.p50 / st.grpcjs.p50).toFixed(2)}x, ` +
+  `p99 ${(st.mcp.p99 / st.grpcjs.p99).toFixed(2)}x; not a DESIGN figure: it includes ` +
+  `the grpc-js client's own cost)`);
+console.log(`all ${cppChecked} toolexec (C++ client), ${grpcjsChecked} toolexec (grpc-js) and ` +
+  `${mcpChecked} MCP responses returned the file's content`);
 if (opts.quick) console.log('(--quick: a smoke run; too few calls for a meaningful p99)');
 
 await cleanup();

@@ -107,9 +107,9 @@ std::string FindFileTool::parameters_schema() const {
 absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string pattern = StringArg(args, "pattern");
   const std::string dir_arg = DirectoryOf(args);
-  const size_t cap = static_cast<size_t>(std::clamp<int64_t>(
-      IntArg(args, "max_results", options_.search_max_results), 1,
-      std::max<int64_t>(options_.search_max_results, 1)));
+  const size_t cap = static_cast<size_t>(
+      std::clamp<int64_t>(IntArg(args, "max_results", options_.search_max_results), 1,
+                          std::max<int64_t>(options_.search_max_results, 1)));
 
   absl::StatusOr<search::GlobPattern> glob = search::ParseUserGlob(pattern);
   if (!glob.ok()) return glob.status();
@@ -178,7 +178,8 @@ DisplayResult FindFileTool::display(const JsonValue& input, const JsonValue& res
     text = StringField(result, "error");
   } else if (result.IsObject() && result.HasMember("paths") && result["paths"].IsArray()) {
     for (const JsonValue& p : result["paths"].GetArray()) {
-      if (p.IsString()) absl::StrAppend(&text, absl::string_view(p.GetString(), p.GetStringLength()), "\n");
+      if (p.IsString())
+        absl::StrAppend(&text, absl::string_view(p.GetString(), p.GetStringLength()), "\n");
     }
     if (BoolField(result, "truncated")) {
       absl::StrAppend(&text, "... (", UintField(result, "count"), " in all)\n");

@@ -123,8 +123,8 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
     return absl::InvalidArgumentError(absl::StrCat(
         "output_mode '", mode_arg, "' is not one of files_with_matches, content, count"));
   }
-  request.context_lines = static_cast<int>(
-      std::clamp<int64_t>(IntArg(args, "context_lines", 0), 0, kMaxContextLines));
+  request.context_lines =
+      static_cast<int>(std::clamp<int64_t>(IntArg(args, "context_lines", 0), 0, kMaxContextLines));
   request.max_results =
       static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "max_results", cap), 1, cap));
   request.cancellation = &ctx.cancellation();
@@ -161,12 +161,14 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
     case search::OutputMode::kFilesWithMatches: {
       JsonValue files(rapidjson::kArrayType);
       for (const search::GrepFile& f : r->files) {
-        files.PushBack(JsonValue(f.path.data(), static_cast<rapidjson::SizeType>(f.path.size()), alloc),
-                       alloc);
+        files.PushBack(
+            JsonValue(f.path.data(), static_cast<rapidjson::SizeType>(f.path.size()), alloc),
+            alloc);
       }
       result.AddMember("files", files, alloc);
       result.AddMember("num_files", r->total_files, alloc);
-      shown = absl::StrCat("the first ", r->files.size(), " of ", r->total_files, " matching files");
+      shown =
+          absl::StrCat("the first ", r->files.size(), " of ", r->total_files, " matching files");
       break;
     }
     case search::OutputMode::kContent: {
@@ -221,7 +223,8 @@ DisplayResult GrepSearchTool::display(const JsonValue& input, const JsonValue& r
     text = MatchesText(result["matches"]);
   } else if (result.IsObject() && result.HasMember("files") && result["files"].IsArray()) {
     for (const JsonValue& f : result["files"].GetArray()) {
-      if (f.IsString()) absl::StrAppend(&text, absl::string_view(f.GetString(), f.GetStringLength()), "\n");
+      if (f.IsString())
+        absl::StrAppend(&text, absl::string_view(f.GetString(), f.GetStringLength()), "\n");
     }
   } else if (result.IsObject() && result.HasMember("counts") && result["counts"].IsArray()) {
     for (const JsonValue& c : result["counts"].GetArray()) {
@@ -243,8 +246,9 @@ std::string GrepSearchTool::compact_summary(const JsonValue& input, const JsonVa
     return absl::StrCat("[grep_search: ", what, ": ", files, file_word, truncated, "]");
   }
   const uint64_t matches = UintField(result, "num_matches");
-  return absl::StrCat("[grep_search: ", what, ": ", matches, matches == 1 ? " match in " : " matches in ",
-                      files, file_word, truncated, "]");
+  return absl::StrCat("[grep_search: ", what, ": ", matches,
+                      matches == 1 ? " match in " : " matches in ", files, file_word, truncated,
+                      "]");
 }
 
 std::vector<PermissionRequirement> GrepSearchTool::required_permissions(

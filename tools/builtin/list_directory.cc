@@ -64,8 +64,7 @@ std::string ListDirectoryTool::description() const {
       "directory's own entries; a larger depth also lists subdirectories, breadth first. Hidden "
       "entries (names starting with '.') are left out unless include_hidden. Symlinks are shown "
       "with their target but never followed. At most ",
-      options_.list_max_entries,
-      " entries are returned; `truncated` says when there were more.");
+      options_.list_max_entries, " entries are returned; `truncated` says when there were more.");
 }
 
 std::string ListDirectoryTool::parameters_schema() const {
@@ -105,8 +104,8 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
   if (!start.ok()) return start.status();
   const std::string display = start->Display(start->relative);
   if (!start->is_dir) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "'", display, "' is a file, not a directory; use view_file to read it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", display, "' is a file, not a directory; use view_file to read it"));
   }
 
   // Breadth first, each directory's entries in name order, so a cap keeps
@@ -119,16 +118,18 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
     std::vector<std::string> next;
     for (const std::string& dir : level) {
       if (ctx.cancelled()) return absl::CancelledError("list_directory was cancelled");
-      search::UniqueFd fd(dir.empty() ? openat(start->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                                      : search::OpenSubdirNoFollow(start->fd.get(), dir));
+      search::UniqueFd fd(dir.empty()
+                              ? openat(start->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                              : search::OpenSubdirNoFollow(start->fd.get(), dir));
       std::vector<search::DirEntry> entries;
       if (!fd.valid() || !search::ReadEntries(fd.get(), &entries)) {
         if (dir.empty()) return fs::ErrnoStatus(errno, display, "listing");
         ++unreadable;
         continue;
       }
-      std::sort(entries.begin(), entries.end(),
-                [](const search::DirEntry& a, const search::DirEntry& b) { return a.name < b.name; });
+      std::sort(
+          entries.begin(), entries.end(),
+          [](const search::DirEntry& a, const search::DirEntry& b) { return a.name < b.name; });
       for (const search::DirEntry& e : entries) {
         if (!include_hidden && e.name.front() == '.') continue;
         if (listed.size() >= cap) {

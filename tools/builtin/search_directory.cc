@@ -127,7 +127,8 @@ DisplayResult SearchDirectoryTool::display(const JsonValue& input, const JsonVal
   } else if (result.IsObject() && result.HasMember("matches")) {
     text = MatchesText(result["matches"]);
     if (BoolField(result, "truncated")) {
-      absl::StrAppend(&text, "... (", UintField(result, "num_matches"), " matching lines in all)\n");
+      absl::StrAppend(&text, "... (", UintField(result, "num_matches"),
+                      " matching lines in all)\n");
     }
   }
   return TextDisplay(display_title(input), text);

@@ -10,12 +10,12 @@
 namespace toolexec {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using search_testing::SearchToolsHarness;
 using search_testing::Strings;
 using search_testing::TempWorkspace;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 class FindFileTest : public ::testing::Test {
  protected:
@@ -123,8 +123,7 @@ TEST(FindFileSymlinkTest, ListsSymlinksWithoutFollowingThem) {
   auto r = h.Run("find_file", R"({"pattern": "**/*.cc"})");
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_THAT(Strings(r.payload, "paths"), ElementsAre("a.cc", "link.cc"));
-  EXPECT_THAT(Strings(h.Run("find_file", R"({"pattern": "secret*"})").payload, "paths"),
-              IsEmpty());
+  EXPECT_THAT(Strings(h.Run("find_file", R"({"pattern": "secret*"})").payload, "paths"), IsEmpty());
 }
 
 }  // namespace

@@ -11,13 +11,13 @@
 namespace toolexec {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using search_testing::MatchLines;
 using search_testing::SearchToolsHarness;
 using search_testing::Strings;
 using search_testing::TempWorkspace;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 class GrepSearchTest : public ::testing::Test {
  protected:
@@ -54,7 +54,8 @@ TEST_F(GrepSearchTest, FilesWithMatchesIsTheDefault) {
 
 TEST_F(GrepSearchTest, ContentMode) {
   auto r = Grep(R"({"pattern": "main", "output_mode": "content"})");
-  EXPECT_THAT(MatchLines(r.payload), ElementsAre("src/a.cc:3:int main() {}", "src/c.py:1:def main():"));
+  EXPECT_THAT(MatchLines(r.payload),
+              ElementsAre("src/a.cc:3:int main() {}", "src/c.py:1:def main():"));
   EXPECT_EQ(r.payload["num_matches"].GetUint64(), 2u);
   EXPECT_EQ(r.compact_summary, "[grep_search: 'main' in .: 2 matches in 2 files]");
   EXPECT_EQ(r.display.content, "src/a.cc:3:int main() {}\nsrc/c.py:1:def main():\n");
@@ -151,7 +152,8 @@ TEST_F(GrepSearchTest, RefusesPathsOutsideTheWorkspace) {
 }
 
 TEST_F(GrepSearchTest, DeterministicAcrossRuns) {
-  for (int i = 0; i < 40; ++i) ws_.Write("many/f" + std::to_string(i % 7) + "/" + std::to_string(i), "hit\nhit\n");
+  for (int i = 0; i < 40; ++i)
+    ws_.Write("many/f" + std::to_string(i % 7) + "/" + std::to_string(i), "hit\nhit\n");
   auto first = Grep(R"({"pattern": "hit", "output_mode": "content", "max_results": 25})");
   for (int run = 0; run < 5; ++run) {
     auto again = Grep(R"({"pattern": "hit", "output_mode": "content", "max_results": 25})");

@@ -10,10 +10,10 @@
 namespace toolexec {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using search_testing::SearchToolsHarness;
 using search_testing::TempWorkspace;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 std::vector<std::string> Names(const ToolCallResult& r) {
   std::vector<std::string> out;

@@ -11,12 +11,12 @@
 namespace toolexec {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using search_testing::MatchLines;
 using search_testing::SearchToolsHarness;
 using search_testing::TempWorkspace;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 TEST(SearchDirectoryTest, LiteralCaseInsensitiveByDefault) {
   TempWorkspace ws;

@@ -1,13 +1,13 @@
 // Gitignore-style globs (tools/builtin/search/glob.h): the pattern language of
 // .gitignore files, find_file and grep_search's glob.
-#include "tools/builtin/search/glob.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "tools/builtin/search/glob.h"
 
 namespace toolexec::search {
 namespace {

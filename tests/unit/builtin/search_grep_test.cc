@@ -1,8 +1,6 @@
 // The grep engine (tools/builtin/search/grep.h): modes, context lines, caps,
 // deterministic order, binary files, block boundaries of large files,
 // cancellation.
-#include "tools/builtin/search/grep.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,13 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/unit/builtin/search_test_util.h"
+#include "tools/builtin/search/grep.h"
 
 namespace toolexec::search {
 namespace {
 
+using search_testing::TempWorkspace;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using search_testing::TempWorkspace;
 
 GrepResult RunGrep(const TempWorkspace& ws, GrepRequest req, const std::string& path = ".") {
   auto start = OpenConfined({ws.path()}, path, "path");
@@ -75,7 +74,8 @@ TEST(SearchGrepTest, FilesWithMatchesSortedByPath) {
 TEST(SearchGrepTest, ContentAndCount) {
   TempWorkspace ws;
   ws.Write("f.txt", "one foo\ntwo\nthree foo foo\n");
-  EXPECT_THAT(Lines(RunGrep(ws, Req("foo"))), ElementsAre("f.txt:1:one foo", "f.txt:3:three foo foo"));
+  EXPECT_THAT(Lines(RunGrep(ws, Req("foo"))),
+              ElementsAre("f.txt:1:one foo", "f.txt:3:three foo foo"));
   GrepResult count = RunGrep(ws, Req("foo", OutputMode::kCount));
   ASSERT_EQ(count.files.size(), 1u);
   EXPECT_EQ(count.files[0].matches, 2u);  // lines, as rg -c
@@ -87,10 +87,10 @@ TEST(SearchGrepTest, ContextLinesMergeLikeRipgrep) {
   ws.Write("f.txt", Numbered(1, 12));
   GrepRequest req = Req("line (3|5|11)$");
   req.context_lines = 1;
-  EXPECT_THAT(Lines(RunGrep(ws, req)),
-              ElementsAre("f.txt-2-line 2", "f.txt:3:line 3", "f.txt-4-line 4", "f.txt:5:line 5",
-                          "f.txt-6-line 6", "f.txt-10-line 10", "f.txt:11:line 11",
-                          "f.txt-12-line 12"));
+  EXPECT_THAT(
+      Lines(RunGrep(ws, req)),
+      ElementsAre("f.txt-2-line 2", "f.txt:3:line 3", "f.txt-4-line 4", "f.txt:5:line 5",
+                  "f.txt-6-line 6", "f.txt-10-line 10", "f.txt:11:line 11", "f.txt-12-line 12"));
   req = Req("line 1$");
   req.context_lines = 3;
   EXPECT_THAT(Lines(RunGrep(ws, req)),
@@ -141,9 +141,9 @@ TEST(SearchGrepTest, CapIsDeterministicAndTotalsExact) {
     req.max_results = 7;
     req.threads = threads;
     GrepResult r = RunGrep(ws, req);
-    EXPECT_THAT(Lines(r), ElementsAre("f10.txt:1:hit", "f10.txt:2:hit", "f10.txt:3:hit",
-                                      "f11.txt:1:hit", "f11.txt:2:hit", "f11.txt:3:hit",
-                                      "f12.txt:1:hit"));
+    EXPECT_THAT(Lines(r),
+                ElementsAre("f10.txt:1:hit", "f10.txt:2:hit", "f10.txt:3:hit", "f11.txt:1:hit",
+                            "f11.txt:2:hit", "f11.txt:3:hit", "f12.txt:1:hit"));
     EXPECT_TRUE(r.truncated);
     EXPECT_EQ(r.total_matches, 90u);
     EXPECT_EQ(r.returned_matches, 7u);

@@ -1,7 +1,5 @@
 // The literal finder and the line matcher (tools/builtin/search/literal.h,
 // matcher.h): each strategy finds exactly the lines RE2 would, line by line.
-#include "tools/builtin/search/matcher.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +8,7 @@
 
 #include "re2/re2.h"
 #include "tools/builtin/search/literal.h"
+#include "tools/builtin/search/matcher.h"
 
 namespace toolexec::search {
 namespace {
@@ -151,12 +150,16 @@ TEST(SearchMatcherTest, AnyLineAgreesWithFindLine) {
 }
 
 TEST(SearchMatcherTest, CaseInsensitive) {
-  const std::string text = "Hello World\nhello\nHELLO\n\xE2\x84\xAA" "elvin\n";
+  const std::string text =
+      "Hello World\nhello\nHELLO\n\xE2\x84\xAA"
+      "elvin\n";
   EXPECT_THAT(Lines(*Regex("hello", true), text), ElementsAre("Hello World", "hello", "HELLO"));
   EXPECT_THAT(Lines(*Regex("hel+o\\b", true), text), ElementsAre("Hello World", "hello", "HELLO"));
   // Unicode folding as RE2 does it, even through the literal prefilter.
-  EXPECT_THAT(Lines(*Regex("kelvin", true), text), ElementsAre("\xE2\x84\xAA" "elvin"));
-  EXPECT_THAT(Lines(*Regex("k[e]lvin", true), text), ElementsAre("\xE2\x84\xAA" "elvin"));
+  EXPECT_THAT(Lines(*Regex("kelvin", true), text), ElementsAre("\xE2\x84\xAA"
+                                                               "elvin"));
+  EXPECT_THAT(Lines(*Regex("k[e]lvin", true), text), ElementsAre("\xE2\x84\xAA"
+                                                                 "elvin"));
   EXPECT_THAT(Lines(*Regex("(?i)hello"), text), ElementsAre("Hello World", "hello", "HELLO"));
 }
 

@@ -29,8 +29,8 @@ class TempWorkspace {
  public:
   TempWorkspace() {
     const char* base = getenv("TMPDIR");
-    std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                        "/toolexec-search-XXXXXX";
+    std::string templ =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/toolexec-search-XXXXXX";
     if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     char real[PATH_MAX];
     if (realpath(templ.c_str(), real) == nullptr) throw std::runtime_error("realpath failed");

@@ -1,7 +1,5 @@
 // The parallel directory walk (tools/builtin/search/walker.h): ignore files,
 // hidden entries, .git, glob overrides, symlinks never followed, cancellation.
-#include "tools/builtin/search/walker.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,14 +13,15 @@
 #include "absl/synchronization/mutex.h"
 #include "tests/unit/builtin/search_test_util.h"
 #include "tools/builtin/search/confine.h"
+#include "tools/builtin/search/walker.h"
 
 namespace toolexec::search {
 namespace {
 
+using search_testing::TempWorkspace;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
-using search_testing::TempWorkspace;
 
 struct Visited {
   absl::Mutex mu;
@@ -106,9 +105,8 @@ TEST(SearchWalkerTest, GitignoreSemantics) {
   ws.Write("doc/gen", "");
   ws.Write("doc/x/y/gen", "");
   ws.Write("doc/x/gen.md", "");
-  EXPECT_THAT(WalkPaths(ws, "."),
-              ElementsAre("doc/x/gen.md", "keep.o", "logs_file", "sub/keep.o",
-                          "sub/only_root.txt"));
+  EXPECT_THAT(WalkPaths(ws, "."), ElementsAre("doc/x/gen.md", "keep.o", "logs_file", "sub/keep.o",
+                                              "sub/only_root.txt"));
 }
 
 TEST(SearchWalkerTest, NestedGitignoreTakesPrecedence) {
@@ -120,8 +118,7 @@ TEST(SearchWalkerTest, NestedGitignoreTakesPrecedence) {
   ws.Write("lib/local.txt", "");
   ws.Write("local.txt", "");
   ws.Write("lib/deep/c.gen", "");
-  EXPECT_THAT(WalkPaths(ws, "."),
-              ElementsAre("lib/b.gen", "lib/deep/c.gen", "local.txt"));
+  EXPECT_THAT(WalkPaths(ws, "."), ElementsAre("lib/b.gen", "lib/deep/c.gen", "local.txt"));
 }
 
 TEST(SearchWalkerTest, AnchoredPatternsAreRelativeToTheirGitignore) {

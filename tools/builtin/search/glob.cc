@@ -218,20 +218,19 @@ absl::StatusOr<GlobPattern> ParseUserGlob(absl::string_view glob) {
     body.remove_suffix(1);
   }
   if (body.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("glob '", glob, "' matches nothing; give a pattern such as '*.cc' or 'src/**/*.h'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "glob '", glob, "' matches nothing; give a pattern such as '*.cc' or 'src/**/*.h'"));
   }
   p.regex = GlobToRegex(body, /*braces=*/true, &p.anchored);
   RE2 re(p.regex, GlobRe2Options());
   if (!re.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("glob '", glob, "' is not valid: ", re.error()));
+    return absl::InvalidArgumentError(absl::StrCat("glob '", glob, "' is not valid: ", re.error()));
   }
   return p;
 }
 
 absl::StatusOr<std::unique_ptr<GlobSet>> GlobSet::Create(std::vector<GlobPattern> patterns,
-                                                        bool skip_invalid) {
+                                                         bool skip_invalid) {
   std::unique_ptr<GlobSet> set(new GlobSet());
   const RE2::Options options = GlobRe2Options();
   set->all_set_ = std::make_unique<RE2::Set>(options, RE2::ANCHOR_BOTH);

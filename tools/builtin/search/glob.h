@@ -61,7 +61,7 @@ class GlobSet final {
   // `skip_invalid`: drop patterns RE2 rejects (for .gitignore files, which git
   // treats leniently); otherwise the first one is an InvalidArgument error.
   static absl::StatusOr<std::unique_ptr<GlobSet>> Create(std::vector<GlobPattern> patterns,
-                                                        bool skip_invalid);
+                                                         bool skip_invalid);
 
   // The deciding pattern for `path` (relative to the base), or nullptr when
   // none matches. Directory-only patterns are considered only when `is_dir`.

@@ -117,7 +117,8 @@ class Collector {
         files_.erase(last);
       }
     } else {
-      if (files_.size() >= cap_ && !files_.empty() && PathLess(files_.rbegin()->first, file.path)) return;
+      if (files_.size() >= cap_ && !files_.empty() && PathLess(files_.rbegin()->first, file.path))
+        return;
       std::string path = file.path;
       files_.emplace(std::move(path), std::make_pair(std::move(file), stored));
       if (files_.size() > cap_) files_.erase(std::prev(files_.end()));
@@ -216,8 +217,8 @@ class FileSearch {
         filled = search_from = 0;
       }
       // pread: the descriptor may be the caller's (a single-file search), whose offset stays put.
-      const ssize_t n = pread(fd, w_.buf.get() + filled, w_.cap - filled,
-                              static_cast<off_t>(total_read));
+      const ssize_t n =
+          pread(fd, w_.buf.get() + filled, w_.cap - filled, static_cast<off_t>(total_read));
       if (n < 0) {
         if (errno == EINTR) continue;
         return Outcome::kUnreadable;
@@ -249,7 +250,9 @@ class FileSearch {
       if (req_.mode == OutputMode::kContent) {
         for (int k = 0; k < req_.context_lines && keep > 0; ++k) {
           const void* nl = memrchr(w_.buf.get(), '\n', keep - 1);
-          keep = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
+          keep = nl == nullptr
+                     ? 0
+                     : static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
         }
       }
       memmove(w_.buf.get(), w_.buf.get() + keep, filled - keep);
@@ -283,7 +286,9 @@ class FileSearch {
   size_t StoreForward(absl::string_view text, size_t pos, uint64_t count, uint64_t first_number) {
     for (uint64_t k = 0; k < count && pos < text.size(); ++k) {
       const void* nl = memchr(text.data() + pos, '\n', text.size() - pos);
-      const size_t end = nl == nullptr ? text.size() : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+      const size_t end = nl == nullptr
+                             ? text.size()
+                             : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
       Store(text, pos, end, first_number + k, true);
       pos = end + 1;
     }
@@ -336,7 +341,9 @@ class FileSearch {
         uint64_t back = 0;
         while (back < before && start > 0) {
           const void* nl = start >= 2 ? memrchr(text.data(), '\n', start - 1) : nullptr;
-          start = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+          start = nl == nullptr
+                      ? 0
+                      : static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1;
           ++back;
         }
         StoreForward(text, start, back, number - back);
@@ -364,7 +371,7 @@ class FileSearch {
   const GrepRequest& req_;
   Worker& w_;
   GrepFile& out_;
-  uint64_t line_ = 1;          // number of the line at the search position
+  uint64_t line_ = 1;           // number of the line at the search position
   uint64_t pending_after_ = 0;  // after-context lines still to store
   uint64_t last_stored_ = 0;
   uint64_t stored_ = 0;         // matching lines stored

@@ -39,35 +39,35 @@ struct GrepRequest {
   // pattern already); must outlive the call.
   const LineMatcher* compiled = nullptr;
   OutputMode mode = OutputMode::kFilesWithMatches;
-  int context_lines = 0;       // content mode: lines before and after each match
-  size_t max_results = 1000;   // files (files/count modes) or matching lines (content)
+  int context_lines = 0;          // content mode: lines before and after each match
+  size_t max_results = 1000;      // files (files/count modes) or matching lines (content)
   const GlobSet* glob = nullptr;  // grep_search's `glob` (WalkOptions::overrides)
-  int threads = 0;             // 0 = DefaultWalkThreads()
-  size_t max_line_bytes = 2000;  // longer line texts are cut (on a UTF-8 boundary)
+  int threads = 0;                // 0 = DefaultWalkThreads()
+  size_t max_line_bytes = 2000;   // longer line texts are cut (on a UTF-8 boundary)
   const CancellationToken* cancellation = nullptr;
 };
 
 struct GrepLine {
-  uint64_t number = 0;     // 1-based
-  std::string text;        // valid UTF-8 (invalid bytes become U+FFFD), no line end
+  uint64_t number = 0;  // 1-based
+  std::string text;     // valid UTF-8 (invalid bytes become U+FFFD), no line end
   bool is_context = false;
-  bool cut = false;        // text was longer than max_line_bytes
+  bool cut = false;  // text was longer than max_line_bytes
 };
 
 struct GrepFile {
-  std::string path;        // relative to the workspace root
-  uint64_t matches = 0;    // matching lines in the file (1 in files mode)
+  std::string path;             // relative to the workspace root
+  uint64_t matches = 0;         // matching lines in the file (1 in files mode)
   std::vector<GrepLine> lines;  // content mode: matches and context, by number
 };
 
 struct GrepResult {
-  std::vector<GrepFile> files;   // sorted by path, capped
-  uint64_t total_files = 0;      // files with a match
-  uint64_t total_matches = 0;    // matching lines (files mode: = total_files)
-  uint64_t returned_matches = 0; // matching lines in `files` (content mode)
+  std::vector<GrepFile> files;    // sorted by path, capped
+  uint64_t total_files = 0;       // files with a match
+  uint64_t total_matches = 0;     // matching lines (files mode: = total_files)
+  uint64_t returned_matches = 0;  // matching lines in `files` (content mode)
   uint64_t files_searched = 0;
   uint64_t binary_skipped = 0;
-  uint64_t unreadable = 0;       // files and directories that could not be read
+  uint64_t unreadable = 0;  // files and directories that could not be read
   bool truncated = false;
 };
 

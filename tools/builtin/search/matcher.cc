@@ -99,7 +99,8 @@ inline size_t LineStart(absl::string_view text, size_t from, size_t pos) {
 
 inline size_t LineEnd(absl::string_view text, size_t pos) {
   const void* nl = memchr(text.data() + pos, '\n', text.size() - pos);
-  return nl == nullptr ? text.size() : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+  return nl == nullptr ? text.size()
+                       : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
 }
 
 }  // namespace
@@ -156,8 +157,8 @@ absl::StatusOr<std::unique_ptr<LineMatcher>> LineMatcher::Create(const MatcherOp
   m->regex_ = absl::StrCat("(?m)", m->regex_);
   m->re_ = std::make_unique<RE2>(m->regex_, m->re2_options_);
   if (!m->re_->ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid regex '", options.pattern,
-                                                   "': ", m->re_->error()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid regex '", options.pattern, "': ", m->re_->error()));
   }
   m->matches_empty_ = RE2::PartialMatch("", *m->re_);
   m->finder_ = RequiredLiteral(m->regex_, m->re2_options_);

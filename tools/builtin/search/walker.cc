@@ -409,7 +409,9 @@ IgnoreRules::Verdict IgnoreRules::Match(absl::string_view path, bool is_dir) con
 std::shared_ptr<const IgnoreRules> LoadIgnoreRules(int dir_fd, absl::string_view dir_path,
                                                    const std::vector<std::string>& names,
                                                    std::shared_ptr<const IgnoreRules> parent) {
-  auto has = [&](absl::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  auto has = [&](absl::string_view n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
   std::vector<std::unique_ptr<GlobSet>> sets;
   for (const char* file : {".rgignore", ".ignore", ".gitignore"}) {
     if (!has(file)) continue;

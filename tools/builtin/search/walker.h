@@ -87,12 +87,12 @@ std::shared_ptr<const IgnoreRules> LoadIgnoreRules(int dir_fd, absl::string_view
                                                    std::shared_ptr<const IgnoreRules> parent);
 
 struct WalkEntry {
-  int dir_fd = -1;                // the entry's directory, open during the call
+  int dir_fd = -1;  // the entry's directory, open during the call
   absl::string_view name;
-  absl::string_view path;         // relative to the workspace root
-  absl::string_view start_path;   // relative to the start directory
+  absl::string_view path;        // relative to the workspace root
+  absl::string_view start_path;  // relative to the start directory
   EntryKind kind = EntryKind::kFile;
-  int depth = 1;                  // 1 = directly inside the start directory
+  int depth = 1;  // 1 = directly inside the start directory
 };
 
 struct WalkOptions {
