@@ -47,17 +47,11 @@ class CommandStatusTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
-      return absl::StrCat("command_status ", input["process_id"].GetString());
-    }
-    return "command_status";
+    return absl::StrCat("command_status ", ProcessIdOf(input));
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {
-    std::string id =
-        input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()
-            ? input["process_id"].GetString()
-            : "?";
+    std::string id = ProcessIdOf(input);
     if (!ok || !result.IsObject()) return absl::StrCat("[command_status: ", id, " error]");
     if (result.HasMember("running") && result["running"].IsBool() && result["running"].GetBool()) {
       return absl::StrCat("[command_status: ", id, " running]");

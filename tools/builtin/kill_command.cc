@@ -38,17 +38,11 @@ class KillCommandTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
-      return absl::StrCat("kill_command ", input["process_id"].GetString());
-    }
-    return "kill_command";
+    return absl::StrCat("kill_command ", ProcessIdOf(input));
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {
-    std::string id =
-        input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()
-            ? input["process_id"].GetString()
-            : "?";
+    std::string id = ProcessIdOf(input);
     if (!ok) return absl::StrCat("[kill_command: ", id, " error]");
     return absl::StrCat("[kill_command: ", id, " ended]");
   }

@@ -274,4 +274,11 @@ size_t BackgroundProcesses::running() const {
 
 void ShutdownCommandProcesses() { BackgroundProcesses::Get().Shutdown(); }
 
+std::string ProcessIdOf(const JsonValue& input) {
+  if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
+    return input["process_id"].GetString();
+  }
+  return "?";
+}
+
 }  // namespace toolexec::command

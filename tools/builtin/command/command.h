@@ -177,6 +177,10 @@ std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<const CommandConfig> c
 // / Shutdown). Idempotent; thread-safe.
 void ShutdownCommandProcesses();
 
+// The process_id argument of command_status/kill_command, or "?" when absent
+// (for titles and summaries, which also see invalid input).
+std::string ProcessIdOf(const JsonValue& input);
+
 // At most this many background commands run at once across the daemon, and
 // this many per session.
 inline constexpr size_t kMaxRunningBackground = 64;
