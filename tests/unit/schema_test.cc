@@ -134,5 +134,115 @@ TEST(CompileTest, RejectsInvalidSchemas) {
   EXPECT_FALSE(bad.ok());
 }
 
+// "pattern" is matched with RE2 (linear time, no recursion): a long string
+// neither crashes the daemon nor takes forever, as std::regex would.
+TEST(PatternTest, LongStringsAreMatchedWithoutCrashing) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "name":{"type":"string","pattern":"^[a-z]+$"}}})");
+  Json good = J("{}");
+  good.AddMember("name", JsonValue().SetString(std::string(200000, 'a').c_str(), good.GetAllocator()),
+                 good.GetAllocator());
+  EXPECT_TRUE(schema->Prepare(good).ok());
+  Json bad = J("{}");
+  bad.AddMember("name", JsonValue().SetString((std::string(200000, 'a') + "1").c_str(),
+                                         bad.GetAllocator()),
+                bad.GetAllocator());
+  absl::Status s = schema->Prepare(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("args.name"));
+  EXPECT_THAT(s.message(), HasSubstr("^[a-z]+$"));
+}
+
+TEST(PatternTest, PatternIsASearchNotAFullMatch) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "id":{"type":"string","pattern":"[0-9]{3}"}}})");
+  Json yes = J(R"({"id":"ab123cd"})");
+  EXPECT_TRUE(schema->Prepare(yes).ok());
+  Json no = J(R"({"id":"ab12cd"})");
+  EXPECT_FALSE(schema->Prepare(no).ok());
+}
+
+TEST(PatternTest, APropertyNamedPatternIsNotAKeyword) {
+  // grep_search has a property called "pattern"; only keyword positions count.
+  auto schema = Compile(R"({"type":"object","properties":{
+      "pattern":{"type":"string","pattern":"^x"}},"required":["pattern"]})");
+  Json yes = J(R"({"pattern":"xyz"})");
+  EXPECT_TRUE(schema->Prepare(yes).ok());
+  Json no = J(R"({"pattern":"yz"})");
+  EXPECT_FALSE(schema->Prepare(no).ok());
+}
+
+TEST(PatternTest, AppliesInsideCombinatorsItemsAndRefs) {
+  auto schema = Compile(R"({"type":"object",
+      "definitions":{"code":{"type":"string","pattern":"^[A-Z]{2}$"}},
+      "properties":{
+        "codes":{"type":"array","items":{"$ref":"#/definitions/code"}},
+        "either":{"anyOf":[{"type":"string","pattern":"^a"},{"type":"string","pattern":"^b"}]}}})");
+  Json ok = J(R"({"codes":["AB","CD"],"either":"bee"})");
+  EXPECT_TRUE(schema->Prepare(ok).ok());
+  Json bad_item = J(R"({"codes":["AB","cd"]})");
+  EXPECT_THAT(schema->Prepare(bad_item).message(), HasSubstr("args.codes[1]"));
+  Json bad_any = J(R"({"either":"cat"})");
+  EXPECT_FALSE(schema->Prepare(bad_any).ok());
+}
+
+TEST(PatternTest, NonStringsAreNotMatched) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "v":{"type":["string","integer"],"pattern":"^[a-z]+$"}}})");
+  Json n = J(R"({"v":7})");
+  EXPECT_TRUE(schema->Prepare(n).ok());
+}
+
+TEST(PatternTest, AnUnsupportedPatternIsAClearCompileError) {
+  // RE2 has no lookaround or backreferences; say so when the tool registers.
+  auto s = CompiledSchema::Compile(R"js({"type":"object","properties":{
+      "x":{"type":"string","pattern":"^(?!foo)"}}})js");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("properties/x"));
+  EXPECT_THAT(s.status().message(), HasSubstr("RE2"));
+  EXPECT_FALSE(CompiledSchema::Compile(R"({"type":"object","properties":{
+      "x":{"type":"string","pattern":7}}})").ok());
+}
+
+TEST(FormatTest, DateTimeFormatsAreCheckedWithoutCrashingOnLongInput) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "d":{"type":"string","format":"date"},
+      "t":{"type":"string","format":"time"},
+      "dt":{"type":"string","format":"date-time"},
+      "n":{"type":"integer","format":"int32"},
+      "e":{"type":"string","format":"email"}}})");
+  Json ok = J(R"({"d":"2026-12-03","t":"16:52:45Z","dt":"2026-12-03T16:52:45+02:00",
+                  "n":5,"e":"anything"})");
+  EXPECT_TRUE(schema->Prepare(ok).ok()) << schema->Prepare(ok);
+  Json bad_date = J(R"({"d":"2026-02-30"})");
+  EXPECT_THAT(schema->Prepare(bad_date).message(), HasSubstr("args.d"));
+  Json bad_time = J(R"({"t":"25:00:00Z"})");
+  EXPECT_THAT(schema->Prepare(bad_time).message(), HasSubstr("valid time"));
+  Json bad_dt = J(R"({"dt":"2026-12-03 16:52:45Z"})");
+  EXPECT_THAT(schema->Prepare(bad_dt).message(), HasSubstr("valid date-time"));
+  Json huge = J("{}");
+  huge.AddMember("d", JsonValue().SetString((std::string(200000, '1') + "-01-01").c_str(),
+                                       huge.GetAllocator()),
+                 huge.GetAllocator());
+  EXPECT_TRUE(schema->Prepare(huge).ok());  // a very long year is still a date
+}
+
+TEST(PatternPropertiesTest, LongPropertyNamesAreRefusedNotMatched) {
+  auto schema = Compile(R"({"type":"object","patternProperties":{
+      "^[a-z]+$":{"type":"integer"}},"additionalProperties":false})");
+  Json ok = J(R"({"abc":1})");
+  EXPECT_TRUE(schema->Prepare(ok).ok());
+  Json wrong = J(R"({"abc":"x"})");
+  EXPECT_FALSE(schema->Prepare(wrong).ok());
+  Json extra = J(R"({"ABC":1})");
+  EXPECT_FALSE(schema->Prepare(extra).ok());
+  Json huge = J("{}");
+  huge.AddMember(JsonValue().SetString(std::string(200000, 'a').c_str(), huge.GetAllocator()),
+                 JsonValue(1), huge.GetAllocator());
+  absl::Status s = schema->Prepare(huge);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("property name"));
+}
+
 }  // namespace
 }  // namespace toolexec

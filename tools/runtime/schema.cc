@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/runtime/schema_regex.h"
 #include "valijson/schema.hpp"
 #include "valijson/schema_parser.hpp"
 #include "valijson/validation_results.hpp"
@@ -172,9 +173,22 @@ absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Compile(absl::st
   std::unique_ptr<CompiledSchema> schema(new CompiledSchema());
   schema->document_ = std::move(*doc);
   schema->compiled_ = std::make_unique<valijson::Schema>();
+  // valijson sees a copy whose regular-expression keywords toolexec checks
+  // with RE2 (schema_regex.h says why).
+  Json for_validator;
+  for_validator.CopyFrom(schema->document_, for_validator.GetAllocator());
+  schema_regex::PatternTable patterns;
+  schema_regex::RewriteResult rewritten;
+  if (absl::Status s = schema_regex::Rewrite(for_validator, for_validator.GetAllocator(), patterns,
+                                             rewritten);
+      !s.ok()) {
+    return s;
+  }
+  schema->check_property_names_ = rewritten.has_pattern_properties;
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    valijson::adapters::RapidJsonAdapter adapter(schema->document_);
+    schema_regex::AddConstraintBuilders(parser, patterns);
+    valijson::adapters::RapidJsonAdapter adapter(for_validator);
     parser.populateSchema(adapter, *schema->compiled_);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON Schema: ", e.what()));
@@ -187,6 +201,9 @@ CompiledSchema::~CompiledSchema() = default;
 void CompiledSchema::Coerce(Json& args) const { CoerceNode(document_, args, args.GetAllocator()); }
 
 absl::Status CompiledSchema::Validate(const JsonValue& args) const {
+  if (check_property_names_) {
+    if (absl::Status s = schema_regex::CheckPropertyNameLengths(args); !s.ok()) return s;
+  }
   valijson::Validator validator;
   valijson::ValidationResults results;
   valijson::adapters::RapidJsonAdapter adapter(args);

@@ -45,6 +45,9 @@ class CompiledSchema final {
 
   Json document_;
   std::unique_ptr<valijson::Schema> compiled_;
+  // The schema has patternProperties, which valijson matches with std::regex:
+  // property names are bounded before validation.
+  bool check_property_names_ = false;
 };
 
 }  // namespace toolexec
