@@ -222,11 +222,12 @@ void Daemon::Shutdown() {
       core_->WaitForBatches(absl::Now() + absl::Seconds(2));
     }
   }
+  // What outlives calls (background commands, some of them started without a
+  // session) ends here, all at once: a kill grace is waited out once, not
+  // once per session in CloseAll.
+  for (const auto& t : registry_.tools()) t->tool->shutdown();
   // Ends WatchSession streams cleanly and runs every tool's cleanup_session.
   sessions_->CloseAll();
-  // Background commands outlive their calls; those started without a session
-  // have no cleanup_session to end them.
-  command::ShutdownCommandProcesses();
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/artifacts.h"
+#include "tools/runtime/executor.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
@@ -82,6 +83,13 @@ class ServiceCore final {
   ArtifactStore& artifacts() { return *artifacts_; }
   const std::map<std::string, ResolvedSubagent>& subagents() const { return *subagents_; }
 
+  // Runs session work that may block (closing a session ends its background
+  // commands: SIGTERM, the kill grace, SIGKILL) off the gRPC threads, so one
+  // slow close never holds up other RPCs. Tasks must finish their RPC; the
+  // gRPC server's Wait() therefore returns only after they have, and this
+  // executor (destroyed with the core, after the server) joins idle threads.
+  Executor& session_work() { return session_work_; }
+
   // While draining, new batches are refused with UNAVAILABLE.
   bool draining() const { return draining_.load(std::memory_order_acquire); }
   void StartDraining() {
@@ -122,6 +130,8 @@ class ServiceCore final {
   std::atomic<bool> draining_{false};
   absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  Executor session_work_{Executor::Options{/*min_threads=*/0, /*max_threads=*/64,
+                                           /*idle_timeout=*/absl::Seconds(10)}};
 };
 
 }  // namespace toolexec

@@ -18,17 +18,23 @@
 namespace toolexec {
 namespace {
 
-// Finishes a unary RPC and writes its log line.
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const char* method,
-                                const absl::Status& status, const std::string& detail = "") {
+// Writes a unary RPC's log line and finishes it on `reactor`.
+void Finish(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+            const char* method, const absl::Status& status, const std::string& detail) {
   if (status.ok()) {
     spdlog::info("{} peer={} {} status=OK", method, context->peer(), detail);
   } else {
     spdlog::info("{} peer={} {} status={} {}", method, context->peer(), detail,
                  absl::StatusCodeToString(status.code()), std::string(status.message()));
   }
-  auto* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
+}
+
+// Finishes a unary RPC on its default reactor and writes its log line.
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const char* method,
+                                const absl::Status& status, const std::string& detail = "") {
+  auto* reactor = context->DefaultReactor();
+  Finish(context, reactor, method, status, detail);
   return reactor;
 }
 
@@ -183,16 +189,23 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
                            request->merge_exempt_keys().end());
   merge.artifact_prefixes.assign(request->artifact_prefixes().begin(),
                                  request->artifact_prefixes().end());
-  auto merged = core_->sessions().Close(request->session_id(), merge);
-  if (merged.ok()) {
-    auto* actions = response->mutable_merged();
-    (void)JsonToStruct(merged->state_delta, actions->mutable_state_delta());
-    for (const auto& [name, version] : merged->artifact_delta) {
-      (*actions->mutable_artifact_delta())[name] = version;
+  auto* reactor = context->DefaultReactor();
+  // Closing runs every tool's cleanup_session, which may wait out the kill
+  // grace of background commands: not on a gRPC thread.
+  auto close = [this, context, request, response, reactor, merge = std::move(merge)] {
+    auto merged = core_->sessions().Close(request->session_id(), merge);
+    if (merged.ok()) {
+      auto* actions = response->mutable_merged();
+      (void)JsonToStruct(merged->state_delta, actions->mutable_state_delta());
+      for (const auto& [name, version] : merged->artifact_delta) {
+        (*actions->mutable_artifact_delta())[name] = version;
+      }
     }
-  }
-  return Reply(context, "CloseSession", merged.status(),
-               absl::StrCat("session=", request->session_id()));
+    Finish(context, reactor, "CloseSession", merged.status(),
+           absl::StrCat("session=", request->session_id()));
+  };
+  if (!core_->session_work().Submit(close)) close();  // only while shutting down
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::GetState(grpc::CallbackServerContext* context,

@@ -207,7 +207,7 @@ int Main(int argc, char** argv) {
       Percentile(tool, 0.5) - Percentile(bash, 0.5), Percentile(noop, 0.5));
   std::printf("correctness: %s (%d failure(s))\n", g_failures == 0 ? "ok" : "FAILED", g_failures);
 
-  command::ShutdownCommandProcesses();
+  for (const auto& t : registry.tools()) t->tool->shutdown();
   std::filesystem::remove_all(ws);
   return g_failures == 0 ? 0 : 1;
 }

@@ -325,5 +325,59 @@ TEST_F(AgentControlTest, ASessionInUseOutlivesTheTtl) {
   EXPECT_TRUE(client_->GetState(get).ok());
 }
 
+// Closing a session waits for its background commands to die (SIGTERM, the
+// kill grace, SIGKILL); that wait must not hold up the daemon's other RPCs.
+TEST_F(AgentControlTest, ASlowSessionCloseDoesNotStallOtherCalls) {
+  DaemonOptions options;
+  options.builtin.command_kill_grace = absl::Seconds(3);
+  Start(options);
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 4; ++i) {
+    sessions.push_back(OpenSession());
+    v1::ToolResult started = Call(
+        "run_command", R"({"command_line":"trap '' TERM; sleep 60","background":true})",
+        sessions.back());
+    ASSERT_TRUE(started.error_message().empty()) << started.error_message();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the traps install
+  std::vector<std::thread> closers;
+  for (const auto& s : sessions) {
+    closers.emplace_back([this, s] {
+      v1::CloseSessionRequest req;
+      req.set_session_id(s);
+      EXPECT_TRUE(client_->CloseSession(req).ok());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Four closes are now waiting out the grace; other work goes on meanwhile.
+  absl::Time start = absl::Now();
+  v1::ToolResult r = Call("get_weather", R"({"city":"Oslo"})");
+  absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(r.error_message().empty());
+  EXPECT_LT(took, absl::Seconds(2)) << "a call waited for other sessions' closes";
+  for (auto& t : closers) t.join();
+  EXPECT_GE(absl::Now() - start, absl::Seconds(2));  // the closes did wait out the grace
+}
+
+// Shutdown ends every session's background commands together: the kill grace
+// is waited out once, not once per session.
+TEST_F(AgentControlTest, ShutdownEndsAllSessionsCommandsTogether) {
+  DaemonOptions options;
+  options.builtin.command_kill_grace = absl::Seconds(2);
+  Start(options);
+  for (int i = 0; i < 4; ++i) {
+    v1::ToolResult started = Call(
+        "run_command", R"({"command_line":"trap '' TERM; sleep 60","background":true})",
+        OpenSession());
+    ASSERT_TRUE(started.error_message().empty()) << started.error_message();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the traps install
+  absl::Time start = absl::Now();
+  daemon_->Shutdown();
+  absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(1500));  // the grace was honoured
+  EXPECT_LT(took, absl::Seconds(6)) << "the grace was waited out session by session";
+}
+
 }  // namespace
 }  // namespace toolexec

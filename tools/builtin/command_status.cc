@@ -34,8 +34,8 @@ constexpr char kSchema[] = R"json({
 
 class CommandStatusTool final : public Tool {
  public:
-  explicit CommandStatusTool(std::shared_ptr<const CommandConfig> config)
-      : config_(std::move(config)) {}
+  explicit CommandStatusTool(std::shared_ptr<BackgroundProcesses> background)
+      : background_(std::move(background)) {}
 
   std::string name() const override { return "command_status"; }
   std::string description() const override {
@@ -71,17 +71,17 @@ class CommandStatusTool final : public Tool {
       absl::Duration left = ctx.info().deadline - absl::Now() - absl::Milliseconds(100);
       wait = std::max(absl::ZeroDuration(), std::min(wait, left));
     }
-    return BackgroundProcesses::Get().Status(ctx.info().session_id, id, wait, ctx.cancellation());
+    return background_->Status(ctx.info().session_id, id, wait, ctx.cancellation());
   }
 
  private:
-  const std::shared_ptr<const CommandConfig> config_;
+  const std::shared_ptr<BackgroundProcesses> background_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tool> MakeCommandStatusTool(std::shared_ptr<const CommandConfig> config) {
-  return std::make_unique<CommandStatusTool>(std::move(config));
+std::unique_ptr<Tool> MakeCommandStatusTool(std::shared_ptr<BackgroundProcesses> background) {
+  return std::make_unique<CommandStatusTool>(std::move(background));
 }
 
 }  // namespace toolexec::command

@@ -26,8 +26,8 @@ constexpr char kSchema[] = R"json({
 
 class KillCommandTool final : public Tool {
  public:
-  explicit KillCommandTool(std::shared_ptr<const CommandConfig> config)
-      : config_(std::move(config)) {}
+  explicit KillCommandTool(std::shared_ptr<BackgroundProcesses> background)
+      : background_(std::move(background)) {}
 
   std::string name() const override { return "kill_command"; }
   std::string description() const override {
@@ -49,17 +49,17 @@ class KillCommandTool final : public Tool {
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     std::string id(args["process_id"].GetString(), args["process_id"].GetStringLength());
-    return BackgroundProcesses::Get().Kill(ctx.info().session_id, id, ctx.cancellation());
+    return background_->Kill(ctx.info().session_id, id, ctx.cancellation());
   }
 
  private:
-  const std::shared_ptr<const CommandConfig> config_;
+  const std::shared_ptr<BackgroundProcesses> background_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<const CommandConfig> config) {
-  return std::make_unique<KillCommandTool>(std::move(config));
+std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<BackgroundProcesses> background) {
+  return std::make_unique<KillCommandTool>(std::move(background));
 }
 
 }  // namespace toolexec::command

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/command/environment.h"
 #include "tools/builtin/command/reaper.h"
@@ -60,15 +61,17 @@ absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& 
       return s;
     }
   }
-  if (absl::Status s = registry.Register(command::MakeRunCommandTool(*config), "built-in");
+  auto background = std::make_shared<command::BackgroundProcesses>();
+  if (absl::Status s =
+          registry.Register(command::MakeRunCommandTool(*config, background), "built-in");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = registry.Register(command::MakeCommandStatusTool(*config), "built-in");
+  if (absl::Status s = registry.Register(command::MakeCommandStatusTool(background), "built-in");
       !s.ok()) {
     return s;
   }
-  return registry.Register(command::MakeKillCommandTool(*config), "built-in");
+  return registry.Register(command::MakeKillCommandTool(background), "built-in");
 }
 
 }  // namespace toolexec

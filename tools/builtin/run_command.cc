@@ -89,8 +89,9 @@ absl::StatusOr<std::string> FdPath(int fd) {
 
 class RunCommandTool final : public Tool {
  public:
-  explicit RunCommandTool(std::shared_ptr<const CommandConfig> config)
-      : config_(std::move(config)) {}
+  RunCommandTool(std::shared_ptr<const CommandConfig> config,
+                 std::shared_ptr<BackgroundProcesses> background)
+      : config_(std::move(config)), background_(std::move(background)) {}
 
   std::string name() const override { return "run_command"; }
   std::string description() const override {
@@ -122,8 +123,9 @@ class RunCommandTool final : public Tool {
     return {r};
   }
   void cleanup_session(absl::string_view session_id) const override {
-    BackgroundProcesses::Get().CloseSession(session_id);
+    background_->CloseSession(session_id);
   }
+  void shutdown() const override { background_->Shutdown(); }
 
  private:
   static absl::string_view CommandLineOf(const JsonValue& input) {
@@ -134,6 +136,7 @@ class RunCommandTool final : public Tool {
   }
 
   const std::shared_ptr<const CommandConfig> config_;
+  const std::shared_ptr<BackgroundProcesses> background_;
 };
 
 absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ctx) const {
@@ -232,7 +235,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
     req.session_id = ctx.info().session_id;
     req.command_line = command_line;
     req.spec = std::move(spec);
-    auto id = BackgroundProcesses::Get().Start(std::move(req));
+    auto id = background_->Start(std::move(req));
     if (!id.ok()) return id.status();
     Json out = MakeObject();
     SetString(out, "process_id", *id);
@@ -354,8 +357,9 @@ std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonVa
 
 }  // namespace
 
-std::unique_ptr<Tool> MakeRunCommandTool(std::shared_ptr<const CommandConfig> config) {
-  return std::make_unique<RunCommandTool>(std::move(config));
+std::unique_ptr<Tool> MakeRunCommandTool(std::shared_ptr<const CommandConfig> config,
+                                         std::shared_ptr<BackgroundProcesses> background) {
+  return std::make_unique<RunCommandTool>(std::move(config), std::move(background));
 }
 
 }  // namespace toolexec::command

@@ -128,6 +128,13 @@ class Tool {
   // Called once when a session closes, for every tool. Must not throw.
   virtual void cleanup_session(absl::string_view /*session_id*/) const {}
 
+  // Called once when the daemon stops, for every tool, once in-flight batches
+  // have finished or been cancelled. End everything that outlives calls
+  // (background processes, connections) at once and refuse to start more;
+  // the sessions are closed (cleanup_session) after this. Must not throw;
+  // may block for a bounded time.
+  virtual void shutdown() const {}
+
   static constexpr size_t kDefaultDisplayBytes = 4096;
 };
 

@@ -163,7 +163,7 @@ class RunCommandTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    command::BackgroundProcesses::Get().CloseSession("");
+    if (registry_) registry_->Find("run_command")->tool->cleanup_session("");
     runner_.reset();
     std::filesystem::remove_all(ws_);
   }
@@ -685,8 +685,7 @@ TEST_F(RunCommandTest, BackgroundCommandsAreLimitedPerSession) {
   auto refused = Sh("sleep 1000", R"("background":true)");
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error_message, HasSubstr("end some with kill_command"));
-  command::BackgroundProcesses::Get().CloseSession("");
-  EXPECT_EQ(command::BackgroundProcesses::Get().running(), 0u);
+  registry_->Find("run_command")->tool->cleanup_session("");  // frees the session's slots
   EXPECT_TRUE(Sh("true", R"("background":true)").ok());
 }
 

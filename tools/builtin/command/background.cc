@@ -59,11 +59,6 @@ struct BackgroundProcesses::Entry {
   CommandOutcome outcome ABSL_GUARDED_BY(mu);
 };
 
-BackgroundProcesses& BackgroundProcesses::Get() {
-  static BackgroundProcesses* table = new BackgroundProcesses();  // lives to exit
-  return *table;
-}
-
 absl::StatusOr<std::string> BackgroundProcesses::Start(StartRequest request) {
   std::vector<std::shared_ptr<Entry>> evicted;
   std::string id;
@@ -271,8 +266,6 @@ size_t BackgroundProcesses::running() const {
   for (const auto& e : entries_) n += e->Exited() ? 0 : 1;
   return n;
 }
-
-void ShutdownCommandProcesses() { BackgroundProcesses::Get().Shutdown(); }
 
 std::string ProcessIdOf(const JsonValue& input) {
   if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {

@@ -6,8 +6,9 @@
 // (cleanup_session). Calls without a session share the key "" (a daemon
 // without sessions keeps them until kill_command or shutdown).
 //
-// Thread safety: every method is thread-safe. The table lives for the whole
-// process; ShutdownCommandProcesses() ends what it holds.
+// Thread safety: every method is thread-safe. The command tools share one
+// table (see command.h); Shutdown() ends what it holds, and so does the
+// destructor.
 #ifndef TOOLEXEC_TOOLS_BUILTIN_COMMAND_BACKGROUND_H_
 #define TOOLEXEC_TOOLS_BUILTIN_COMMAND_BACKGROUND_H_
 
@@ -29,7 +30,9 @@ namespace toolexec::command {
 
 class BackgroundProcesses final {
  public:
-  static BackgroundProcesses& Get();
+  BackgroundProcesses() = default;
+  BackgroundProcesses(const BackgroundProcesses&) = delete;
+  BackgroundProcesses& operator=(const BackgroundProcesses&) = delete;
 
   // Finished entries kept for command_status before the oldest is dropped.
   static constexpr size_t kMaxEntries = 256;
@@ -66,7 +69,6 @@ class BackgroundProcesses final {
 
  private:
   struct Entry;
-  BackgroundProcesses() = default;
   std::shared_ptr<Entry> Find(absl::string_view session_id, absl::string_view process_id) const;
   static Json Report(Entry& entry, bool killed);
   // Ends the given entries together and waits for them (outside mu_).

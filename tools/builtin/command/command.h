@@ -21,11 +21,13 @@
 //   pid reuse). Everybody else asks it to stop with RequestStop(reason),
 //   which only sets an atomic and writes an eventfd; it never blocks, so it
 //   is safe inside a CancellationToken callback.
-// * BackgroundProcesses (background.h): the process-wide table of
-//   background commands, keyed by process id and tagged with the session id
-//   that started them ("" when the call had no session). Each entry owns a
-//   CommandRun and the thread pumping it, plus the unread-output log
-//   command_status reads.
+// * BackgroundProcesses (background.h): the table of background commands,
+//   keyed by process id and tagged with the session id that started them
+//   ("" when the call had no session). One per RegisterCommandTools call
+//   (one per daemon), shared by shared_ptr between the three tools, so it
+//   lives as long as the registry holding them. Each entry owns a CommandRun
+//   and the thread pumping it, plus the unread-output log command_status
+//   reads.
 // * ChildReaper (reaper.h): process-wide. Makes the daemon a child
 //   subreaper and reaps orphans (see Reaping).
 //
@@ -52,7 +54,7 @@
 // --------------------------------------------------------
 // * Wall timeout (timeout_ms), idle timeout (idle_timeout_ms), the call's
 //   CancellationToken (client cancel, batch timeout, runner shutdown),
-//   kill_command, cleanup_session and ShutdownCommandProcesses all end in
+//   kill_command, cleanup_session and run_command's Tool::shutdown all end in
 //   the same place: the CommandRun loop sends SIGTERM to the command's process
 //   group and to every descendant found under /proc (processes that called
 //   setsid are still descendants), waits command_kill_grace, then SIGKILLs
@@ -164,18 +166,16 @@ struct CommandConfig {
   static absl::StatusOr<std::shared_ptr<const CommandConfig>> Create(const BuiltinOptions& options);
 };
 
-// The tools, in the order RegisterCommandTools registers them.
-std::unique_ptr<Tool> MakeRunCommandTool(std::shared_ptr<const CommandConfig> config);
-std::unique_ptr<Tool> MakeCommandStatusTool(std::shared_ptr<const CommandConfig> config);
-std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<const CommandConfig> config);
+class BackgroundProcesses;
 
-// Daemon shutdown: ends every background command of every session (and of no
-// session), SIGTERM then SIGKILL after each one's kill grace, and waits for
-// them; later background starts are refused. Call it after the sessions are
-// closed and running batches cancelled, before the process exits. Foreground
-// commands end through their calls' cancellation (ToolRunner::CancelRunning
-// / Shutdown). Idempotent; thread-safe.
-void ShutdownCommandProcesses();
+// The tools, in the order RegisterCommandTools registers them; they share
+// one table of background commands. run_command's Tool::shutdown ends every
+// background command of every session (and of none) together and refuses
+// later starts; foreground commands end through their calls' cancellation.
+std::unique_ptr<Tool> MakeRunCommandTool(std::shared_ptr<const CommandConfig> config,
+                                         std::shared_ptr<BackgroundProcesses> background);
+std::unique_ptr<Tool> MakeCommandStatusTool(std::shared_ptr<BackgroundProcesses> background);
+std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<BackgroundProcesses> background);
 
 // The process_id argument of command_status/kill_command, or "?" when absent
 // (for titles and summaries, which also see invalid input).
