@@ -379,5 +379,17 @@ TEST_F(AgentControlTest, ShutdownEndsAllSessionsCommandsTogether) {
   EXPECT_LT(took, absl::Seconds(6)) << "the grace was waited out session by session";
 }
 
+// Background commands belong to one daemon: stopping it does not stop a later
+// daemon of the same process (an embedding harness, these tests) from
+// starting them.
+TEST_F(AgentControlTest, ADaemonStartedAfterAnotherStoppedRunsBackgroundCommands) {
+  Start();
+  daemon_->Shutdown();
+  Start();
+  v1::ToolResult started =
+      Call("run_command", R"({"command_line":"sleep 5","background":true})", OpenSession());
+  EXPECT_TRUE(started.error_message().empty()) << started.error_message();
+}
+
 }  // namespace
 }  // namespace toolexec
