@@ -1,8 +1,11 @@
 // bench_command: what run_command costs per call over spawning a process
 // directly (issue 4).
 //
-// One process, one run, three targets measured in interleaved order (one call
+// One process, one run, five targets measured in interleaved order (one call
 // of each per iteration, so machine noise hits all alike):
+//   daemon  run_command {"command_line":"true"} as a one-call ExecuteBatch to a
+//           toolexecd (server/ Daemon, in this process, on 127.0.0.1:0)
+//           through toolexec::Client: the whole round trip a harness sees.
 //   tool    run_command {"command_line":"true"} through ToolRunner::Run: the
 //           tool API round trip the daemon makes for one call (no gRPC):
 //           executor hop, argument validation, workspace resolution, env,
@@ -12,8 +15,9 @@
 //   true    posix_spawn("/bin/true") + waitpid: the bare process floor.
 //   noop    a tool that returns {} through the same ToolRunner::Run: the
 //           runner's own share of the tool round trip.
-// The headline ratio is tool/true (what the issue asks for); tool/bash shows
-// what the tool adds on top of the shell it has to run.
+// The headline ratio is daemon/true (what the issue asks for); tool/bash
+// shows what the tool adds on top of the shell it has to run, daemon/tool
+// what gRPC adds.
 //
 // Exit status: 0 whatever the timings, 1 if any call failed or returned a
 // wrong result, 2 on bad usage or set-up failure.
@@ -32,6 +36,9 @@
 #include <string>
 #include <vector>
 
+#include "client/client.h"
+#include "server/daemon.h"
+#include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/tool_runner.h"
 
@@ -121,6 +128,27 @@ double ToolCall(ToolRunner& runner) {
   return us;
 }
 
+double DaemonCall(Client& client) {
+  v1::ExecuteBatchRequest req;
+  *req.add_calls() = *MakeCall("1", "run_command", R"({"command_line":"true"})");
+  auto t0 = Clock::now();
+  auto results = client.ExecuteBatchCollect(req);
+  double us = Us(Clock::now() - t0);
+  if (!results.ok() || results->size() != 1) {
+    Fail("ExecuteBatch failed: " + (results.ok() ? "no result" : results.status().ToString()));
+    return us;
+  }
+  const v1::ToolResult& r = results->at(0);
+  const auto& fields = r.payload().struct_value().fields();
+  auto code = fields.find("exit_code");
+  if (!r.error_message().empty()) {
+    Fail("run_command failed through the daemon: " + r.error_message());
+  } else if (code == fields.end() || code->second.number_value() != 0) {
+    Fail("run_command true through the daemon: no exit_code 0");
+  }
+  return us;
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
@@ -154,20 +182,33 @@ int Main(int argc, char** argv) {
   ro.default_workspace = ws;
   ToolRunner runner(&registry, ro);
 
+  spdlog::set_level(spdlog::level::warn);  // no per-RPC log lines in the timings
+  DaemonOptions daemon_options;
+  daemon_options.listen = "127.0.0.1:0";
+  daemon_options.workspace = ws;
+  auto daemon = Daemon::Create(daemon_options);
+  if (!daemon.ok() || !(*daemon)->Start().ok()) {
+    std::fprintf(stderr, "cannot start the daemon: %s\n",
+                 daemon.ok() ? "Start failed" : std::string(daemon.status().message()).c_str());
+    return 2;
+  }
+  std::unique_ptr<Client> client = Client::Create((*daemon)->address());
+
   const std::vector<const char*> bash_argv = {"/bin/bash", "-c", "true", nullptr};
   const std::vector<const char*> true_argv = {"/bin/true", nullptr};
   for (int i = 0; i < warmup; ++i) {
+    DaemonCall(*client);
     ToolCall(runner);
     SpawnDirect(bash_argv);
     SpawnDirect(true_argv);
     NoopCall(runner);
   }
-  std::vector<double> tool, bash, bare, noop;
+  std::vector<double> daemon_us, tool, bash, bare, noop;
   auto wall0 = Clock::now();
   for (int i = 0; i < iterations; ++i) {
     // Rotate the order so no target always runs right after another.
-    for (int k = 0; k < 4; ++k) {
-      switch ((i + k) % 4) {
+    for (int k = 0; k < 5; ++k) {
+      switch ((i + k) % 5) {
         case 0:
           tool.push_back(ToolCall(runner));
           break;
@@ -179,6 +220,9 @@ int Main(int argc, char** argv) {
           break;
         case 3:
           noop.push_back(NoopCall(runner));
+          break;
+        case 4:
+          daemon_us.push_back(DaemonCall(*client));
           break;
       }
     }
@@ -193,20 +237,26 @@ int Main(int argc, char** argv) {
     std::printf("  %-46s %9.0f %9.0f %9.0f\n", name, Percentile(v, 0.5), Percentile(v, 0.9),
                 Percentile(v, 0.99));
   };
+  row("run_command \"true\" (ExecuteBatch to toolexecd)", daemon_us);
   row("run_command \"true\" (ToolRunner round trip)", tool);
   row("posix_spawn /bin/bash -c true + waitpid", bash);
   row("posix_spawn /bin/true + waitpid", bare);
   row("no-op tool (ToolRunner round trip)", noop);
+  std::printf("  ratio p50: daemon run_command/true %.2fx (headline), daemon/ToolRunner %.2fx\n",
+              Percentile(daemon_us, 0.5) / Percentile(bare, 0.5),
+              Percentile(daemon_us, 0.5) / Percentile(tool, 0.5));
   std::printf("  ratio p50: run_command/true %.2fx, run_command/bash %.2fx, bash/true %.2fx\n",
               Percentile(tool, 0.5) / Percentile(bare, 0.5),
               Percentile(tool, 0.5) / Percentile(bash, 0.5),
               Percentile(bash, 0.5) / Percentile(bare, 0.5));
   std::printf(
       "  run_command overhead over the shell it runs (p50): %.0f µs, of which the "
-      "runner's own round trip: %.0f µs\n",
-      Percentile(tool, 0.5) - Percentile(bash, 0.5), Percentile(noop, 0.5));
+      "runner's own round trip: %.0f µs; gRPC adds %.0f µs\n",
+      Percentile(tool, 0.5) - Percentile(bash, 0.5), Percentile(noop, 0.5),
+      Percentile(daemon_us, 0.5) - Percentile(tool, 0.5));
   std::printf("correctness: %s (%d failure(s))\n", g_failures == 0 ? "ok" : "FAILED", g_failures);
 
+  (*daemon)->Shutdown();
   for (const auto& t : registry.tools()) t->tool->shutdown();
   std::filesystem::remove_all(ws);
   return g_failures == 0 ? 0 : 1;
