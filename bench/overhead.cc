@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "bench/echo.grpc.pb.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -399,6 +400,9 @@ int Main(int argc, char** argv) {
   }
   // The daemon logs one info line per RPC; that would time spdlog, not toolexecd.
   spdlog::set_level(spdlog::level::warn);
+  // As toolexecd's main does: Debian's abseil checks every Mutex acquisition
+  // for lock-order cycles, which production turns off; measure what it runs.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   std::printf("bench_overhead: toolexecd ExecuteBatch vs a bare gRPC echo (same gRPC, same "
               "messages, same client)\n");

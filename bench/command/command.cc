@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -183,6 +184,9 @@ int Main(int argc, char** argv) {
   ToolRunner runner(&registry, ro);
 
   spdlog::set_level(spdlog::level::warn);  // no per-RPC log lines in the timings
+  // As toolexecd's main does: Debian's abseil checks every Mutex acquisition
+  // for lock-order cycles, which production turns off; measure what it runs.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   DaemonOptions daemon_options;
   daemon_options.listen = "127.0.0.1:0";
   daemon_options.workspace = ws;

@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "google/protobuf/struct.pb.h"
@@ -147,6 +148,9 @@ void AppendArray(std::string* out, const char* name,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As toolexecd's main does: Debian's abseil checks every Mutex acquisition
+  // for lock-order cycles, which production turns off; measure what it runs.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const Options opts = ParseArgs(argc, argv);
 
   std::unique_ptr<toolexec::Client> client = toolexec::Client::Create(opts.target);

@@ -5,8 +5,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
