@@ -204,7 +204,9 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
     Finish(context, reactor, "CloseSession", merged.status(),
            absl::StrCat("session=", request->session_id()));
   };
-  if (!core_->session_work().Submit(close)) close();  // only while shutting down
+  // Submit fails only once the executor is shut down, which happens with the
+  // core, after the gRPC server has stopped; run it here if it ever does.
+  if (!core_->session_work().Submit(close)) close();
   return reactor;
 }
 

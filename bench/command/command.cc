@@ -142,10 +142,12 @@ double DaemonCall(Client& client) {
   const v1::ToolResult& r = results->at(0);
   const auto& fields = r.payload().struct_value().fields();
   auto code = fields.find("exit_code");
-  if (!r.error_message().empty()) {
+  auto timed_out = fields.find("timed_out");
+  if (r.status() != v1::RESULT_STATUS_SUCCESS || !r.error_message().empty()) {
     Fail("run_command failed through the daemon: " + r.error_message());
-  } else if (code == fields.end() || code->second.number_value() != 0) {
-    Fail("run_command true through the daemon: no exit_code 0");
+  } else if (code == fields.end() || code->second.number_value() != 0 ||
+             timed_out == fields.end() || !timed_out->second.string_value().empty()) {
+    Fail("run_command true through the daemon: unexpected result " + r.payload().DebugString());
   }
   return us;
 }
@@ -191,9 +193,10 @@ int Main(int argc, char** argv) {
   daemon_options.listen = "127.0.0.1:0";
   daemon_options.workspace = ws;
   auto daemon = Daemon::Create(daemon_options);
-  if (!daemon.ok() || !(*daemon)->Start().ok()) {
-    std::fprintf(stderr, "cannot start the daemon: %s\n",
-                 daemon.ok() ? "Start failed" : std::string(daemon.status().message()).c_str());
+  absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
+  if (!started.ok()) {
+    std::fprintf(stderr, "cannot start the daemon: %s\n", started.ToString().c_str());
+    std::filesystem::remove_all(ws);
     return 2;
   }
   std::unique_ptr<Client> client = Client::Create((*daemon)->address());

@@ -204,6 +204,34 @@ TEST(PatternTest, AnUnsupportedPatternIsAClearCompileError) {
       "x":{"type":"string","pattern":7}}})").ok());
 }
 
+TEST(PatternTest, ARefIntoAnyPartOfTheSchemaIsMatchedWithRe2Too) {
+  // valijson follows a $ref to any JSON pointer, not only to definitions.
+  auto schema = Compile(R"({"type":"object",
+      "x-shared":{"word":{"type":"string","pattern":"^[a-z]+$"}},
+      "properties":{"v":{"$ref":"#/x-shared/word"}}})");
+  Json good = J("{}");
+  good.AddMember("v", JsonValue().SetString(std::string(400000, 'a').c_str(), good.GetAllocator()),
+                 good.GetAllocator());
+  EXPECT_TRUE(schema->Prepare(good).ok());
+  Json bad = J(R"({"v":"A"})");
+  EXPECT_FALSE(schema->Prepare(bad).ok());
+}
+
+TEST(PatternTest, PatternsWithNulAndReservedKeywords) {
+  auto nul = Compile(R"({"type":"object","properties":{"x":{"type":"string","pattern":"a\u0000b"}}})");
+  Json with_nul = J(R"({"x":"ya\u0000bz"})");
+  EXPECT_TRUE(nul->Prepare(with_nul).ok());
+  Json without = J(R"({"x":"ab"})");
+  EXPECT_FALSE(nul->Prepare(without).ok());
+  auto reserved = CompiledSchema::Compile(R"({"type":"object","x-toolexec-pattern":"0"})");
+  ASSERT_FALSE(reserved.ok());
+  EXPECT_THAT(reserved.status().message(), HasSubstr("reserved"));
+  // Outside schema positions a pattern RE2 cannot read is data, not an error.
+  EXPECT_TRUE(CompiledSchema::Compile(
+                  R"js({"type":"object","x-ui":{"hint":{"pattern":"(?!x)"}}})js")
+                  .ok());
+}
+
 TEST(FormatTest, DateTimeFormatsAreCheckedWithoutCrashingOnLongInput) {
   auto schema = Compile(R"({"type":"object","properties":{
       "d":{"type":"string","format":"date"},

@@ -47,7 +47,8 @@ class CommandStatusTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    return absl::StrCat("command_status ", ProcessIdOf(input));
+    std::string id = ProcessIdOf(input);
+    return id == "?" ? std::string("command_status") : absl::StrCat("command_status ", id);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {

@@ -38,7 +38,8 @@ class KillCommandTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    return absl::StrCat("kill_command ", ProcessIdOf(input));
+    std::string id = ProcessIdOf(input);
+    return id == "?" ? std::string("kill_command") : absl::StrCat("kill_command ", id);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {

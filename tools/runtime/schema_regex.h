@@ -17,8 +17,8 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "re2/re2.h"
 #include "tools/runtime/json.h"
@@ -29,8 +29,13 @@ class SchemaParser;
 
 namespace toolexec::schema_regex {
 
-// Every "pattern" of one schema, compiled.
-using PatternTable = absl::flat_hash_map<std::string, std::shared_ptr<const RE2>>;
+// Every "pattern" of one schema, compiled; the rewritten keyword holds the
+// pattern's index here.
+struct CompiledPattern {
+  std::string text;
+  std::shared_ptr<const RE2> re;
+};
+using PatternTable = std::vector<CompiledPattern>;
 
 // Property names longer than this are refused in the arguments of a schema
 // that has "patternProperties".
@@ -40,11 +45,14 @@ struct RewriteResult {
   bool has_pattern_properties = false;
 };
 
-// Rewrites `schema` in place (keyword positions only: a property that is
-// merely named "pattern" is left alone) and compiles every pattern into
-// `patterns`. InvalidArgument naming the schema location when a pattern is
-// not RE2 syntax (RE2 has no lookaround or backreferences) or a
-// patternProperties key is not a valid regular expression.
+// Rewrites `schema` in place and compiles every pattern into `patterns`.
+// Keywords only: a property that is merely named "pattern" is left alone,
+// and so is data (enum, const, default, examples). Objects under keywords
+// draft 7 does not define are rewritten too, since a $ref may point there.
+// InvalidArgument naming the schema location when a pattern at a schema
+// position is not RE2 syntax (RE2 has no lookaround or backreferences), a
+// patternProperties key is not a valid regular expression, or the schema
+// uses a keyword starting with "x-toolexec-" (toolexec's own).
 absl::Status Rewrite(JsonValue& schema, Json::AllocatorType& alloc, PatternTable& patterns,
                      RewriteResult& result);
 

@@ -163,7 +163,7 @@ class RunCommandTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (registry_) registry_->Find("run_command")->tool->cleanup_session("");
+    if (registry_) registry_->Find("run_command")->tool->shutdown();
     runner_.reset();
     std::filesystem::remove_all(ws_);
   }
@@ -645,6 +645,29 @@ TEST_F(RunCommandTest, BackgroundExitIsReported) {
   EXPECT_EQ(Int(s.payload, "exit_code"), 4);
   EXPECT_EQ(Str(s.payload, "stdout"), "hi\n");
   EXPECT_EQ(Str(s.payload, "timed_out"), "");
+}
+
+// Dropping the tools (an embedder that never calls shutdown()) ends every
+// background command together: the kill grace is waited out once.
+TEST_F(RunCommandTest, DroppingTheToolsEndsBackgroundCommandsTogether) {
+  options_.command_kill_grace = absl::Milliseconds(1000);
+  Build();
+  const std::string marker = UniqueMarker("drop");
+  for (int i = 0; i < 3; ++i) {
+    auto started = Run(absl::StrCat(R"({"command_line":"trap '' TERM; sleep 1000",)",
+                                    R"("background":true,"env":{"RCT_MARKER":")", marker,
+                                    R"("}})"));
+    ASSERT_TRUE(started.ok()) << started.error_message;
+  }
+  ASSERT_TRUE(Eventually([&] { return ProcessesWith(marker).size() >= 3; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the traps install
+  absl::Time start = absl::Now();
+  runner_.reset();
+  registry_.reset();  // the last owner of the table
+  absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(ProcessesWith(marker).empty());
+  EXPECT_GE(took, absl::Milliseconds(900));  // the grace was honoured
+  EXPECT_LT(took, absl::Milliseconds(2500)) << "the grace was waited out command by command";
 }
 
 TEST_F(RunCommandTest, BackgroundBelongsToItsSessionAndDiesWithIt) {

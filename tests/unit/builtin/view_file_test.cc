@@ -322,10 +322,13 @@ TEST_F(ViewFileTest, UnreadableFileIsAToolFailure) {
   if (as_nobody) {
     ASSERT_EQ(chmod(t_.path().c_str(), 0755), 0);
     syscall(SYS_setfsuid, 65534);
-    ASSERT_EQ(syscall(SYS_setfsuid, -1), 65534);  // -1 changes nothing, returns the current
+    if (syscall(SYS_setfsuid, -1) != 65534) {  // -1 changes nothing, returns the current
+      syscall(SYS_setfsuid, 0);
+      GTEST_SKIP() << "cannot change the file-system uid here";
+    }
   }
   auto r = ViewPath("secret");
-  if (as_nobody) syscall(SYS_setfsuid, 0);
+  if (as_nobody) syscall(SYS_setfsuid, 0);  // before any assertion can return
   EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
   EXPECT_THAT(r.status().message(), HasSubstr("permission denied"));
 }

@@ -250,6 +250,8 @@ void BackgroundProcesses::CloseSession(absl::string_view session_id) {
   EndAll(std::move(ending));
 }
 
+BackgroundProcesses::~BackgroundProcesses() { Shutdown(); }
+
 void BackgroundProcesses::Shutdown() {
   std::vector<std::shared_ptr<Entry>> ending;
   {

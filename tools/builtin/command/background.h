@@ -31,6 +31,8 @@ namespace toolexec::command {
 class BackgroundProcesses final {
  public:
   BackgroundProcesses() = default;
+  // Shutdown(): the commands still running are stopped together, then waited for.
+  ~BackgroundProcesses();
   BackgroundProcesses(const BackgroundProcesses&) = delete;
   BackgroundProcesses& operator=(const BackgroundProcesses&) = delete;
 
