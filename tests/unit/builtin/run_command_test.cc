@@ -434,6 +434,22 @@ TEST_F(RunCommandTest, BackgroundJobDoesNotHoldTheCall) {
   EXPECT_TRUE(Eventually([] { return ZombieChildren() == 0; }));
 }
 
+// What a finished foreground command leaves behind dies with it, also what
+// left its process group: setsid'd children, double-forked setsid orphans the
+// daemon adopted, and their own children.
+TEST_F(RunCommandTest, EscapeesDieWhenTheCommandEnds) {
+  const std::string marker = UniqueMarker("escape");
+  const std::string cmd =
+      "(setsid sleep 1000 &) ; setsid sleep 1000 & setsid bash -c 'sleep 1000; true' & "
+      "sleep 0.2; echo done";
+  auto r = Sh(cmd, absl::StrCat(R"("env":{"RCT_MARKER":")", marker, R"("})"));
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(Str(r.payload, "stdout"), "done\n");
+  EXPECT_TRUE(Eventually([&] { return ProcessesWith(marker).empty(); }))
+      << "left behind: " << ProcessesWith(marker).size();
+  EXPECT_TRUE(Eventually([] { return ZombieChildren() == 0; }));
+}
+
 TEST_F(RunCommandTest, CancellationKillsTheWholeTree) {
   const std::string marker = UniqueMarker("cancel");
   // A plain child, a double-forked orphan (adopted by the daemon) and a

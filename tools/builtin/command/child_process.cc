@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tools/builtin/command/reaper.h"
 
 namespace toolexec::command {
@@ -178,6 +179,41 @@ bool EnvironHas(pid_t pid, absl::string_view entry) {
     start = end + 1;
   }
   return false;
+}
+
+// Appends the children of thread `tid` of process `pid` (from
+// /proc/<pid>/task/<tid>/children); false if that file cannot be read.
+bool AppendChildren(pid_t pid, pid_t tid, std::vector<pid_t>* out) {
+  char path[96];
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/children", static_cast<int>(pid),
+           static_cast<int>(tid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, n);
+  close(fd);
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipWhitespace())) {
+    int child;
+    if (absl::SimpleAtoi(word, &child)) out->push_back(child);
+  }
+  return true;
+}
+
+// The children of every thread of `pid`.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/task", static_cast<int>(pid));
+  DIR* dir = opendir(path);
+  if (dir == nullptr) return out;
+  while (struct dirent* e = readdir(dir)) {
+    int tid;
+    if (absl::SimpleAtoi(e->d_name, &tid)) AppendChildren(pid, tid, &out);
+  }
+  closedir(dir);
+  return out;
 }
 
 }  // namespace
@@ -351,6 +387,36 @@ void ChildProcess::SignalTree(int sig, bool include_leader, absl::string_view ma
     if (include_leader && it != procs.end() && it->second.pgrp == pid_) continue;  // done above
     kill(p, sig);
   }
+}
+
+void ChildProcess::KillAdopted(absl::string_view marker) {
+  if (marker.empty()) return;
+  // The kernel hands an orphan to a live thread of the subreaper, starting
+  // from its main thread, which lives as long as the daemon does: its
+  // children list holds every process the daemon has adopted, plus command
+  // leaders spawned from that thread (which do not carry this marker).
+  const pid_t self = getpid();
+  std::vector<pid_t> adopted;
+  if (!AppendChildren(self, self, &adopted)) {
+    // No children lists on this kernel (CONFIG_PROC_CHILDREN): scan /proc.
+    SignalTree(SIGKILL, /*include_leader=*/true, marker);
+    return;
+  }
+  std::vector<pid_t> todo;
+  for (pid_t p : adopted) {
+    if (p != pid_ && EnvironHas(p, marker)) todo.push_back(p);
+  }
+  // The whole subtrees first, then the signals: a killed parent's children
+  // would move to the daemon before their list could be read.
+  absl::flat_hash_set<pid_t> tree;
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    if (!tree.insert(p).second) continue;
+    std::vector<pid_t> kids = ChildrenOf(p);
+    todo.insert(todo.end(), kids.begin(), kids.end());
+  }
+  for (pid_t p : tree) kill(p, SIGKILL);
 }
 
 std::string SignalName(int sig) {

@@ -110,6 +110,13 @@ class ChildProcess final {
   // Costs a /proc scan; used on the kill paths only.
   void SignalTree(int sig, bool include_leader, absl::string_view marker);
 
+  // SIGKILLs the processes the daemon adopted (as subreaper) whose
+  // environment carries `marker`, with all their descendants: what left the
+  // command's group (setsid) and outlived its parent. Cheap: reads the
+  // daemon's own children list, not all of /proc. For a command whose leader
+  // exited normally; SignalGroup covers the rest.
+  void KillAdopted(absl::string_view marker);
+
  private:
   ChildProcess() = default;
 

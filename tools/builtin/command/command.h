@@ -72,9 +72,12 @@
 //   SIGKILLed at once: anything it left behind would hold the pipes, run on
 //   unaccounted, and nobody could ever stop it (use background:true for
 //   servers). Then the pipes are drained for at most kDrainAfterExit.
-//   A process that deliberately left the group (setsid) of a command that
-//   exited normally is not hunted down (that would cost a /proc scan per
-//   command); it is reaped when it exits.
+//   What left the group (setsid) and has lost its parent was adopted by the
+//   daemon (subreaper): the daemon's own children list, not a /proc scan,
+//   finds those that carry the command's TOOLEXEC_RUN_ID, and they and
+//   their descendants are SIGKILLed too. Only a process that both leaves
+//   the group and clears its environment can outlive a finished command
+//   (the bwrap sandbox's pid namespace leaves no such way out).
 //
 // Reaping
 // -------

@@ -267,6 +267,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       // (setsid) got only SIGTERM so far: the tree sweep SIGKILLs it too.
       if (phase == Phase::kRunning) {
         child_->SignalGroup(SIGKILL);
+        child_->KillAdopted(spec_.marker);
       } else {
         child_->SignalTree(SIGKILL, /*include_leader=*/true, spec_.marker);
       }
