@@ -434,7 +434,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
   bool diff_truncated = false;
   if (diff.size() > options_.view_max_bytes) {
-    diff.resize(fs::Utf8SafePrefix(diff, options_.view_max_bytes));
+    diff.resize(Utf8SafePrefix(diff, options_.view_max_bytes));
     diff_truncated = true;
   }
 
@@ -472,13 +472,8 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
 std::string EditFileTool::display_title(const JsonValue& input) const { return PathOf(input); }
 
 DisplayResult EditFileTool::display(const JsonValue& input, const JsonValue& result) const {
-  DisplayResult d;
-  d.title = display_title(input);
-  d.content_type = ContentType::kPlainText;
-  std::string diff = StringField(result, "diff");
-  d.full_length = diff.size();
-  d.is_truncated = AppendCut(&d.content, diff, kFileDisplayMaxBytes);
-  return d;
+  return TextDisplay(display_title(input), ContentType::kPlainText, StringField(result, "diff"),
+                     kFileDisplayMaxBytes);
 }
 
 std::string EditFileTool::compact_summary(const JsonValue& input, const JsonValue& result,

@@ -270,7 +270,7 @@ bool AppendCut(std::string* out, absl::string_view text, size_t max) {
     out->append(text.data(), text.size());
     return false;
   }
-  out->append(text.data(), fs::Utf8SafePrefix(text, max));
+  out->append(text.data(), Utf8SafePrefix(text, max));
   return true;
 }
 

@@ -24,7 +24,6 @@ using search_support::Quoted;
 using search_support::ReadPermission;
 using search_support::StringArg;
 using search_support::StringField;
-using search_support::TextDisplay;
 using search_support::UintField;
 
 std::string DirectoryOf(const JsonValue& input) {
@@ -185,7 +184,8 @@ DisplayResult FindFileTool::display(const JsonValue& input, const JsonValue& res
       absl::StrAppend(&text, "... (", UintField(result, "count"), " in all)\n");
     }
   }
-  return TextDisplay(display_title(input), text);
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
+                     kSearchDisplayMaxBytes);
 }
 
 std::string FindFileTool::compact_summary(const JsonValue& input, const JsonValue& result,

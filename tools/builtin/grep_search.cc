@@ -23,7 +23,6 @@ using search_support::Quoted;
 using search_support::ReadPermission;
 using search_support::StringArg;
 using search_support::StringField;
-using search_support::TextDisplay;
 using search_support::UintField;
 
 constexpr int kMaxContextLines = 100;
@@ -232,7 +231,8 @@ DisplayResult GrepSearchTool::display(const JsonValue& input, const JsonValue& r
     }
   }
   if (BoolField(result, "truncated")) absl::StrAppend(&text, "... (truncated)\n");
-  return TextDisplay(display_title(input), text);
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
+                     kSearchDisplayMaxBytes);
 }
 
 std::string GrepSearchTool::compact_summary(const JsonValue& input, const JsonValue& result,

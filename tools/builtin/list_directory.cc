@@ -24,7 +24,6 @@ using search_support::IntArg;
 using search_support::ReadPermission;
 using search_support::StringArg;
 using search_support::StringField;
-using search_support::TextDisplay;
 using search_support::UintField;
 
 constexpr int kMaxDepth = 32;
@@ -203,7 +202,8 @@ DisplayResult ListDirectoryTool::display(const JsonValue& input, const JsonValue
     }
     if (BoolField(result, "truncated")) absl::StrAppend(&text, "... (truncated)\n");
   }
-  return TextDisplay(display_title(input), text);
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
+                     kSearchDisplayMaxBytes);
 }
 
 std::string ListDirectoryTool::compact_summary(const JsonValue& input, const JsonValue& result,

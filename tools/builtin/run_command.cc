@@ -306,23 +306,15 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
 }
 
 DisplayResult RunCommandTool::display(const JsonValue& input, const JsonValue& result) const {
-  DisplayResult d;
-  d.title = display_title(input);
-  d.content_type = ContentType::kPlainText;
+  std::string content;
   if (result.IsObject() && result.HasMember("combined_output") &&
       result["combined_output"].IsString()) {
-    d.content = std::string(Str(result["combined_output"]));
+    content = std::string(Str(result["combined_output"]));
   } else {
-    d.content = ToJsonString(result);
+    content = ToJsonString(result);
   }
-  d.full_length = d.content.size();
-  if (d.content.size() > kDefaultDisplayBytes) {
-    size_t cut = kDefaultDisplayBytes;
-    while (cut > 0 && (static_cast<unsigned char>(d.content[cut]) & 0xC0) == 0x80) --cut;
-    d.content.resize(cut);
-    d.is_truncated = true;
-  }
-  return d;
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(content),
+                     kDefaultDisplayBytes);
 }
 
 std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonValue& result,

@@ -21,7 +21,6 @@ using search_support::Quoted;
 using search_support::ReadPermission;
 using search_support::StringArg;
 using search_support::StringField;
-using search_support::TextDisplay;
 using search_support::UintField;
 
 std::string DirectoryOf(const JsonValue& input) {
@@ -131,7 +130,8 @@ DisplayResult SearchDirectoryTool::display(const JsonValue& input, const JsonVal
                       " matching lines in all)\n");
     }
   }
-  return TextDisplay(display_title(input), text);
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
+                     kSearchDisplayMaxBytes);
 }
 
 std::string SearchDirectoryTool::compact_summary(const JsonValue& input, const JsonValue& result,

@@ -280,7 +280,7 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
     // A single line larger than the whole budget: show its start.
     size_t room = max_bytes > 80 ? max_bytes - 80 : max_bytes / 2;
     absl::string_view piece(content.data() + mark, content.size() - mark);
-    content.resize(mark + fs::Utf8SafePrefix(piece, std::min(room, piece.size())));
+    content.resize(mark + Utf8SafePrefix(piece, std::min(room, piece.size())));
     absl::StrAppend(&content, " [... line ", number, " cut: it is ", HumanSize(l.full_len), "]\n");
     shown_end = number;
     cut_line = true;
@@ -324,14 +324,10 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
 std::string ViewFileTool::display_title(const JsonValue& input) const { return PathOf(input); }
 
 DisplayResult ViewFileTool::display(const JsonValue& input, const JsonValue& result) const {
-  DisplayResult d;
-  d.title = display_title(input);
-  d.content_type = ContentType::kPlainText;
   std::string content = StringField(result, "content");
   if (result.IsObject() && result.HasMember("binary")) content = StringField(result, "message");
-  d.full_length = content.size();
-  d.is_truncated = AppendCut(&d.content, content, kFileDisplayMaxBytes);
-  return d;
+  return TextDisplay(display_title(input), ContentType::kPlainText, std::move(content),
+                     kFileDisplayMaxBytes);
 }
 
 std::string ViewFileTool::compact_summary(const JsonValue& input, const JsonValue& result,

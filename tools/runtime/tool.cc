@@ -1,5 +1,7 @@
 #include "tools/runtime/tool.h"
 
+#include <utility>
+
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
@@ -83,20 +85,30 @@ std::string Tool::not_executable_message() const {
                                   : " is executed by the harness");
 }
 
-DisplayResult Tool::display(const JsonValue& input, const JsonValue& result) const {
+size_t Utf8SafePrefix(absl::string_view s, size_t max) {
+  if (s.size() <= max) return s.size();
+  size_t cut = max;
+  // Back up over continuation bytes to the start of the sequence cut in two.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
+DisplayResult TextDisplay(std::string title, ContentType type, std::string text, size_t max) {
   DisplayResult d;
-  d.title = display_title(input);
-  d.content_type = ContentType::kJson;
-  d.content = ToJsonString(result);
-  d.full_length = d.content.size();
-  if (d.content.size() > kDefaultDisplayBytes) {
-    // Cut on a UTF-8 boundary so the display stays valid text.
-    size_t cut = kDefaultDisplayBytes;
-    while (cut > 0 && (static_cast<unsigned char>(d.content[cut]) & 0xC0) == 0x80) --cut;
-    d.content.resize(cut);
+  d.title = std::move(title);
+  d.content_type = type;
+  d.full_length = text.size();
+  d.content = std::move(text);
+  if (d.content.size() > max) {
+    d.content.resize(Utf8SafePrefix(d.content, max));
     d.is_truncated = true;
   }
   return d;
+}
+
+DisplayResult Tool::display(const JsonValue& input, const JsonValue& result) const {
+  return TextDisplay(display_title(input), ContentType::kJson, ToJsonString(result),
+                     kDefaultDisplayBytes);
 }
 
 std::string Tool::compact_summary(const JsonValue& input, const JsonValue& result, bool ok) const {

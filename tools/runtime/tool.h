@@ -11,8 +11,9 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -65,6 +66,14 @@ struct DisplayResult {
   bool is_truncated = false;
   uint64_t full_length = 0;
 };
+
+// The length of the longest prefix of `s` no longer than `max` that does not
+// cut a UTF-8 sequence in two.
+size_t Utf8SafePrefix(absl::string_view s, size_t max);
+
+// A display of `text` under `title`, cut to `max` bytes on a UTF-8 boundary;
+// full_length and is_truncated say what was cut.
+DisplayResult TextDisplay(std::string title, ContentType type, std::string text, size_t max);
 
 // A failure status that carries an explicit ErrorCode. A tool may return any
 // absl::Status; without an explicit code the runner maps InvalidArgument to

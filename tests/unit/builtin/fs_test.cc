@@ -695,8 +695,8 @@ TEST(FsTextTest, Utf8) {
   out.clear();
   EXPECT_FALSE(fs::AppendSanitizedUtf8(&out, "ok \xE2\x82\xAC"));
   EXPECT_EQ(out, "ok \xE2\x82\xAC");
-  EXPECT_EQ(fs::Utf8SafePrefix("\xE2\x82\xAC\xE2\x82\xAC", 4), 3u);
-  EXPECT_EQ(fs::Utf8SafePrefix("abc", 10), 3u);
+  EXPECT_EQ(Utf8SafePrefix("\xE2\x82\xAC\xE2\x82\xAC", 4), 3u);
+  EXPECT_EQ(Utf8SafePrefix("abc", 10), 3u);
 }
 
 }  // namespace

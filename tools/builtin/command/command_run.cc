@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/command/output_capture.h"
+#include "tools/runtime/tool.h"
 
 namespace toolexec::command {
 namespace {
@@ -117,10 +118,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
     combined.Append(t);
     // Progress in pieces of at most kMaxChunkBytes, cut between characters.
     while (!t.empty()) {
-      size_t n = std::min(t.size(), kMaxChunkBytes);
-      if (n < t.size()) {
-        while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;
-      }
+      size_t n = Utf8SafePrefix(t, kMaxChunkBytes);
       if (on_output) on_output(s.is_stderr, t.substr(0, n));
       t.remove_prefix(n);
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "tools/runtime/tool.h"
 
 namespace toolexec::command {
 namespace {
@@ -125,8 +126,7 @@ void HeadTail::Append(absl::string_view text) {
     }
     // Fill the head with whole characters only, then close it for good (a
     // later, shorter character must not jump ahead of earlier bytes).
-    size_t cut = room;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    size_t cut = Utf8SafePrefix(text, room);
     head_.append(text.data(), cut);
     head_closed_ = true;
     text.remove_prefix(cut);

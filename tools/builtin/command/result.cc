@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/runtime/tool.h"
 
 namespace toolexec::command {
 
@@ -40,9 +41,7 @@ std::string ShortCommand(absl::string_view command_line, size_t max_chars) {
     cut = true;
   }
   if (s.size() > max_chars) {
-    size_t n = max_chars;
-    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-    s = s.substr(0, n);
+    s = s.substr(0, Utf8SafePrefix(s, max_chars));
     cut = true;
   }
   return cut ? absl::StrCat(s, "...") : std::string(s);

@@ -195,12 +195,4 @@ bool AppendSanitizedUtf8(std::string* out, absl::string_view s) {
   return true;
 }
 
-size_t Utf8SafePrefix(absl::string_view s, size_t max) {
-  if (s.size() <= max) return s.size();
-  size_t cut = max;
-  // Back up over continuation bytes to the start of the sequence cut in two.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return cut;
-}
-
 }  // namespace toolexec::fs

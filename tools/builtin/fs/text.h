@@ -33,10 +33,6 @@ bool IsValidUtf8(absl::string_view s);
 // replacement was made.
 bool AppendSanitizedUtf8(std::string* out, absl::string_view s);
 
-// The length of the longest prefix of `s` no longer than `max` that does not
-// cut a UTF-8 sequence in two.
-size_t Utf8SafePrefix(absl::string_view s, size_t max);
-
 }  // namespace toolexec::fs
 
 #endif  // TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_

@@ -153,8 +153,6 @@ uint64_t UintField(const JsonValue& object, const char* key);
 bool BoolField(const JsonValue& object, const char* key);
 // `s` quoted for a title or summary, cut to `max` bytes with "...".
 std::string Quoted(absl::string_view s, size_t max = 60);
-// A display from plain text, cut to kSearchDisplayMaxBytes on a UTF-8 boundary.
-DisplayResult TextDisplay(std::string title, const std::string& text);
 // A read permission on `path` (S12).
 std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive);
 // Adds a string member (copied).

@@ -5,18 +5,6 @@
 #include "tools/builtin/search/search_tools.h"
 
 namespace toolexec::builtin::search_support {
-namespace {
-
-// The longest prefix of `s` no longer than `max` that does not split a UTF-8
-// sequence.
-size_t Utf8Prefix(absl::string_view s, size_t max) {
-  if (s.size() <= max) return s.size();
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return cut;
-}
-
-}  // namespace
 
 std::string StringArg(const JsonValue& args, const char* key, absl::string_view fallback) {
   if (!args.IsObject()) return std::string(fallback);
@@ -52,18 +40,7 @@ bool BoolField(const JsonValue& object, const char* key) { return BoolArg(object
 
 std::string Quoted(absl::string_view s, size_t max) {
   if (s.size() <= max) return absl::StrCat("'", s, "'");
-  return absl::StrCat("'", s.substr(0, Utf8Prefix(s, max)), "...'");
-}
-
-DisplayResult TextDisplay(std::string title, const std::string& text) {
-  DisplayResult d;
-  d.title = std::move(title);
-  d.content_type = ContentType::kPlainText;
-  d.full_length = text.size();
-  const size_t keep = Utf8Prefix(text, kSearchDisplayMaxBytes);
-  d.content = text.substr(0, keep);
-  d.is_truncated = keep < text.size();
-  return d;
+  return absl::StrCat("'", s.substr(0, Utf8SafePrefix(s, max)), "...'");
 }
 
 std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive) {
