@@ -17,130 +17,20 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+import {
+  connect,
+  missing,
+  reflect,
+  serviceClient,
+  sleep,
+  startDaemon as startAnyDaemon,
+  stopDaemon,
+} from './helpers.mjs';
 
-// ---------------------------------------------------------------------------
-// Prerequisites: the npm packages and the daemon binary. Missing either is a
-// clear failure, never a silent skip.
-
-let grpc, protoLoader, grpcReflection;
-let missing = null;
-try {
-  grpc = (await import('@grpc/grpc-js')).default;
-  protoLoader = (await import('@grpc/proto-loader')).default;
-  grpcReflection = (await import('grpc-reflection-js')).default;
-} catch (err) {
-  missing =
-    `the e2e test's npm packages are not installed (${err.message}).\n` +
-    `Run scripts/test.sh (it runs \`npm install\` in tests/e2e), or ` +
-    `\`cd tests/e2e && npm install\` by hand.`;
-}
-
-const TOOLEXECD = process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd');
-if (!missing && !fs.existsSync(TOOLEXECD)) {
-  missing =
-    `toolexecd not found at ${TOOLEXECD}: build it (scripts/build.sh toolexecd) ` +
-    `and/or set TOOLEXECD to its path.`;
-}
-
-if (missing) {
-  test('e2e prerequisites', () => {
-    assert.fail(missing);
-  });
-}
-
-// ---------------------------------------------------------------------------
-// Daemon processes.
-
-const ADDRESS_TIMEOUT_MS = 10_000;
-const daemons = new Set();
-
-// Starts toolexecd on port 0 in a fresh workspace and resolves once it has
-// written its address file (polled; no fixed sleep).
-async function startDaemon(extraArgs = []) {
-  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-e2e-'));
-  const addressFile = path.join(workspace, '.address');
-  const args = [
-    '--listen=127.0.0.1:0',
-    '--example_tools',
-    `--workspace=${workspace}`,
-    `--address_file=${addressFile}`,
-    ...extraArgs,
-  ];
-  const proc = spawn(TOOLEXECD, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const d = {
-    proc,
-    workspace,
-    addressFile,
-    address: null,
-    log: '',
-    exit: null, // {code, signal} once exited
-    clients: [],
-  };
-  d.exited = new Promise((resolve) => {
-    proc.on('exit', (code, signal) => {
-      d.exit = { code, signal };
-      resolve(d.exit);
-    });
-  });
-  proc.on('error', (err) => {
-    d.log += `\n[spawn error] ${err.message}\n`;
-  });
-  proc.stdout.setEncoding('utf8');
-  proc.stderr.setEncoding('utf8');
-  proc.stdout.on('data', (s) => (d.log += s));
-  proc.stderr.on('data', (s) => (d.log += s));
-  daemons.add(d);
-
-  const deadline = Date.now() + ADDRESS_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (d.exit) {
-      throw new Error(
-        `toolexecd ${args.join(' ')} exited early (${JSON.stringify(d.exit)}):\n${d.log}`);
-    }
-    try {
-      const text = fs.readFileSync(addressFile, 'utf8').trim();
-      if (text) {
-        d.address = text;
-        return d;
-      }
-    } catch (err) {
-      if (err.code !== 'ENOENT') throw err;
-    }
-    await sleep(10);
-  }
-  throw new Error(`toolexecd wrote no address file within ${ADDRESS_TIMEOUT_MS} ms:\n${d.log}`);
-}
-
-// Closes the daemon's clients, kills it if still running, removes its workspace.
-async function stopDaemon(d) {
-  if (!d || !daemons.has(d)) return;
-  daemons.delete(d);
-  for (const c of d.clients) {
-    try {
-      c.close();
-    } catch {}
-  }
-  if (!d.exit) {
-    d.proc.kill('SIGKILL');
-    await d.exited;
-  }
-  fs.rmSync(d.workspace, { recursive: true, force: true });
-}
-
-// Safety net: whatever a describe() forgot, kill it when the file is done.
-after(async () => {
-  for (const d of [...daemons]) await stopDaemon(d);
-});
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+// A daemon with the example tools, in a fresh temporary workspace.
+function startDaemon(extraArgs = []) {
+  return startAnyDaemon({ args: ['--example_tools', ...extraArgs] });
 }
 
 // Resolves when `pattern` appears in the daemon's log (polled up to timeoutMs).
@@ -153,95 +43,6 @@ async function waitForLog(d, pattern, timeoutMs = 5000) {
       assert.fail(`daemon log never matched ${pattern}; log:\n${d.log}`);
     }
     await sleep(10);
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Reflection: discover the service like grpcurl does.
-
-const LOADER_OPTIONS = {
-  keepCase: true, // field names as in the proto (snake_case)
-  longs: Number,
-  enums: String, // enum values by name, e.g. "RESULT_STATUS_SUCCESS"
-  defaults: true, // unset scalars as their defaults, unset messages as null
-  oneofs: true, // Value.kind names the member that is set
-};
-
-async function connect(d) {
-  const creds = grpc.credentials.createInsecure();
-  const reflection = new grpcReflection.Client(d.address, creds);
-  d.clients.push(reflection.grpcClient);
-  const services = await reflection.listServices();
-  const root = await reflection.fileContainingSymbol('toolexec.v1.ToolExecutor');
-  const packageDefinition = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
-  const loaded = grpc.loadPackageDefinition(packageDefinition);
-  const client = new loaded.toolexec.v1.ToolExecutor(d.address, creds);
-  d.clients.push(client);
-  // protobufjs's descriptor import may see map<string, Value> (Struct.fields) as
-  // the wire-identical `repeated FieldsEntry {key, value}`; build Structs in
-  // whichever form the reflected type uses.
-  const structFields = root.lookupType('google.protobuf.Struct').fields.fields;
-  const codec = new StructCodec(Boolean(structFields.map));
-  return { services, root, client, codec };
-}
-
-// Converts between plain JSON and google.protobuf.Struct / Value as grpc-js
-// (via proto-loader, LOADER_OPTIONS) represents them.
-class StructCodec {
-  constructor(fieldsIsMap) {
-    this.fieldsIsMap = fieldsIsMap;
-  }
-
-  // Struct -> plain object. Accepts both the map and the repeated-entry form.
-  fromStruct(s) {
-    if (s == null) return null;
-    const out = {};
-    const fields = s.fields ?? {};
-    if (Array.isArray(fields)) {
-      for (const { key, value } of fields) out[key] = this.fromValue(value);
-    } else {
-      for (const [key, value] of Object.entries(fields)) out[key] = this.fromValue(value);
-    }
-    return out;
-  }
-
-  // Value -> plain JSON value.
-  fromValue(v) {
-    if (v == null) return undefined;
-    switch (v.kind) {
-      case 'null_value':
-        return null;
-      case 'number_value':
-        return v.number_value;
-      case 'string_value':
-        return v.string_value;
-      case 'bool_value':
-        return v.bool_value;
-      case 'struct_value':
-        return this.fromStruct(v.struct_value);
-      case 'list_value':
-        return (v.list_value?.values ?? []).map((x) => this.fromValue(x));
-      default:
-        throw new Error(`google.protobuf.Value with no kind: ${JSON.stringify(v)}`);
-    }
-  }
-
-  // Plain object -> Struct.
-  toStruct(obj) {
-    const entries = Object.entries(obj).map(([key, value]) => [key, this.toValue(value)]);
-    if (this.fieldsIsMap) return { fields: Object.fromEntries(entries) };
-    return { fields: entries.map(([key, value]) => ({ key, value })) };
-  }
-
-  // Plain JSON value -> Value.
-  toValue(x) {
-    if (x === null) return { null_value: 'NULL_VALUE' };
-    if (typeof x === 'number') return { number_value: x };
-    if (typeof x === 'string') return { string_value: x };
-    if (typeof x === 'boolean') return { bool_value: x };
-    if (Array.isArray(x)) return { list_value: { values: x.map((e) => this.toValue(e)) } };
-    if (typeof x === 'object') return { struct_value: this.toStruct(x) };
-    throw new Error(`not JSON: ${x}`);
   }
 }
 
@@ -446,13 +247,8 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
 
   // Reflection-only clients (grpcurl) must be able to describe and call health.
   test('grpc.health.v1.Health is described by reflection and SERVING', async () => {
-    const creds = grpc.credentials.createInsecure();
-    const reflection = new grpcReflection.Client(d.address, creds);
-    d.clients.push(reflection.grpcClient);
-    const root = await reflection.fileContainingSymbol('grpc.health.v1.Health');
-    const loaded = grpc.loadPackageDefinition(protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS));
-    const health = new loaded.grpc.health.v1.Health(d.address, creds);
-    d.clients.push(health);
+    const { loaded } = await reflect(d, 'grpc.health.v1.Health');
+    const health = serviceClient(d, loaded.grpc.health.v1.Health);
     for (const service of ['', 'toolexec.v1.ToolExecutor']) {
       const response = await unary(health, 'Check', { service });
       assert.equal(response.status, 'SERVING', `health of "${service}"`);
@@ -576,12 +372,8 @@ describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, (
   before(async () => {
     d = await startDaemon();
     env = await connect(d);
-    const reflection = new grpcReflection.Client(d.address, grpc.credentials.createInsecure());
-    d.clients.push(reflection.grpcClient);
-    const root = await reflection.fileContainingSymbol('toolexec.v1.ArtifactStore');
-    const loaded = grpc.loadPackageDefinition(protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS));
-    artifacts = new loaded.toolexec.v1.ArtifactStore(d.address, grpc.credentials.createInsecure());
-    d.clients.push(artifacts);
+    const { loaded } = await reflect(d, 'toolexec.v1.ArtifactStore');
+    artifacts = serviceClient(d, loaded.toolexec.v1.ArtifactStore);
   });
 
   after(async () => {

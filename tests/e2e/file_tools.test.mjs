@@ -1,7 +1,7 @@
 // End-to-end test of the built-in file tools (issue 3): the real toolexecd
 // driven from Node.js by @grpc/grpc-js, the service discovered by server
-// reflection only (grpc-reflection-js), exactly as e2e.test.mjs does it. The
-// helpers are copied, not shared, so that file stays its owner's alone.
+// reflection only (grpc-reflection-js), through the helpers e2e.test.mjs uses
+// too (helpers.mjs).
 //
 // Run: TOOLEXECD=build/toolexecd node --test tests/e2e/file_tools.test.mjs
 // (ctest's e2e_file_tools sets TOOLEXECD; scripts/test.sh installs node_modules.)
@@ -17,190 +17,12 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-
-// ---------------------------------------------------------------------------
-// Prerequisites: the npm packages and the daemon binary. Missing either is a
-// clear failure, never a silent skip.
-
-let grpc, protoLoader, grpcReflection;
-let missing = null;
-try {
-  grpc = (await import('@grpc/grpc-js')).default;
-  protoLoader = (await import('@grpc/proto-loader')).default;
-  grpcReflection = (await import('grpc-reflection-js')).default;
-} catch (err) {
-  missing =
-    `the e2e test's npm packages are not installed (${err.message}).\n` +
-    `Run scripts/test.sh (it runs \`npm install\` in tests/e2e), or ` +
-    `\`cd tests/e2e && npm install\` by hand.`;
-}
-
-const TOOLEXECD = process.env.TOOLEXECD || path.resolve(HERE, '../../build/toolexecd');
-if (!missing && !fs.existsSync(TOOLEXECD)) {
-  missing =
-    `toolexecd not found at ${TOOLEXECD}: build it (scripts/build.sh toolexecd) ` +
-    `and/or set TOOLEXECD to its path.`;
-}
-
-if (missing) {
-  test('e2e prerequisites', () => {
-    assert.fail(missing);
-  });
-}
-
-// ---------------------------------------------------------------------------
-// The daemon: port 0, a workspace inside a fresh temporary directory, the
-// address read from --address_file (polled; no fixed sleep).
-
-const ADDRESS_TIMEOUT_MS = 10_000;
-
-async function startDaemon(workspace, addressFile) {
-  const args = [
-    '--listen=127.0.0.1:0',
-    `--workspace=${workspace}`,
-    `--address_file=${addressFile}`,
-  ];
-  const proc = spawn(TOOLEXECD, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const d = { proc, address: null, log: '', exit: null, clients: [] };
-  d.exited = new Promise((resolve) => {
-    proc.on('exit', (code, signal) => {
-      d.exit = { code, signal };
-      resolve(d.exit);
-    });
-  });
-  proc.on('error', (err) => {
-    d.log += `\n[spawn error] ${err.message}\n`;
-  });
-  proc.stdout.setEncoding('utf8');
-  proc.stderr.setEncoding('utf8');
-  proc.stdout.on('data', (s) => (d.log += s));
-  proc.stderr.on('data', (s) => (d.log += s));
-
-  const deadline = Date.now() + ADDRESS_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (d.exit) {
-      throw new Error(
-        `toolexecd ${args.join(' ')} exited early (${JSON.stringify(d.exit)}):\n${d.log}`);
-    }
-    try {
-      const text = fs.readFileSync(addressFile, 'utf8').trim();
-      if (text) {
-        d.address = text;
-        return d;
-      }
-    } catch (err) {
-      if (err.code !== 'ENOENT') throw err;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`toolexecd wrote no address file within ${ADDRESS_TIMEOUT_MS} ms:\n${d.log}`);
-}
-
-async function stopDaemon(d) {
-  if (!d) return;
-  for (const c of d.clients) {
-    try {
-      c.close();
-    } catch {}
-  }
-  if (!d.exit) {
-    d.proc.kill('SIGKILL');
-    await d.exited;
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Reflection: discover the service like grpcurl does.
-
-const LOADER_OPTIONS = {
-  keepCase: true, // field names as in the proto (snake_case)
-  longs: Number,
-  enums: String, // enum values by name, e.g. "RESULT_STATUS_SUCCESS"
-  defaults: true, // unset scalars as their defaults, unset messages as null
-  oneofs: true, // Value.kind names the member that is set
-};
-
-async function connect(d) {
-  const creds = grpc.credentials.createInsecure();
-  const reflection = new grpcReflection.Client(d.address, creds);
-  d.clients.push(reflection.grpcClient);
-  const root = await reflection.fileContainingSymbol('toolexec.v1.ToolExecutor');
-  const packageDefinition = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
-  const loaded = grpc.loadPackageDefinition(packageDefinition);
-  const client = new loaded.toolexec.v1.ToolExecutor(d.address, creds);
-  d.clients.push(client);
-  // protobufjs's descriptor import may see map<string, Value> (Struct.fields) as
-  // the wire-identical `repeated FieldsEntry {key, value}`; build Structs in
-  // whichever form the reflected type uses.
-  const structFields = root.lookupType('google.protobuf.Struct').fields.fields;
-  const codec = new StructCodec(Boolean(structFields.map));
-  return { client, codec };
-}
-
-// Converts between plain JSON and google.protobuf.Struct / Value as grpc-js
-// (via proto-loader, LOADER_OPTIONS) represents them.
-class StructCodec {
-  constructor(fieldsIsMap) {
-    this.fieldsIsMap = fieldsIsMap;
-  }
-
-  fromStruct(s) {
-    if (s == null) return null;
-    const out = {};
-    const fields = s.fields ?? {};
-    if (Array.isArray(fields)) {
-      for (const { key, value } of fields) out[key] = this.fromValue(value);
-    } else {
-      for (const [key, value] of Object.entries(fields)) out[key] = this.fromValue(value);
-    }
-    return out;
-  }
-
-  fromValue(v) {
-    if (v == null) return undefined;
-    switch (v.kind) {
-      case 'null_value':
-        return null;
-      case 'number_value':
-        return v.number_value;
-      case 'string_value':
-        return v.string_value;
-      case 'bool_value':
-        return v.bool_value;
-      case 'struct_value':
-        return this.fromStruct(v.struct_value);
-      case 'list_value':
-        return (v.list_value?.values ?? []).map((x) => this.fromValue(x));
-      default:
-        throw new Error(`google.protobuf.Value with no kind: ${JSON.stringify(v)}`);
-    }
-  }
-
-  toStruct(obj) {
-    const entries = Object.entries(obj).map(([key, value]) => [key, this.toValue(value)]);
-    if (this.fieldsIsMap) return { fields: Object.fromEntries(entries) };
-    return { fields: entries.map(([key, value]) => ({ key, value })) };
-  }
-
-  toValue(x) {
-    if (x === null) return { null_value: 'NULL_VALUE' };
-    if (typeof x === 'number') return { number_value: x };
-    if (typeof x === 'string') return { string_value: x };
-    if (typeof x === 'boolean') return { bool_value: x };
-    if (Array.isArray(x)) return { list_value: { values: x.map((e) => this.toValue(e)) } };
-    if (typeof x === 'object') return { struct_value: this.toStruct(x) };
-    throw new Error(`not JSON: ${x}`);
-  }
-}
+import { connect, missing, startDaemon, stopDaemon } from './helpers.mjs';
 
 // ---------------------------------------------------------------------------
 // RPC helpers.
@@ -338,7 +160,7 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
     fs.symlinkSync(path.join(outside, 'outside.txt'), path.join(ws, 'abs_link.txt'));
     fs.symlinkSync('../outside', path.join(ws, 'out_dir'));
 
-    d = await startDaemon(ws, path.join(tmp, 'address'));
+    d = await startDaemon({ workspace: ws, addressFile: path.join(tmp, 'address') });
     env = await connect(d);
   });
 
