@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
+#include "tools/builtin/json_fields.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::command {
@@ -54,12 +55,10 @@ class CommandStatusTool final : public Tool {
                               bool ok) const override {
     std::string id = ProcessIdOf(input);
     if (!ok || !result.IsObject()) return absl::StrCat("[command_status: ", id, " error]");
-    if (result.HasMember("running") && result["running"].IsBool() && result["running"].GetBool()) {
+    if (builtin::BoolField(result, "running")) {
       return absl::StrCat("[command_status: ", id, " running]");
     }
-    int64_t code = result.HasMember("exit_code") && result["exit_code"].IsInt64()
-                       ? result["exit_code"].GetInt64()
-                       : -1;
+    int64_t code = builtin::IntArg(result, "exit_code", -1);
     return absl::StrCat("[command_status: ", id, " exited ", code, "]");
   }
 

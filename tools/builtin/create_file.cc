@@ -81,8 +81,7 @@ absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ct
   if (!choice.ok()) return choice.status();
   auto contents = StringArg(args, "contents");
   if (!contents.has_value()) return absl::InvalidArgumentError("contents is required");
-  bool overwrite = args.HasMember("overwrite") && args["overwrite"].IsBool() &&
-                   args["overwrite"].GetBool();
+  bool overwrite = BoolField(args, "overwrite");
   if (contents->size() > options_.max_file_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("contents is ", contents->size(),
                                                    " bytes; the limit is ",
@@ -164,12 +163,8 @@ std::string CreateFileTool::compact_summary(const JsonValue& input, const JsonVa
                                             bool ok) const {
   std::string path = PathOf(input);
   if (!ok) return absl::StrCat("[create_file: ", path, ": error]");
-  uint64_t bytes = result.IsObject() && result.HasMember("bytes_written") &&
-                           result["bytes_written"].IsUint64()
-                       ? result["bytes_written"].GetUint64()
-                       : 0;
-  bool created = result.IsObject() && result.HasMember("created") && result["created"].IsBool() &&
-                 result["created"].GetBool();
+  uint64_t bytes = UintField(result, "bytes_written");
+  bool created = BoolField(result, "created");
   return absl::StrCat("[create_file: ", path, " (", bytes, " bytes, ",
                       created ? "created" : "overwritten", ")]");
 }

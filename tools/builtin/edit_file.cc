@@ -276,8 +276,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
       return absl::InvalidArgumentError(
           absl::StrCat("edits[", i, "] needs string old_string and new_string"));
     }
-    Edit edit{std::string(*old_s), std::string(*new_s),
-              e.HasMember("replace_all") && e["replace_all"].IsBool() && e["replace_all"].GetBool()};
+    Edit edit{std::string(*old_s), std::string(*new_s), BoolField(e, "replace_all")};
     if (edit.old_string.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "edits[", i, "].old_string is empty; quote the text to replace (to insert, include a "
@@ -290,7 +289,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
     }
     edits.push_back(std::move(edit));
   }
-  const bool dry_run = args.HasMember("dry_run") && args["dry_run"].IsBool() && args["dry_run"].GetBool();
+  const bool dry_run = BoolField(args, "dry_run");
   std::optional<std::string> expected;
   if (auto e = StringArg(args, "expected_sha256"); e.has_value() && !e->empty()) {
     std::string lower = absl::AsciiStrToLower(*e);
@@ -480,13 +479,8 @@ std::string EditFileTool::compact_summary(const JsonValue& input, const JsonValu
                                           bool ok) const {
   std::string path = PathOf(input);
   if (!ok) return absl::StrCat("[edit_file: ", path, ": error]");
-  auto num = [&](const char* key) -> int64_t {
-    return result.IsObject() && result.HasMember(key) && result[key].IsInt64()
-               ? result[key].GetInt64()
-               : 0;
-  };
-  bool dry = result.IsObject() && result.HasMember("dry_run") && result["dry_run"].IsBool() &&
-             result["dry_run"].GetBool();
+  auto num = [&](const char* key) { return IntArg(result, key, 0); };
+  bool dry = BoolField(result, "dry_run");
   int64_t n = num("replacements");
   return absl::StrCat("[edit_file: ", path, dry ? " (dry run)" : "", " ", n,
                       n == 1 ? " replacement" : " replacements", ", +", num("lines_added"), " -",

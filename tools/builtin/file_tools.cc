@@ -253,18 +253,6 @@ int LineNumberAt(absl::string_view text, size_t offset) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
 }
 
-std::optional<absl::string_view> StringArg(const JsonValue& args, const char* key) {
-  if (!args.IsObject()) return std::nullopt;
-  auto it = args.FindMember(key);
-  if (it == args.MemberEnd() || !it->value.IsString()) return std::nullopt;
-  return absl::string_view(it->value.GetString(), it->value.GetStringLength());
-}
-
-std::string StringField(const JsonValue& object, const char* key) {
-  auto v = StringArg(object, key);
-  return v.has_value() ? std::string(*v) : std::string();
-}
-
 bool AppendCut(std::string* out, absl::string_view text, size_t max) {
   if (text.size() <= max) {
     out->append(text.data(), text.size());

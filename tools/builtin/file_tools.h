@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/json_fields.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
@@ -149,11 +150,6 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
 
 // 1-based line number of byte `offset` in `text`.
 int LineNumberAt(absl::string_view text, size_t offset);
-
-// A string argument (embedded NULs kept), or nullopt if absent or not a string.
-std::optional<absl::string_view> StringArg(const JsonValue& args, const char* key);
-// A string member of a result object, or "".
-std::string StringField(const JsonValue& object, const char* key);
 
 // Appends `text` to `out` cut to `max` bytes on a UTF-8 boundary; returns
 // whether it was cut.

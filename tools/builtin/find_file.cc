@@ -18,16 +18,11 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
-using search_support::BoolField;
-using search_support::IntArg;
 using search_support::Quoted;
 using search_support::ReadPermission;
-using search_support::StringArg;
-using search_support::StringField;
-using search_support::UintField;
 
 std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringArg(input, "directory_path", ".");
+  std::string d = StringField(input, "directory_path", ".");
   return d.empty() ? "." : d;
 }
 
@@ -104,7 +99,7 @@ std::string FindFileTool::parameters_schema() const {
 }
 
 absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  const std::string pattern = StringArg(args, "pattern");
+  const std::string pattern = StringField(args, "pattern");
   const std::string dir_arg = DirectoryOf(args);
   const size_t cap = static_cast<size_t>(
       std::clamp<int64_t>(IntArg(args, "max_results", options_.search_max_results), 1,
@@ -168,7 +163,7 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
 }
 
 std::string FindFileTool::display_title(const JsonValue& input) const {
-  return absl::StrCat(Quoted(StringArg(input, "pattern")), " in ", DirectoryOf(input));
+  return absl::StrCat(Quoted(StringField(input, "pattern")), " in ", DirectoryOf(input));
 }
 
 DisplayResult FindFileTool::display(const JsonValue& input, const JsonValue& result) const {

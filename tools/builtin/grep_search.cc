@@ -14,26 +14,20 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
-using search_support::BoolArg;
-using search_support::BoolField;
-using search_support::IntArg;
 using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::Quoted;
 using search_support::ReadPermission;
-using search_support::StringArg;
-using search_support::StringField;
-using search_support::UintField;
 
 constexpr int kMaxContextLines = 100;
 
 std::string PathOf(const JsonValue& input) {
-  std::string p = StringArg(input, "path", ".");
+  std::string p = StringField(input, "path", ".");
   return p.empty() ? "." : p;
 }
 
 std::string ModeOf(const JsonValue& input) {
-  return StringArg(input, "output_mode", "files_with_matches");
+  return StringField(input, "output_mode", "files_with_matches");
 }
 
 }  // namespace
@@ -103,9 +97,9 @@ std::string GrepSearchTool::parameters_schema() const {
 }
 
 absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  const std::string pattern = StringArg(args, "pattern");
+  const std::string pattern = StringField(args, "pattern");
   const std::string path_arg = PathOf(args);
-  const std::string glob_arg = StringArg(args, "glob");
+  const std::string glob_arg = StringField(args, "glob");
   const std::string mode_arg = ModeOf(args);
   const int64_t cap = std::max<int64_t>(options_.search_max_results, 1);
 
@@ -208,8 +202,8 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
 }
 
 std::string GrepSearchTool::display_title(const JsonValue& input) const {
-  std::string title = absl::StrCat(Quoted(StringArg(input, "pattern")), " in ", PathOf(input));
-  const std::string glob = StringArg(input, "glob");
+  std::string title = absl::StrCat(Quoted(StringField(input, "pattern")), " in ", PathOf(input));
+  const std::string glob = StringField(input, "glob");
   if (!glob.empty()) absl::StrAppend(&title, " (", glob, ")");
   return title;
 }

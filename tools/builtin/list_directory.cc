@@ -18,13 +18,7 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
-using search_support::BoolArg;
-using search_support::BoolField;
-using search_support::IntArg;
 using search_support::ReadPermission;
-using search_support::StringArg;
-using search_support::StringField;
-using search_support::UintField;
 
 constexpr int kMaxDepth = 32;
 
@@ -50,7 +44,7 @@ const char* KindName(search::EntryKind kind) {
 }
 
 std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringArg(input, "directory_path", ".");
+  std::string d = StringField(input, "directory_path", ".");
   return d.empty() ? "." : d;
 }
 

@@ -22,6 +22,7 @@
 #include "tools/builtin/command/result.h"
 #include "tools/builtin/command/sandbox.h"
 #include "tools/builtin/fs/confined.h"
+#include "tools/builtin/json_fields.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::command {
@@ -325,12 +326,8 @@ std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonVa
     return absl::StrCat("[run_command: `", cmd, "` started in the background as ",
                         Str(result["process_id"]), "]");
   }
-  int64_t ms = result.HasMember("duration_ms") && result["duration_ms"].IsInt64()
-                   ? result["duration_ms"].GetInt64()
-                   : 0;
-  std::string timed_out = result.HasMember("timed_out") && result["timed_out"].IsString()
-                              ? std::string(Str(result["timed_out"]))
-                              : "";
+  int64_t ms = builtin::IntArg(result, "duration_ms", 0);
+  std::string timed_out = builtin::StringField(result, "timed_out");
   if (!timed_out.empty()) {
     return absl::StrCat(
         "[run_command: `", cmd, "` ",
@@ -341,9 +338,7 @@ std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonVa
     return absl::StrCat("[run_command: `", cmd, "` killed by ", Str(result["signal"]), " after ",
                         FormatMs(ms), "]");
   }
-  int64_t code = result.HasMember("exit_code") && result["exit_code"].IsInt64()
-                     ? result["exit_code"].GetInt64()
-                     : -1;
+  int64_t code = builtin::IntArg(result, "exit_code", -1);
   return absl::StrCat("[run_command: `", cmd, "` exit ", code, " in ", FormatMs(ms), "]");
 }
 

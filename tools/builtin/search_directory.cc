@@ -12,19 +12,13 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
-using search_support::BoolArg;
-using search_support::BoolField;
-using search_support::IntArg;
 using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::Quoted;
 using search_support::ReadPermission;
-using search_support::StringArg;
-using search_support::StringField;
-using search_support::UintField;
 
 std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringArg(input, "directory_path", ".");
+  std::string d = StringField(input, "directory_path", ".");
   return d.empty() ? "." : d;
 }
 
@@ -73,7 +67,7 @@ std::string SearchDirectoryTool::parameters_schema() const {
 }
 
 absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  const std::string query = StringArg(args, "query");
+  const std::string query = StringField(args, "query");
   const std::string dir_arg = DirectoryOf(args);
   const int64_t cap = std::max<int64_t>(options_.search_max_results, 1);
   const size_t limit =
@@ -116,7 +110,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
 }
 
 std::string SearchDirectoryTool::display_title(const JsonValue& input) const {
-  return absl::StrCat(Quoted(StringArg(input, "query")), " in ", DirectoryOf(input));
+  return absl::StrCat(Quoted(StringField(input, "query")), " in ", DirectoryOf(input));
 }
 
 DisplayResult SearchDirectoryTool::display(const JsonValue& input, const JsonValue& result) const {

@@ -168,9 +168,8 @@ std::string ViewFileTool::parameters_schema() const { return kSchema; }
 absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   auto file_path = StringArg(args, "file_path");
   if (!file_path.has_value()) return absl::InvalidArgumentError("file_path is required");
-  int64_t start = 1;
+  int64_t start = IntArg(args, "start_line", 1);
   std::optional<int64_t> end;
-  if (args.HasMember("start_line") && args["start_line"].IsInt64()) start = args["start_line"].GetInt64();
   if (args.HasMember("end_line") && args["end_line"].IsInt64()) end = args["end_line"].GetInt64();
   if (start < 1) return absl::InvalidArgumentError("start_line must be at least 1");
   if (end.has_value() && *end < start) {

@@ -9,6 +9,7 @@
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/command/output_capture.h"
 #include "tools/builtin/command/result.h"
+#include "tools/builtin/json_fields.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec::command {
@@ -270,10 +271,7 @@ size_t BackgroundProcesses::running() const {
 }
 
 std::string ProcessIdOf(const JsonValue& input) {
-  if (input.IsObject() && input.HasMember("process_id") && input["process_id"].IsString()) {
-    return input["process_id"].GetString();
-  }
-  return "?";
+  return builtin::StringField(input, "process_id", "?");
 }
 
 }  // namespace toolexec::command

@@ -21,6 +21,7 @@
 
 #include "absl/strings/string_view.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/json_fields.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
 
@@ -140,17 +141,6 @@ class GrepSearchTool final : public Tool {
 
 namespace search_support {
 
-// A string argument, or `fallback` when absent or not a string.
-std::string StringArg(const JsonValue& args, const char* key, absl::string_view fallback = "");
-// An integer argument, or `fallback`.
-int64_t IntArg(const JsonValue& args, const char* key, int64_t fallback);
-// A boolean argument, or `fallback`.
-bool BoolArg(const JsonValue& args, const char* key, bool fallback);
-// A string member of a result object, or "".
-std::string StringField(const JsonValue& object, const char* key);
-// An unsigned member of a result object, or 0.
-uint64_t UintField(const JsonValue& object, const char* key);
-bool BoolField(const JsonValue& object, const char* key);
 // `s` quoted for a title or summary, cut to `max` bytes with "...".
 std::string Quoted(absl::string_view s, size_t max = 60);
 // A read permission on `path` (S12).

@@ -6,38 +6,6 @@
 
 namespace toolexec::builtin::search_support {
 
-std::string StringArg(const JsonValue& args, const char* key, absl::string_view fallback) {
-  if (!args.IsObject()) return std::string(fallback);
-  auto it = args.FindMember(key);
-  if (it == args.MemberEnd() || !it->value.IsString()) return std::string(fallback);
-  return std::string(it->value.GetString(), it->value.GetStringLength());
-}
-
-int64_t IntArg(const JsonValue& args, const char* key, int64_t fallback) {
-  if (!args.IsObject()) return fallback;
-  auto it = args.FindMember(key);
-  if (it == args.MemberEnd() || !it->value.IsInt64()) return fallback;
-  return it->value.GetInt64();
-}
-
-bool BoolArg(const JsonValue& args, const char* key, bool fallback) {
-  if (!args.IsObject()) return fallback;
-  auto it = args.FindMember(key);
-  if (it == args.MemberEnd() || !it->value.IsBool()) return fallback;
-  return it->value.GetBool();
-}
-
-std::string StringField(const JsonValue& object, const char* key) { return StringArg(object, key); }
-
-uint64_t UintField(const JsonValue& object, const char* key) {
-  if (!object.IsObject()) return 0;
-  auto it = object.FindMember(key);
-  if (it == object.MemberEnd() || !it->value.IsUint64()) return 0;
-  return it->value.GetUint64();
-}
-
-bool BoolField(const JsonValue& object, const char* key) { return BoolArg(object, key, false); }
-
 std::string Quoted(absl::string_view s, size_t max) {
   if (s.size() <= max) return absl::StrCat("'", s, "'");
   return absl::StrCat("'", s.substr(0, Utf8SafePrefix(s, max)), "...'");
