@@ -67,10 +67,7 @@ constexpr char kSchema[] = R"json({
 constexpr absl::string_view kBom = "\xEF\xBB\xBF";
 constexpr size_t kMaxListedLines = 20;
 
-std::string PathOf(const JsonValue& input) {
-  auto p = StringArg(input, "file_path");
-  return p.has_value() ? std::string(*p) : std::string("?");
-}
+std::string PathOf(const JsonValue& input) { return StringField(input, "file_path", "?"); }
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 

@@ -18,13 +18,11 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::PathArg;
 using search_support::Quoted;
 using search_support::ReadPermission;
 
-std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringField(input, "directory_path", ".");
-  return d.empty() ? "." : d;
-}
+std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
 bool HasGlobSyntax(absl::string_view pattern) {
   return pattern.find_first_of("*?[{/") != absl::string_view::npos;

@@ -16,15 +16,13 @@ namespace {
 using search_support::AddString;
 using search_support::MatchesJson;
 using search_support::MatchesText;
+using search_support::PathArg;
 using search_support::Quoted;
 using search_support::ReadPermission;
 
 constexpr int kMaxContextLines = 100;
 
-std::string PathOf(const JsonValue& input) {
-  std::string p = StringField(input, "path", ".");
-  return p.empty() ? "." : p;
-}
+std::string PathOf(const JsonValue& input) { return PathArg(input, "path"); }
 
 std::string ModeOf(const JsonValue& input) {
   return StringField(input, "output_mode", "files_with_matches");

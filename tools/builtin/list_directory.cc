@@ -18,6 +18,7 @@ namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::PathArg;
 using search_support::ReadPermission;
 
 constexpr int kMaxDepth = 32;
@@ -43,10 +44,7 @@ const char* KindName(search::EntryKind kind) {
   return "other";
 }
 
-std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringField(input, "directory_path", ".");
-  return d.empty() ? "." : d;
-}
+std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
 }  // namespace
 

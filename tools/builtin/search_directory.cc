@@ -14,13 +14,11 @@ namespace {
 using search_support::AddString;
 using search_support::MatchesJson;
 using search_support::MatchesText;
+using search_support::PathArg;
 using search_support::Quoted;
 using search_support::ReadPermission;
 
-std::string DirectoryOf(const JsonValue& input) {
-  std::string d = StringField(input, "directory_path", ".");
-  return d.empty() ? "." : d;
-}
+std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
 }  // namespace
 

@@ -144,10 +144,7 @@ absl::StatusOr<size_t> ReadSome(int fd, char* buf, size_t want, const std::strin
   return got;
 }
 
-std::string PathOf(const JsonValue& input) {
-  auto p = StringArg(input, "file_path");
-  return p.has_value() ? std::string(*p) : std::string("?");
-}
+std::string PathOf(const JsonValue& input) { return StringField(input, "file_path", "?"); }
 
 }  // namespace
 

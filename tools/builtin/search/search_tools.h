@@ -143,6 +143,9 @@ namespace search_support {
 
 // `s` quoted for a title or summary, cut to `max` bytes with "...".
 std::string Quoted(absl::string_view s, size_t max = 60);
+// The path argument `key` (directory_path, path): the workspace root "." when
+// absent or empty.
+std::string PathArg(const JsonValue& args, const char* key);
 // A read permission on `path` (S12).
 std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive);
 // Adds a string member (copied).

@@ -6,6 +6,11 @@
 
 namespace toolexec::builtin::search_support {
 
+std::string PathArg(const JsonValue& args, const char* key) {
+  std::string p = StringField(args, key);
+  return p.empty() ? "." : p;
+}
+
 std::string Quoted(absl::string_view s, size_t max) {
   if (s.size() <= max) return absl::StrCat("'", s, "'");
   return absl::StrCat("'", s.substr(0, Utf8SafePrefix(s, max)), "...'");
