@@ -5,12 +5,17 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "absl/time/time.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/session.h"
 #include "tools/runtime/tool.h"
 #include "tools/runtime/tool_context.h"
+#include "tools/runtime/tool_runner.h"
 
 namespace toolexec::testing {
 
@@ -53,6 +58,21 @@ inline Json J(const std::string& text) {
   auto parsed = ParseJson(text);
   if (!parsed.ok()) throw std::runtime_error("bad test JSON: " + text);
   return std::move(*parsed);
+}
+
+// Runs one call (id "1") through `runner` and returns its result; a refused
+// batch throws, which fails the test.
+inline ToolCallResult RunOneCall(ToolRunner& runner, const std::string& name,
+                                 const std::string& args_json,
+                                 std::shared_ptr<Session> session = nullptr,
+                                 std::optional<absl::Duration> timeout = std::nullopt) {
+  BatchRequest req;
+  req.session = std::move(session);
+  req.timeout = timeout;
+  req.calls.push_back(CallRequest{.id = "1", .name = name, .args_json = args_json});
+  auto r = runner.Run(std::move(req));
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r->at(0));
 }
 
 }  // namespace toolexec::testing

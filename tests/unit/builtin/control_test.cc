@@ -27,12 +27,7 @@ class ControlToolsTest : public ::testing::Test {
   }
   ToolCallResult RunOne(const std::string& name, const std::string& args,
                         std::shared_ptr<Session> session = nullptr) {
-    BatchRequest req;
-    req.session = std::move(session);
-    req.calls.push_back(CallRequest{.id = "1", .name = name, .args_json = args});
-    auto r = runner_->Run(std::move(req));
-    EXPECT_TRUE(r.ok());
-    return std::move(r->at(0));
+    return testing::RunOneCall(*runner_, name, args, std::move(session));
   }
 
   std::unique_ptr<ArtifactStore> artifacts_ = NewInMemoryArtifactStore();

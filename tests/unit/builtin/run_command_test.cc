@@ -180,13 +180,7 @@ class RunCommandTest : public ::testing::Test {
   ToolCallResult Call(const std::string& tool, const std::string& args,
                       std::optional<absl::Duration> timeout = std::nullopt,
                       std::shared_ptr<Session> session = nullptr) {
-    BatchRequest req;
-    req.timeout = timeout;
-    req.session = std::move(session);
-    req.calls.push_back(CallRequest{.id = "c", .name = tool, .args_json = args});
-    auto r = runner_->Run(std::move(req));
-    EXPECT_TRUE(r.ok()) << r.status();
-    return std::move(r->at(0));
+    return testing::RunOneCall(*runner_, tool, args, std::move(session), timeout);
   }
 
   ToolCallResult Run(const std::string& args,

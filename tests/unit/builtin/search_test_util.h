@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "tests/common/test_tools.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
@@ -80,15 +81,7 @@ class SearchToolsHarness {
   }
 
   ToolCallResult Run(const std::string& name, const std::string& args_json) {
-    BatchRequest req;
-    CallRequest call;
-    call.id = "1";
-    call.name = name;
-    call.args_json = args_json;
-    req.calls.push_back(std::move(call));
-    auto r = runner_->Run(std::move(req));
-    if (!r.ok()) throw std::runtime_error(r.status().ToString());
-    return std::move(r->at(0));
+    return testing::RunOneCall(*runner_, name, args_json);
   }
 
   const ToolRegistry& registry() const { return registry_; }
