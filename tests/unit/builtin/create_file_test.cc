@@ -21,12 +21,10 @@ using ::testing::HasSubstr;
 using testing::CallTool;
 using testing::J;
 using testing::Quoted;
+using testing::Flag;
 using testing::Str;
 using testing::TempTree;
 
-bool Flag(const JsonValue& v, const char* key) {
-  return v.HasMember(key) && v[key].IsBool() && v[key].GetBool();
-}
 
 class CreateFileTest : public ::testing::Test {
  protected:

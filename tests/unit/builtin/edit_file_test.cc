@@ -19,15 +19,11 @@ using ::testing::Not;
 using testing::CallTool;
 using testing::J;
 using testing::Quoted;
+using testing::Flag;
+using testing::Int;
 using testing::Str;
 using testing::TempTree;
 
-int64_t Int(const JsonValue& v, const char* key) {
-  return v.HasMember(key) && v[key].IsInt64() ? v[key].GetInt64() : -999;
-}
-bool Flag(const JsonValue& v, const char* key) {
-  return v.HasMember(key) && v[key].IsBool() && v[key].GetBool();
-}
 
 struct E {
   std::string old_string, new_string;

@@ -145,9 +145,16 @@ inline std::string Quoted(absl::string_view s) {
   return ToJsonString(v);
 }
 
+// Members of a result, with a value no test expects when absent or mistyped.
 inline std::string Str(const JsonValue& v, const char* key) {
   if (!v.IsObject() || !v.HasMember(key) || !v[key].IsString()) return "<missing>";
   return std::string(v[key].GetString(), v[key].GetStringLength());
+}
+inline int64_t Int(const JsonValue& v, const char* key) {
+  return v.IsObject() && v.HasMember(key) && v[key].IsInt64() ? v[key].GetInt64() : -999999;
+}
+inline bool Flag(const JsonValue& v, const char* key) {
+  return v.IsObject() && v.HasMember(key) && v[key].IsBool() && v[key].GetBool();
 }
 
 // Sets the resolver for one scope.

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "tests/common/test_tools.h"
+#include "tests/unit/builtin/file_test_util.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
@@ -42,6 +43,10 @@ using ::testing::ElementsAre;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::Flag;
+using testing::Int;
+using testing::Quoted;
+using testing::Str;
 
 // --- /proc helpers ----------------------------------------------------------
 
@@ -105,21 +110,6 @@ std::string UniqueMarker(const char* what) {
   return absl::StrCat("rct-", what, "-", getpid(), "-", ++n, "-", absl::ToUnixNanos(absl::Now()));
 }
 
-std::string Str(const JsonValue& v, const char* key) {
-  if (!v.IsObject() || !v.HasMember(key) || !v[key].IsString())
-    return "<missing " + std::string(key) + ">";
-  return std::string(v[key].GetString(), v[key].GetStringLength());
-}
-
-int64_t Int(const JsonValue& v, const char* key) {
-  if (!v.IsObject() || !v.HasMember(key) || !v[key].IsInt64()) return -999999;
-  return v[key].GetInt64();
-}
-
-bool Bool(const JsonValue& v, const char* key) {
-  return v.IsObject() && v.HasMember(key) && v[key].IsBool() && v[key].GetBool();
-}
-
 // A batch observer that keeps every event in arrival order.
 class Recorder final : public BatchObserver {
  public:
@@ -147,10 +137,6 @@ class Recorder final : public BatchObserver {
   absl::Notification done;
 };
 
-std::string JsonQuote(const std::string& s) {
-  rapidjson::Value v(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
-  return ToJsonString(v);
-}
 
 class RunCommandTest : public ::testing::Test {
  protected:
@@ -190,7 +176,7 @@ class RunCommandTest : public ::testing::Test {
 
   // run_command with just a command line (and optional extra JSON members).
   ToolCallResult Sh(const std::string& command, const std::string& extra = "") {
-    return Run(absl::StrCat(R"({"command_line":)", JsonQuote(command), extra.empty() ? "" : ",",
+    return Run(absl::StrCat(R"({"command_line":)", Quoted(command), extra.empty() ? "" : ",",
                             extra, "}"));
   }
 
@@ -298,7 +284,7 @@ TEST_F(RunCommandTest, StdoutAndStderrSeparateAndInterleaved) {
   EXPECT_EQ(Str(r.payload, "stdout"), "out1\nout2\n");
   EXPECT_EQ(Str(r.payload, "stderr"), "err1\nerr2\n");
   EXPECT_EQ(Str(r.payload, "combined_output"), "out1\nerr1\nout2\nerr2\n");
-  EXPECT_FALSE(Bool(r.payload, "truncated"));
+  EXPECT_FALSE(Flag(r.payload, "truncated"));
   EXPECT_EQ(Int(r.payload, "stdout_bytes"), 10);
 }
 
@@ -456,7 +442,7 @@ TEST_F(RunCommandTest, CancellationKillsTheWholeTree) {
   req.calls.push_back(
       CallRequest{.id = "c",
                   .name = "run_command",
-                  .args_json = absl::StrCat(R"({"command_line":)", JsonQuote(cmd),
+                  .args_json = absl::StrCat(R"({"command_line":)", Quoted(cmd),
                                             R"(,"env":{"RCT_MARKER":")", marker, R"("}})")});
   auto handle = runner_->Start(std::move(req), &rec);
   ASSERT_TRUE(handle.ok());
@@ -502,7 +488,7 @@ TEST_F(RunCommandTest, LargeOutputKeepsHeadAndTailInBoundedMemory) {
   long after = rss_kb();
   const std::string out = Str(r.payload, "stdout");
   EXPECT_EQ(Int(r.payload, "stdout_bytes"), 50000008);
-  EXPECT_TRUE(Bool(r.payload, "truncated"));
+  EXPECT_TRUE(Flag(r.payload, "truncated"));
   EXPECT_THAT(out, StartsWith("HEADxxxx"));
   EXPECT_THAT(out, EndsWith("xxxxTAIL"));
   const uint64_t limit = options_.command_capture_bytes;
@@ -526,7 +512,7 @@ TEST_F(RunCommandTest, Utf8SplitAcrossReadsSurvives) {
   const auto& r = rec.results[0];
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(Str(r.payload, "stdout"), "a\xE2\x82\xAC b\n");
-  EXPECT_FALSE(Bool(r.payload, "invalid_utf8"));
+  EXPECT_FALSE(Flag(r.payload, "invalid_utf8"));
   // Each progress chunk is whole UTF-8: the euro sign arrives in one piece.
   std::vector<std::string> chunks;
   for (const auto& e : rec.events) {
@@ -542,7 +528,7 @@ TEST_F(RunCommandTest, InvalidUtf8IsReplacedAndReported) {
             "a\xEF\xBF\xBD"
             "b\n");
   EXPECT_EQ(Str(r.payload, "stderr"), "x\xEF\xBF\xBD");
-  EXPECT_TRUE(Bool(r.payload, "invalid_utf8"));
+  EXPECT_TRUE(Flag(r.payload, "invalid_utf8"));
   EXPECT_EQ(Int(r.payload, "invalid_utf8_bytes"), 3);
 }
 
@@ -617,7 +603,7 @@ TEST_F(RunCommandTest, BackgroundStartStatusKill) {
   ASSERT_TRUE(Eventually([&] {
     auto s = Call("command_status", absl::StrCat(R"({"process_id":")", id, R"("})"));
     EXPECT_TRUE(s.ok()) << s.error_message;
-    EXPECT_TRUE(Bool(s.payload, "running"));
+    EXPECT_TRUE(Flag(s.payload, "running"));
     seen += Str(s.payload, "combined_output");
     return seen == "start\nmid\n";
   }));
@@ -630,15 +616,15 @@ TEST_F(RunCommandTest, BackgroundStartStatusKill) {
 
   auto killed = Call("kill_command", absl::StrCat(R"({"process_id":")", id, R"("})"));
   ASSERT_TRUE(killed.ok()) << killed.error_message;
-  EXPECT_FALSE(Bool(killed.payload, "running"));
-  EXPECT_TRUE(Bool(killed.payload, "killed"));
+  EXPECT_FALSE(Flag(killed.payload, "running"));
+  EXPECT_TRUE(Flag(killed.payload, "killed"));
   EXPECT_EQ(Str(killed.payload, "signal"), "SIGTERM");
   EXPECT_TRUE(Eventually([&] { return ProcessesWith(marker).empty(); }));
 
   // Still reportable after it ended; killing again says so.
   auto again = Call("kill_command", absl::StrCat(R"({"process_id":")", id, R"("})"));
   ASSERT_TRUE(again.ok());
-  EXPECT_TRUE(Bool(again.payload, "already_exited"));
+  EXPECT_TRUE(Flag(again.payload, "already_exited"));
 
   auto unknown = Call("command_status", R"({"process_id":"bg-999999"})");
   ASSERT_FALSE(unknown.ok());
@@ -651,7 +637,7 @@ TEST_F(RunCommandTest, BackgroundExitIsReported) {
   const std::string id = Str(started.payload, "process_id");
   auto s = Call("command_status", absl::StrCat(R"({"process_id":")", id, R"(","wait_ms":5000})"));
   ASSERT_TRUE(s.ok()) << s.error_message;
-  EXPECT_FALSE(Bool(s.payload, "running"));
+  EXPECT_FALSE(Flag(s.payload, "running"));
   EXPECT_EQ(Int(s.payload, "exit_code"), 4);
   EXPECT_EQ(Str(s.payload, "stdout"), "hi\n");
   EXPECT_EQ(Str(s.payload, "timed_out"), "");
@@ -729,7 +715,7 @@ TEST_F(RunCommandTest, BackgroundWallTimeout) {
       Call("command_status", absl::StrCat(R"({"process_id":")", Str(started.payload, "process_id"),
                                           R"(","wait_ms":5000})"));
   ASSERT_TRUE(s.ok());
-  EXPECT_FALSE(Bool(s.payload, "running"));
+  EXPECT_FALSE(Flag(s.payload, "running"));
   EXPECT_EQ(Str(s.payload, "timed_out"), "wall");
   EXPECT_EQ(Str(s.payload, "stdout"), "tick\n");
 }

@@ -21,15 +21,11 @@ namespace {
 using ::testing::HasSubstr;
 using testing::CallTool;
 using testing::Quoted;
+using testing::Flag;
+using testing::Int;
 using testing::Str;
 using testing::TempTree;
 
-int64_t Int(const JsonValue& v, const char* key) {
-  return v.HasMember(key) && v[key].IsInt64() ? v[key].GetInt64() : -999;
-}
-bool Flag(const JsonValue& v, const char* key) {
-  return v.HasMember(key) && v[key].IsBool() && v[key].GetBool();
-}
 
 std::string Lines(int from, int to) {
   std::string s;
