@@ -48,8 +48,7 @@ class CommandStatusTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    std::string id = ProcessIdOf(input);
-    return id == "?" ? std::string("command_status") : absl::StrCat("command_status ", id);
+    return ProcessTitle(name(), input);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {
@@ -63,7 +62,7 @@ class CommandStatusTool final : public Tool {
   }
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
-    std::string id(args["process_id"].GetString(), args["process_id"].GetStringLength());
+    std::string id = ProcessIdOf(args);
     absl::Duration wait;
     if (args.HasMember("wait_ms")) wait = absl::Milliseconds(args["wait_ms"].GetInt64());
     // Answer before the call's own deadline rather than be cut off by it.

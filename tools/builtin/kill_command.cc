@@ -38,8 +38,7 @@ class KillCommandTool final : public Tool {
   ToolType tool_type() const override { return ToolType::kBashCmd; }
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
-    std::string id = ProcessIdOf(input);
-    return id == "?" ? std::string("kill_command") : absl::StrCat("kill_command ", id);
+    return ProcessTitle(name(), input);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {
@@ -49,7 +48,7 @@ class KillCommandTool final : public Tool {
   }
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
-    std::string id(args["process_id"].GetString(), args["process_id"].GetStringLength());
+    std::string id = ProcessIdOf(args);
     return background_->Kill(ctx.info().session_id, id, ctx.cancellation());
   }
 

@@ -274,4 +274,9 @@ std::string ProcessIdOf(const JsonValue& input) {
   return builtin::StringField(input, "process_id", "?");
 }
 
+std::string ProcessTitle(absl::string_view tool, const JsonValue& input) {
+  auto id = builtin::StringArg(input, "process_id");
+  return id.has_value() ? absl::StrCat(tool, " ", *id) : std::string(tool);
+}
+
 }  // namespace toolexec::command

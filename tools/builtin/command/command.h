@@ -183,6 +183,9 @@ std::unique_ptr<Tool> MakeKillCommandTool(std::shared_ptr<BackgroundProcesses> b
 // The process_id argument of command_status/kill_command, or "?" when absent
 // (for titles and summaries, which also see invalid input).
 std::string ProcessIdOf(const JsonValue& input);
+// The display title of command_status/kill_command: "<tool> <process_id>", or
+// the tool's name alone without a process id.
+std::string ProcessTitle(absl::string_view tool, const JsonValue& input);
 
 // At most this many background commands run at once across the daemon, and
 // this many per session.
