@@ -171,11 +171,7 @@ std::string CreateFileTool::compact_summary(const JsonValue& input, const JsonVa
 
 std::vector<PermissionRequirement> CreateFileTool::required_permissions(
     const JsonValue& input) const {
-  PermissionRequirement r;
-  r.kind = PermissionRequirement::Kind::kPath;
-  r.value = PathOf(input);
-  r.level = PermissionLevel::kWrite;
-  return {r};
+  return PathPermission(PathOf(input), PermissionLevel::kWrite);
 }
 
 }  // namespace toolexec::builtin

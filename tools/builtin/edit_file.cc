@@ -486,11 +486,7 @@ std::string EditFileTool::compact_summary(const JsonValue& input, const JsonValu
 
 std::vector<PermissionRequirement> EditFileTool::required_permissions(
     const JsonValue& input) const {
-  PermissionRequirement r;
-  r.kind = PermissionRequirement::Kind::kPath;
-  r.value = PathOf(input);
-  r.level = PermissionLevel::kWrite;
-  return {r};
+  return PathPermission(PathOf(input), PermissionLevel::kWrite);
 }
 
 }  // namespace toolexec::builtin

@@ -20,7 +20,6 @@ namespace {
 using search_support::AddString;
 using search_support::PathArg;
 using search_support::Quoted;
-using search_support::ReadPermission;
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
@@ -192,7 +191,7 @@ std::string FindFileTool::compact_summary(const JsonValue& input, const JsonValu
 
 std::vector<PermissionRequirement> FindFileTool::required_permissions(
     const JsonValue& input) const {
-  return ReadPermission(DirectoryOf(input), true);
+  return PathPermission(DirectoryOf(input), PermissionLevel::kRead, true);
 }
 
 }  // namespace toolexec::builtin

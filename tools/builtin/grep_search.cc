@@ -18,7 +18,6 @@ using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::PathArg;
 using search_support::Quoted;
-using search_support::ReadPermission;
 
 constexpr int kMaxContextLines = 100;
 
@@ -245,7 +244,7 @@ std::string GrepSearchTool::compact_summary(const JsonValue& input, const JsonVa
 
 std::vector<PermissionRequirement> GrepSearchTool::required_permissions(
     const JsonValue& input) const {
-  return ReadPermission(PathOf(input), true);
+  return PathPermission(PathOf(input), PermissionLevel::kRead, true);
 }
 
 }  // namespace toolexec::builtin

@@ -19,7 +19,6 @@ namespace {
 
 using search_support::AddString;
 using search_support::PathArg;
-using search_support::ReadPermission;
 
 constexpr int kMaxDepth = 32;
 
@@ -208,7 +207,8 @@ std::string ListDirectoryTool::compact_summary(const JsonValue& input, const Jso
 
 std::vector<PermissionRequirement> ListDirectoryTool::required_permissions(
     const JsonValue& input) const {
-  return ReadPermission(DirectoryOf(input), IntArg(input, "depth", 1) > 1);
+  const bool recursive = IntArg(input, "depth", 1) > 1;
+  return PathPermission(DirectoryOf(input), PermissionLevel::kRead, recursive);
 }
 
 }  // namespace toolexec::builtin

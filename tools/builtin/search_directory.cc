@@ -16,7 +16,6 @@ using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::PathArg;
 using search_support::Quoted;
-using search_support::ReadPermission;
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
@@ -140,7 +139,7 @@ std::string SearchDirectoryTool::compact_summary(const JsonValue& input, const J
 
 std::vector<PermissionRequirement> SearchDirectoryTool::required_permissions(
     const JsonValue& input) const {
-  return ReadPermission(DirectoryOf(input), true);
+  return PathPermission(DirectoryOf(input), PermissionLevel::kRead, true);
 }
 
 }  // namespace toolexec::builtin

@@ -344,11 +344,7 @@ std::string ViewFileTool::compact_summary(const JsonValue& input, const JsonValu
 
 std::vector<PermissionRequirement> ViewFileTool::required_permissions(
     const JsonValue& input) const {
-  PermissionRequirement r;
-  r.kind = PermissionRequirement::Kind::kPath;
-  r.value = PathOf(input);
-  r.level = PermissionLevel::kRead;
-  return {r};
+  return PathPermission(PathOf(input), PermissionLevel::kRead);
 }
 
 }  // namespace toolexec::builtin

@@ -85,6 +85,16 @@ std::string Tool::not_executable_message() const {
                                   : " is executed by the harness");
 }
 
+std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
+                                                  bool recursive) {
+  PermissionRequirement r;
+  r.kind = PermissionRequirement::Kind::kPath;
+  r.value = std::move(path);
+  r.recursive = recursive;
+  r.level = level;
+  return {r};
+}
+
 size_t Utf8SafePrefix(absl::string_view s, size_t max) {
   if (s.size() <= max) return s.size();
   size_t cut = max;

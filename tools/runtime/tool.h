@@ -58,6 +58,10 @@ struct PermissionRequirement {
   PermissionLevel level = PermissionLevel::kNone;
 };
 
+// What a tool that touches one workspace path needs (S12).
+std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
+                                                  bool recursive = false);
+
 // S13: how a result is shown to a person.
 struct DisplayResult {
   std::string title;

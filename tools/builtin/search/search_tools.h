@@ -146,8 +146,6 @@ std::string Quoted(absl::string_view s, size_t max = 60);
 // The path argument `key` (directory_path, path): the workspace root "." when
 // absent or empty.
 std::string PathArg(const JsonValue& args, const char* key);
-// A read permission on `path` (S12).
-std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive);
 // Adds a string member (copied).
 void AddString(Json& doc, JsonValue& object, const char* key, absl::string_view value);
 // The matching (and context) lines of a content-mode search, in order:

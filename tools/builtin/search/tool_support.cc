@@ -16,15 +16,6 @@ std::string Quoted(absl::string_view s, size_t max) {
   return absl::StrCat("'", s.substr(0, Utf8SafePrefix(s, max)), "...'");
 }
 
-std::vector<PermissionRequirement> ReadPermission(absl::string_view path, bool recursive) {
-  PermissionRequirement r;
-  r.kind = PermissionRequirement::Kind::kPath;
-  r.value = path.empty() ? "." : std::string(path);
-  r.recursive = recursive;
-  r.level = PermissionLevel::kRead;
-  return {r};
-}
-
 void AddString(Json& doc, JsonValue& object, const char* key, absl::string_view value) {
   auto& alloc = doc.GetAllocator();
   object.AddMember(JsonValue(key, alloc),
