@@ -120,8 +120,11 @@
 // the fd's /proc/self/fd link gives it.
 //
 // Sandbox (sandbox: "bwrap"): bwrap --ro-bind / / --dev /dev --proc /proc
-// --tmpfs /tmp --bind <workspace> <workspace> [--unshare-net] --unshare-pid
-// --die-with-parent --new-session --chdir <dir> -- /bin/bash -c <command>.
+// --tmpfs /tmp --bind <workspace> <workspace>, the isolation flags of
+// AppendIsolationFlags (sandbox.h: a user namespace mapping the daemon's ids
+// to themselves, --cap-drop ALL, --disable-userns, pid/ipc/uts[/net]
+// namespaces, --die-with-parent --new-session), --chdir <dir> -- /bin/bash -c
+// <command>.
 // --unshare-pid is added because --new-session moves the command out of our
 // process group: in a PID namespace the whole sandbox dies with its init, so
 // the group SIGKILL of bwrap still takes everything with it. In bwrap mode
