@@ -66,7 +66,8 @@ class ViewFileTool final : public Tool {
 // create_file{file_path* | TargetFile*, contents*, overwrite=false}: writes a
 // whole file atomically (temp file + fsync + rename in the same directory),
 // creating missing parent directories. Refuses an existing file unless
-// overwrite (then keeps its mode), and always refuses a symlink at the target.
+// overwrite (then keeps its mode as edit_file does), and always refuses a
+// symlink at the target.
 // Result: {path, bytes_written, created (false when it replaced a file), sha256}.
 class CreateFileTool final : public Tool {
  public:
@@ -93,6 +94,12 @@ class CreateFileTool final : public Tool {
 // matched and edited as LF and written back as CRLF; a UTF-8 BOM, the mode and
 // (best effort) the owner are kept. Atomic like create_file; refuses a
 // symlink (edit its target).
+// Mode: kept with its set-user-ID, set-group-ID and sticky bits (set after the
+// write and the chown, which make the kernel clear set-ID bits for a normal
+// user's write and for any chown). Only when the owner (group) could not be
+// kept, i.e. a normal user edits another user's file in a directory it may
+// write, is set-user-ID (set-group-ID) dropped: the new file is the daemon
+// user's, and is never made set-ID to it.
 // Result: {path, replacements, diff (unified, 3 lines of context), sha256 (new
 // content), previous_sha256, dry_run, written, lines_added, lines_removed,
 // line_endings, [bom], [diff_truncated]}.

@@ -4,6 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <ios>
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
@@ -275,6 +282,20 @@ TEST_F(EditFileTest, ModeIsKept) {
   ExpectNoTempFiles();
 }
 
+// The set-user-ID, set-group-ID and sticky bits survive an edit as root
+// (chown, which keeps the owner, clears them, so the mode is set after it).
+TEST_F(EditFileTest, SpecialModeBitsAreKeptAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (EditFileAsOwnerTest covers a normal user)";
+  for (mode_t mode : {07755, 04711, 02750, 01644}) {
+    t_.Write("tool", "#!/bin/sh\necho hi\n", mode);
+    ASSERT_EQ(t_.Mode("tool"), mode);
+    ASSERT_TRUE(Edit("tool", {{"hi", "hello"}}).ok());
+    EXPECT_EQ(t_.Mode("tool"), mode) << std::oct << mode;
+    ASSERT_TRUE(Edit("tool", {{"hello", "hi"}}).ok());
+    EXPECT_EQ(t_.Mode("tool"), mode) << std::oct << mode;
+  }
+}
+
 TEST_F(EditFileTest, RefusesSymlinksAndOddFiles) {
   TempTree outside;
   outside.Write("victim", "precious\n");
@@ -342,6 +363,85 @@ TEST_F(EditFileTest, HonoursCancellation) {
                     {t_.path()}, &token);
   EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kCancelled);
   EXPECT_EQ(t_.Read("f"), "a\n");
+}
+
+// ---------------------------------------------------------------------------
+// Mode bits as a normal user who owns the file. The kernel clears
+// set-user-ID and set-group-ID when a normal user writes or chowns a file, so
+// edit_file sets the mode after both; and a file it cannot keep the owner of
+// (another user's) loses those bits rather than becoming set-user-ID to the
+// daemon's user. Run as root, the test reruns itself as nobody (65534).
+
+constexpr uid_t kNobody = 65534;
+constexpr char kNobodyDirEnv[] = "TOOLEXEC_TEST_NOBODY_DIR";
+
+// Runs this test binary's `test` as uid and gid kNobody, with kNobodyDirEnv
+// set to `dir`; its wait status, or -1 if it could not be started.
+int RunSelfAsNobody(const std::string& test, const std::string& dir) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  std::string filter = "--gtest_filter=" + test;
+  std::string env_dir = absl::StrCat(kNobodyDirEnv, "=", dir);
+  char* argv[] = {self, filter.data(), nullptr};
+  char* envp[] = {env_dir.data(), nullptr};
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {  // only async-signal-safe calls from here
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        syscall(SYS_setresgid, kNobody, kNobody, kNobody) != 0 ||
+        syscall(SYS_setresuid, kNobody, kNobody, kNobody) != 0) {
+      _exit(126);
+    }
+    execve(self, argv, envp);
+    _exit(errno == EACCES ? 77 : 127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+TEST(EditFileAsOwnerTest, SpecialModeBitsAreKept) {
+  if (geteuid() == 0) {
+    TempTree shared;
+    ASSERT_EQ(chown(shared.path().c_str(), kNobody, kNobody), 0);
+    shared.Write("theirs", "#!/bin/sh\necho hi\n", 04755);  // root's, in nobody's directory
+    int status = RunSelfAsNobody("EditFileAsOwnerTest.SpecialModeBitsAreKept", shared.path());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+      GTEST_SKIP() << "the test binary is not executable by uid " << kNobody;
+    }
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_TRUE(shared.Exists("ran-as-nobody"));
+    return;
+  }
+  TempTree t;
+  BuiltinOptions options;
+  builtin::EditFileTool tool(options);
+  auto edit = [&](const std::string& root, const std::string& path) {
+    return CallTool(tool,
+                    absl::StrCat(R"({"file_path":)", Quoted(path),
+                                 R"(,"edits":[{"old_string":"hi","new_string":"hello"}]})"),
+                    {root});
+  };
+  t.Write("mine", "#!/bin/sh\necho hi\n", 06755);
+  ASSERT_EQ(t.Mode("mine"), 06755u);
+  auto r = edit(t.path(), "mine");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(t.Read("mine"), "#!/bin/sh\necho hello\n");
+  EXPECT_EQ(t.Mode("mine"), 06755u);
+
+  const char* shared = getenv(kNobodyDirEnv);
+  if (shared == nullptr) return;
+  auto theirs = edit(shared, "theirs");
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  struct stat st;
+  ASSERT_EQ(stat((std::string(shared) + "/theirs").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());  // the owner could not be kept...
+  EXPECT_EQ(st.st_mode & 07777, 0755u);  // ...so it is not set-user-ID to us
+  std::ofstream(std::string(shared) + "/ran-as-nobody") << "ok\n";
 }
 
 // ---------------------------------------------------------------------------
