@@ -373,7 +373,14 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   std::string text = crlf_mode ? absl::StrReplaceAll(body, {{"\r\n", "\n"}}) : std::string(body);
   const std::string original = text;
 
-  // --- apply, in memory ---
+  // --- apply, in memory; each result is sized (and capped) before it is built ---
+  auto too_big = [&](absl::string_view what, uint64_t size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " would make '", wp->display, "' ", size, " bytes; edit_file writes at most ",
+        options_.max_file_bytes,
+        " bytes (max_file_bytes): replace fewer occurrences, or use run_command for larger "
+        "files"));
+  };
   int64_t replacements = 0;
   for (size_t i = 0; i < edits.size(); ++i) {
     if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
@@ -382,57 +389,82 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
       e.old_string = absl::StrReplaceAll(e.old_string, {{"\r\n", "\n"}});
       e.new_string = absl::StrReplaceAll(e.new_string, {{"\r\n", "\n"}});
     }
-    std::vector<size_t> at;
-    for (size_t p = text.find(e.old_string); p != std::string::npos;
-         p = text.find(e.old_string, p + e.old_string.size())) {
-      at.push_back(p);
-    }
-    if (at.empty()) {
+    auto matches = [&](auto&& each) {
+      for (size_t p = text.find(e.old_string); p != std::string::npos;
+           p = text.find(e.old_string, p + e.old_string.size())) {
+        each(p);
+      }
+    };
+    uint64_t count = 0;
+    std::vector<size_t> first;  // where the first kMaxListedLines matches start
+    matches([&](size_t p) {
+      if (first.size() < kMaxListedLines) first.push_back(p);
+      ++count;
+    });
+    if (count == 0) {
       return absl::FailedPreconditionError(
           MissMessage(text, e.old_string, i, wp->display, ctx.cancellation()));
     }
-    if (at.size() > 1 && !e.replace_all) {
+    if (count > 1 && !e.replace_all) {
       std::vector<int> lines;
       int line = 1;
       size_t last = 0;
-      for (size_t k = 0; k < at.size() && k < kMaxListedLines; ++k) {
-        line += static_cast<int>(std::count(text.begin() + last, text.begin() + at[k], '\n'));
-        last = at[k];
+      for (size_t p : first) {
+        line += static_cast<int>(std::count(text.begin() + last, text.begin() + p, '\n'));
+        last = p;
         lines.push_back(line);
       }
       return absl::FailedPreconditionError(absl::StrCat(
-          "edits[", i, "].old_string occurs ", at.size(), " times in '", wp->display, "'",
+          "edits[", i, "].old_string occurs ", count, " times in '", wp->display, "'",
           i > 0 ? absl::StrCat(" (after applying edits[0..", i - 1, "])") : "", " (lines ",
-          absl::StrJoin(lines, ", "), at.size() > kMaxListedLines ? ", ..." : "",
+          absl::StrJoin(lines, ", "), count > kMaxListedLines ? ", ..." : "",
           "); include more surrounding lines to make it unique, or set replace_all: true to "
           "replace every occurrence"));
     }
+    // count * old_string.size() <= text.size(), and count and new_string are
+    // bounded by the file and the request: no overflow in 64 bits.
+    const uint64_t size = text.size() - count * e.old_string.size() + count * e.new_string.size();
+    if (size > options_.max_file_bytes) {
+      auto bytes = [](size_t n) { return absl::StrCat(n, n == 1 ? " byte" : " bytes"); };
+      return too_big(absl::StrCat("edits[", i, "] (", count,
+                                  count == 1 ? " replacement" : " replacements", " of ",
+                                  bytes(e.old_string.size()), " by ", bytes(e.new_string.size()),
+                                  ")"),
+                     size);
+    }
     std::string next;
-    next.reserve(text.size() + at.size() * e.new_string.size());
+    next.reserve(static_cast<size_t>(size));
     size_t from = 0;
-    for (size_t p : at) {
+    matches([&](size_t p) {
       next.append(text, from, p - from);
       next.append(e.new_string);
       from = p + e.old_string.size();
-    }
+    });
     next.append(text, from, std::string::npos);
     text = std::move(next);
-    replacements += static_cast<int64_t>(at.size());
+    replacements += static_cast<int64_t>(count);
   }
 
   // --- back to the file's conventions ---
-  std::string out_bytes = bom ? std::string(kBom) : std::string();
-  out_bytes += crlf_mode ? absl::StrReplaceAll(text, {{"\n", "\r\n"}}) : text;
+  const uint64_t out_size =
+      (bom ? kBom.size() : 0) + text.size() +
+      (crlf_mode ? static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) : 0);
+  if (out_size > options_.max_file_bytes) return too_big("the edits", out_size);
+  std::string out_bytes;
+  out_bytes.reserve(static_cast<size_t>(out_size));
+  if (bom) out_bytes.append(kBom.data(), kBom.size());
+  if (crlf_mode) {
+    out_bytes += absl::StrReplaceAll(text, {{"\n", "\r\n"}});
+  } else {
+    out_bytes += text;
+  }
   const std::string new_sha = Sha256Hex(out_bytes);
 
   DiffStats stats;
-  std::string diff = UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation());
-  if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
   bool diff_truncated = false;
-  if (diff.size() > options_.view_max_bytes) {
-    diff.resize(Utf8SafePrefix(diff, options_.view_max_bytes));
-    diff_truncated = true;
-  }
+  std::string diff = UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation(),
+                                 options_.view_max_bytes, &diff_truncated);
+  if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
 
   bool written = false;
   if (!dry_run && out_bytes != raw) {

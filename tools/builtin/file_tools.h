@@ -15,6 +15,7 @@
 #define TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +95,12 @@ class CreateFileTool final : public Tool {
 // matched and edited as LF and written back as CRLF; a UTF-8 BOM, the mode and
 // (best effort) the owner are kept. Atomic like create_file; refuses a
 // symlink (edit its target).
+// Sizes: the file read and the file written (after each edit, and with its
+// BOM and CRLF endings) are at most max_file_bytes; an edit's result size is
+// counted from its matches before it is built, so an over-large result fails
+// at once naming the sizes, for a dry run too. The diff is built up to
+// view_max_bytes and then cut (diff_truncated); lines_added/removed count the
+// whole change.
 // Mode: kept with its set-user-ID, set-group-ID and sticky bits (set after the
 // write and the chown, which make the kernel clear set-ID bits for a normal
 // user's write and for any chown). Only when the owner (group) could not be
@@ -151,9 +158,14 @@ struct DiffStats {
 // Invalid UTF-8 is replaced with U+FFFD so the diff is a valid string. Very
 // different texts (more than a few thousand changed lines) fall back to
 // replacing the whole differing middle. Cancelled -> stops early and returns "".
+// The text is cut at `max_bytes` (on a UTF-8 boundary; `*truncated` says so)
+// and never built beyond it, whatever the size of the change; `stats` count
+// the whole change.
 std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
                         absl::string_view label, int context, DiffStats* stats,
-                        const CancellationToken* cancel = nullptr);
+                        const CancellationToken* cancel = nullptr,
+                        size_t max_bytes = std::numeric_limits<size_t>::max(),
+                        bool* truncated = nullptr);
 
 // 1-based line number of byte `offset` in `text`.
 int LineNumberAt(absl::string_view text, size_t offset);

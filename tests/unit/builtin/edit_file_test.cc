@@ -329,6 +329,62 @@ TEST_F(EditFileTest, MaxFileBytes) {
   EXPECT_THAT(r.status().message(), HasSubstr("edit_file loads at most 16 bytes"));
 }
 
+// The result is capped like the input (max_file_bytes), and its size is
+// computed before it is built: a replace_all that would blow a file up fails
+// at once, naming the sizes, for a dry run too.
+TEST_F(EditFileTest, ResultOverMaxFileBytesIsRefusedBeforeItIsBuilt) {
+  std::string lines;
+  for (int i = 0; i < 100000; ++i) lines += "a\n";  // 200,000 bytes
+  t_.Write("f", lines);
+  const std::string wide(200, 'w');
+  for (const char* extra : {"", R"(,"dry_run":true)"}) {
+    auto r = Edit("f", {{"a", wide, true}}, extra);
+    ASSERT_FALSE(r.ok()) << extra;
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("edits[0] (100000 replacements of 1 byte by 200 bytes) would make 'f' "
+                          "20100000 bytes; edit_file writes at most 10485760 bytes"));
+  }
+  EXPECT_EQ(t_.Read("f"), lines);
+  ExpectNoTempFiles();
+
+  options_.max_file_bytes = 100;
+  t_.Write("g", "0123456789\n");
+  // Within the cap, up to the byte.
+  auto fits = Edit("g", {{"0123456789", std::string(99, 'x')}});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(t_.Read("g").size(), 100u);
+  auto over = Edit("g", {{"\n", "y\n"}});
+  EXPECT_THAT(over.status().message(), HasSubstr("would make 'g' 101 bytes"));
+  // Every step counts: a later edit that would shrink it back does not help.
+  t_.Write("g", "0123456789\n");
+  auto step = Edit("g", {{"0", std::string(200, 'x')}, {std::string(200, 'x'), "0"}});
+  EXPECT_THAT(step.status().message(), HasSubstr("edits[0] (1 replacement of 1 byte by 200 bytes) "
+                                                 "would make 'g' 210 bytes"));
+  // A CRLF file is written back with "\r\n": that counts too.
+  std::string crlf;
+  for (int i = 0; i < 20; ++i) crlf += "a\r\n";  // 60 bytes; 40 bytes as LF
+  t_.Write("dos", crlf);
+  auto doubled = Edit("dos", {{"a", "a\nb", true}});  // 80 bytes as LF, 120 as CRLF
+  EXPECT_THAT(doubled.status().message(), HasSubstr("would make 'dos' 120 bytes"));
+  EXPECT_EQ(t_.Read("dos"), crlf);
+}
+
+// The diff in the result is bounded by view_max_bytes however large the
+// change, and marked as cut; the line counts still cover the whole change.
+TEST_F(EditFileTest, DiffIsBounded) {
+  options_.view_max_bytes = 1000;
+  std::string lines;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&lines, "line ", i, "\n");
+  t_.Write("f", lines);
+  auto r = Edit("f", {{"line", "LINE", true}}, R"(,"dry_run":true)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(Str(*r, "diff").size(), 1000u);
+  EXPECT_TRUE(Flag(*r, "diff_truncated"));
+  EXPECT_EQ(Int(*r, "lines_added"), 20000);
+  EXPECT_EQ(Int(*r, "lines_removed"), 20000);
+}
+
 TEST_F(EditFileTest, InvalidUtf8FileEditsBytewise) {
   t_.Write("latin1", "caf\xe9 = 1\n");
   auto r = Edit("latin1", {{"= 1", "= 2"}});
@@ -492,6 +548,31 @@ TEST(EditDiffTest, MinimalEditScript) {
   // Myers finds the shortest script: one line moved is one delete + one insert.
   std::string d = builtin::UnifiedDiff("a\nb\nc\nd\n", "b\nc\nd\na\n", "m", 0, nullptr);
   EXPECT_EQ(d, "--- a/m\n+++ b/m\n@@ -1 +0,0 @@\n-a\n@@ -4,0 +4 @@\n+a\n");
+}
+
+// The diff text stops at max_bytes (never built beyond it), on a UTF-8
+// boundary even where sanitizing lengthened it; the counts cover everything.
+TEST(EditDiffTest, BoundedByMaxBytes) {
+  std::string a, b;
+  for (int i = 0; i < 1000; ++i) {
+    absl::StrAppend(&a, "old \xff ", i, "\n");  // invalid UTF-8, shown as U+FFFD
+    absl::StrAppend(&b, "new ", i, "\n");
+  }
+  const std::string whole = builtin::UnifiedDiff(a, b, "f", 3, nullptr);
+  for (size_t max : {size_t{0}, size_t{1}, size_t{7}, size_t{100}, size_t{1001}, size_t{4096}}) {
+    builtin::DiffStats stats;
+    bool truncated = false;
+    std::string d = builtin::UnifiedDiff(a, b, "f", 3, &stats, nullptr, max, &truncated);
+    EXPECT_LE(d.size(), max);
+    EXPECT_TRUE(truncated) << max;
+    EXPECT_EQ(whole.substr(0, d.size()), d) << max;
+    EXPECT_GE(d.size() + 3, std::min(max, whole.size())) << max;  // cut at most a partial character
+    EXPECT_EQ(stats.added, 1000);
+    EXPECT_EQ(stats.removed, 1000);
+  }
+  bool truncated = true;
+  EXPECT_EQ(builtin::UnifiedDiff(a, b, "f", 3, nullptr, nullptr, whole.size(), &truncated), whole);
+  EXPECT_FALSE(truncated);
 }
 
 TEST(EditDiffTest, LargeRewriteFallsBackButStaysValid) {
