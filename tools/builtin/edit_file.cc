@@ -15,6 +15,7 @@
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/builtin/fs/text.h"
+#include "tools/builtin/fs/write_lock.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -214,11 +215,13 @@ bool HasLineNumberPrefix(absl::string_view s) {
   return false;
 }
 
+// `note` follows the file's name (e.g. that another write ran just before).
 std::string MissMessage(absl::string_view text, absl::string_view old_string, size_t index,
-                        const std::string& display, const CancellationToken& cancel) {
+                        const std::string& display, absl::string_view note,
+                        const CancellationToken& cancel) {
   std::string msg = absl::StrCat("edits[", index, "].old_string was not found in '", display, "'");
   if (index > 0) absl::StrAppend(&msg, " (after applying edits[0..", index - 1, "])");
-  msg += ".";
+  absl::StrAppend(&msg, note, ".");
   if (HasLineNumberPrefix(old_string)) {
     msg += " It seems to include view_file's line-number prefixes (\"    12<TAB>\"); remove them.";
   }
@@ -252,8 +255,10 @@ std::string EditFileTool::description() const {
          "included, without view_file's line-number prefixes) and occur once, unless "
          "replace_all is true. Edits apply in order and atomically: all or none. Returns a "
          "unified diff and the new sha256. dry_run shows the diff without writing; "
-         "expected_sha256 refuses the edit if the file changed since you read it. Keeps the "
-         "file's line endings (CRLF files may be edited with \\n), BOM and permissions.";
+         "expected_sha256 refuses the edit if the file changed since you read it. Several "
+         "edits of one file in one batch apply one after another, each to the file as the "
+         "previous one left it. Keeps the file's line endings (CRLF files may be edited with "
+         "\\n), BOM and permissions.";
 }
 
 std::string EditFileTool::parameters_schema() const { return kSchema; }
@@ -307,6 +312,20 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   }
   auto dir = fs::OpenDirectory(wp->Parent());
   if (!dir.ok()) return dir.status();
+  // A write holds the file's writer lock from the read to the rename, so it
+  // starts from the latest content and no other write of the daemon lands in
+  // between (see fs/write_lock.h). A dry run writes nothing and does not wait.
+  std::optional<fs::FileWriteLock> lock;
+  if (!dry_run) {
+    auto acquired = fs::FileWriteLock::Acquire(dir->get(), name, ctx.cancellation(), wp->display);
+    if (!acquired.ok()) return acquired.status();
+    lock.emplace(std::move(*acquired));
+  }
+  // Said when an edit no longer applies and another write had the lock first.
+  const std::string after_other_write =
+      lock.has_value() && lock->waited()
+          ? absl::StrCat(" (another write of '", wp->display, "' finished just before this edit)")
+          : "";
   fs::UniqueFd fd(openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
@@ -358,7 +377,8 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   if (expected.has_value() && *expected != previous_sha) {
     return absl::FailedPreconditionError(absl::StrCat(
         "file changed since read: sha256 is ", previous_sha, ", expected ", *expected,
-        "; view '", wp->display, "' again and redo the edit against its current content"));
+        after_other_write, "; view '", wp->display,
+        "' again and redo the edit against its current content"));
   }
 
   // --- normalize: BOM off, CRLF -> LF when every line ending is CRLF ---
@@ -403,7 +423,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
     });
     if (count == 0) {
       return absl::FailedPreconditionError(
-          MissMessage(text, e.old_string, i, wp->display, ctx.cancellation()));
+          MissMessage(text, e.old_string, i, wp->display, after_other_write, ctx.cancellation()));
     }
     if (count > 1 && !e.replace_all) {
       std::vector<int> lines;
@@ -418,7 +438,8 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
           "edits[", i, "].old_string occurs ", count, " times in '", wp->display, "'",
           i > 0 ? absl::StrCat(" (after applying edits[0..", i - 1, "])") : "", " (lines ",
           absl::StrJoin(lines, ", "), count > kMaxListedLines ? ", ..." : "",
-          "); include more surrounding lines to make it unique, or set replace_all: true to "
+          ")", after_other_write,
+          "; include more surrounding lines to make it unique, or set replace_all: true to "
           "replace every occurrence"));
     }
     // count * old_string.size() <= text.size(), and count and new_string are

@@ -9,8 +9,16 @@
 // expected_sha256 or an edit that does not apply.
 //
 // Thread safety: the tools hold only their immutable options; Call() may run
-// concurrently. Two concurrent writers of one file each write atomically; the
-// last rename wins (edit_file's expected_sha256 detects the lost update).
+// concurrently. Writers of one file are serialized in the daemon: create_file
+// and edit_file hold the file's fs::FileWriteLock from their read or
+// existence check to their rename (fs/write_lock.h), so a reported write is
+// never overwritten by a write that started from older content. Hence several
+// edit_file calls of one file in one batch all apply, one after another (in
+// no set order), each to the content the previous one wrote; an edit that no
+// longer applies to that content fails and says another write ran first; and
+// of several edits that give the same expected_sha256 exactly one applies.
+// A dry run takes no lock. Writers outside the daemon are detected, not
+// excluded (WriteFileAtomic's `expect`: "changed while it was being edited").
 #ifndef TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 #define TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 
