@@ -2,6 +2,9 @@
 // wherever a "pattern", "patternProperties" or date format sits and however a
 // "$ref" reaches it, a long argument is matched by RE2 (no recursion per
 // character, as std::regex has) or the schema is refused when it registers.
+// First: it brings valijson (and its RapidJSON settings) with RE2 in place.
+#include "tools/runtime/schema_regex.h"
+// clang-format off
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
 #include "tools/runtime/schema.h"
+#include "valijson/schema.hpp"
+#include "valijson/schema_parser.hpp"
+#include "valijson/validation_results.hpp"
+// clang-format on
 
 namespace toolexec {
 namespace {
@@ -183,6 +190,38 @@ TEST(HostileSchemaTest, UnreferencedDataWithLookaroundIsAccepted) {
   EXPECT_TRUE(CompiledSchema::Compile(absl::StrCat(R"({"type":"object","examples":[{"id":"urn:ab:)",
                                                    std::string(100000, 'a'), R"("}]})"))
                   .ok());
+}
+
+// Below toolexec's registration checks: valijson itself, given patterns RE2
+// cannot read and no table of compiled expressions, matches with RE2 or
+// fails the value with the reason. It never falls back to std::regex.
+// valijson alone: the first error, or "" when `value` is valid.
+std::string ValijsonError(const char* schema_text, const Json& value) {
+  Json doc = J(schema_text);
+  valijson::Schema schema;
+  valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+  valijson::adapters::RapidJsonAdapter schema_adapter(doc);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::RapidJsonAdapter adapter(value);
+  if (validator.validate(schema, adapter, &results)) return "";
+  valijson::ValidationResults::Error first;
+  return results.popError(first) ? first.description : "invalid";
+}
+
+TEST(Re2EngineTest, ValijsonNeverRunsStdRegex) {
+  const char* kProperties = R"js({"type":"object",
+      "properties":{"s":{"pattern":"^(?=a)[ab]*$"},"t":{"pattern":"^[ab]*$"}}})js";
+  EXPECT_EQ(ValijsonError(kProperties, WithString("t", std::string(kLong, 'a'))), "");
+  EXPECT_THAT(ValijsonError(kProperties, WithString("t", std::string(kLong, 'a') + "c")),
+              HasSubstr("does not match"));
+  EXPECT_THAT(ValijsonError(kProperties, WithString("s", std::string(kLong, 'a'))),
+              HasSubstr("not RE2 syntax"));
+  const char* kPatternProperties =
+      R"js({"type":"object","patternProperties":{"^(?!z)":{"type":"integer"}}})js";
+  EXPECT_THAT(ValijsonError(kPatternProperties, WithString(std::string(kLong, 'a'), "v")),
+              HasSubstr("not RE2 syntax"));
 }
 
 }  // namespace
