@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 
 namespace toolexec {
@@ -44,6 +49,39 @@ TEST(ParseJsonTest, DepthLimit) {
 TEST(ParseJsonTest, HostileDepthDoesNotOverflowTheStack) {
   std::string deep(1000000, '[');
   EXPECT_FALSE(ParseJson(deep, 2000000).ok());  // unterminated, but no crash
+}
+
+// Every decimal literal reads as the double strtod (correctly rounded) gives.
+TEST(ParseJsonTest, NumbersAreParsedExactly) {
+  auto doc = ParseJson("[927.3655785987305]");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ((*doc)[0].GetDouble(), 927.3655785987305);
+  std::mt19937_64 random(20261203);
+  int wrong = 0;
+  for (int i = 0; i < 20000; ++i) {
+    uint64_t bits = random();
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    if (!std::isfinite(d)) continue;
+    char text[64];
+    std::snprintf(text, sizeof text, i % 2 == 0 ? "%.16g" : "%.17g", d);
+    auto parsed = ParseJson(text);
+    ASSERT_TRUE(parsed.ok()) << text;
+    if ((*parsed).GetDouble() != std::strtod(text, nullptr)) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(IntegralNumbersTest, IntegralDoublesBecomeIntegers) {
+  Json doc = *ParseJson(R"({"a":1.0,"b":[1e2,-0.0,2.5,9007199254740992.0,1e300],"c":3})");
+  EXPECT_TRUE(HasIntegralNonIntegers(doc));
+  IntegralNumbersToIntegers(doc);
+  EXPECT_FALSE(HasIntegralNonIntegers(doc));
+  EXPECT_EQ(ToJsonString(doc), R"({"a":1,"b":[100,0,2.5,9007199254740992,1e300],"c":3})");
+  EXPECT_TRUE(doc["a"].IsInt64());
+  EXPECT_EQ(IntegralValue(2.0), 2);
+  EXPECT_EQ(IntegralValue(0.5), std::nullopt);
+  EXPECT_EQ(IntegralValue(std::nan("")), std::nullopt);
 }
 
 TEST(JsonDepthTest, CountsNesting) {

@@ -65,6 +65,21 @@ TEST(CoerceTest, NullableType) {
   EXPECT_EQ(Coerced(kScalars, R"({"ni":null})"), R"({"ni":null})");
 }
 
+// An integral number is an integer however it is written (S4).
+TEST(CoerceTest, IntegralNumbersAreIntegers) {
+  EXPECT_EQ(Coerced(kScalars, R"({"i":1.0})"), R"({"i":1})");
+  EXPECT_EQ(Coerced(kScalars, R"({"i":1e2,"a":[2.0]})"), R"({"i":100,"a":[2]})");
+  EXPECT_EQ(Coerced(kScalars, R"({"i":"1.0"})"), R"({"i":1})");
+  auto schema = Compile(kScalars);
+  Json args = J(R"({"i":1.0,"ni":-2e0,"a":[3.0]})");
+  ASSERT_TRUE(schema->Prepare(args).ok()) << schema->Prepare(args);
+  EXPECT_EQ(args["i"].GetInt64(), 1);
+  Json fraction = J(R"({"i":1.5})");
+  EXPECT_THAT(schema->Prepare(fraction).message(), HasSubstr("args.i"));
+  // Validation alone agrees (draft 7: an integer is a number with no fraction).
+  EXPECT_TRUE(schema->Validate(J(R"({"i":1.0,"o":{"x":2.0}})")).ok());
+}
+
 // What must stay untouched, so the real type error still surfaces.
 TEST(CoerceTest, LeavesAmbiguousOrWrongValuesUntouched) {
   EXPECT_EQ(Coerced(kScalars, R"({"i":"not a number"})"), R"({"i":"not a number"})");
@@ -217,15 +232,15 @@ TEST(PatternTest, ARefIntoAnyPartOfTheSchemaIsMatchedWithRe2Too) {
   EXPECT_FALSE(schema->Prepare(bad).ok());
 }
 
-TEST(PatternTest, PatternsWithNulAndReservedKeywords) {
-  auto nul = Compile(R"({"type":"object","properties":{"x":{"type":"string","pattern":"a\u0000b"}}})");
-  Json with_nul = J(R"({"x":"ya\u0000bz"})");
-  EXPECT_TRUE(nul->Prepare(with_nul).ok());
-  Json without = J(R"({"x":"ab"})");
-  EXPECT_FALSE(nul->Prepare(without).ok());
-  auto reserved = CompiledSchema::Compile(R"({"type":"object","x-toolexec-pattern":"0"})");
-  ASSERT_FALSE(reserved.ok());
-  EXPECT_THAT(reserved.status().message(), HasSubstr("reserved"));
+TEST(PatternTest, PatternsWithNulAreRefused) {
+  // valijson keeps a pattern only up to its first NUL: say so at registration
+  // rather than match a different expression.
+  auto nul = CompiledSchema::Compile(
+      R"({"type":"object","properties":{"x":{"type":"string","pattern":"a\u0000b"}}})");
+  ASSERT_FALSE(nul.ok());
+  EXPECT_THAT(nul.status().message(), HasSubstr("U+0000"));
+  // Keywords of toolexec's own do not exist: this is an unknown keyword.
+  EXPECT_TRUE(CompiledSchema::Compile(R"({"type":"object","x-toolexec-pattern":"0"})").ok());
   // Outside schema positions a pattern RE2 cannot read is data, not an error.
   EXPECT_TRUE(CompiledSchema::Compile(
                   R"js({"type":"object","x-ui":{"hint":{"pattern":"(?!x)"}}})js")
@@ -255,21 +270,19 @@ TEST(FormatTest, DateTimeFormatsAreCheckedWithoutCrashingOnLongInput) {
   EXPECT_TRUE(schema->Prepare(huge).ok());  // a very long year is still a date
 }
 
-TEST(PatternPropertiesTest, LongPropertyNamesAreRefusedNotMatched) {
+TEST(PatternPropertiesTest, LongPropertyNamesAreMatchedWithRe2) {
   auto schema = Compile(R"({"type":"object","patternProperties":{
       "^[a-z]+$":{"type":"integer"}},"additionalProperties":false})");
   Json ok = J(R"({"abc":1})");
   EXPECT_TRUE(schema->Prepare(ok).ok());
   Json wrong = J(R"({"abc":"x"})");
-  EXPECT_FALSE(schema->Prepare(wrong).ok());
+  EXPECT_THAT(schema->Prepare(wrong).message(), HasSubstr("args.abc"));
   Json extra = J(R"({"ABC":1})");
-  EXPECT_FALSE(schema->Prepare(extra).ok());
+  EXPECT_THAT(schema->Prepare(extra).message(), HasSubstr("'ABC'"));
   Json huge = J("{}");
   huge.AddMember(JsonValue().SetString(std::string(200000, 'a').c_str(), huge.GetAllocator()),
                  JsonValue(1), huge.GetAllocator());
-  absl::Status s = schema->Prepare(huge);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("property name"));
+  EXPECT_TRUE(schema->Prepare(huge).ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tools/runtime/json.h"
 
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,7 +72,8 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
   auto generate = [&](Json& handler) {
     DepthLimitedHandler limited(handler, max_depth);
     result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
-                          rapidjson::kParseStopWhenDoneFlag>(is, limited);
+                          rapidjson::kParseStopWhenDoneFlag | rapidjson::kParseFullPrecisionFlag>(
+        is, limited);
     too_deep = limited.too_deep();
     return !result.IsError();
   };
@@ -125,6 +127,50 @@ int JsonDepth(const JsonValue& value) {
     }
   }
   return max_depth;
+}
+
+std::optional<int64_t> IntegralValue(double d) {
+  constexpr double kMaxExact = 9007199254740992.0;  // 2^53
+  if (!(std::fabs(d) <= kMaxExact) || d != std::trunc(d)) return std::nullopt;  // NaN fails too
+  return static_cast<int64_t>(d);
+}
+
+namespace {
+
+// Calls `f` on every number below `value` that is stored as a double and is
+// integral; iterative, like JsonDepth. Stops when `f` returns false.
+template <typename V, typename F>
+void ForEachIntegralDouble(V& value, F f) {
+  std::vector<V*> stack = {&value};
+  while (!stack.empty()) {
+    V* v = stack.back();
+    stack.pop_back();
+    if (v->IsObject()) {
+      for (auto& m : v->GetObject()) stack.push_back(&m.value);
+    } else if (v->IsArray()) {
+      for (auto& e : v->GetArray()) stack.push_back(&e);
+    } else if (v->IsDouble()) {
+      if (auto i = IntegralValue(v->GetDouble()); i.has_value() && !f(*v, *i)) return;
+    }
+  }
+}
+
+}  // namespace
+
+void IntegralNumbersToIntegers(JsonValue& value) {
+  ForEachIntegralDouble(value, [](JsonValue& v, int64_t i) {
+    v.SetInt64(i);
+    return true;
+  });
+}
+
+bool HasIntegralNonIntegers(const JsonValue& value) {
+  bool found = false;
+  ForEachIntegralDouble(value, [&](const JsonValue&, int64_t) {
+    found = true;
+    return false;
+  });
+  return found;
 }
 
 Json MakeObject() {

@@ -3,6 +3,8 @@
 #ifndef TOOLEXEC_TOOLS_RUNTIME_JSON_H_
 #define TOOLEXEC_TOOLS_RUNTIME_JSON_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
 
@@ -19,9 +21,11 @@ using JsonValue = rapidjson::Value;
 // The deepest nesting accepted in arguments or results (objects and arrays).
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses `text` as one JSON value. Fails with InvalidArgument naming the offset
-// and the problem, or when nesting exceeds `max_depth`. Never recurses on the
-// C++ stack, so hostile input cannot overflow it.
+// Parses `text` as one JSON value, numbers exactly (a decimal literal becomes
+// the nearest double, as strtod rounds it). Fails with InvalidArgument naming
+// the offset and the problem, or when nesting exceeds `max_depth`. Never
+// recurses on the C++ stack, so hostile input cannot overflow it. The one
+// place JSON text becomes a value.
 absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth = kMaxJsonDepth);
 
 // Compact JSON text of `value`.
@@ -32,6 +36,17 @@ Json CopyJson(const JsonValue& value);
 
 // Nesting depth of `value`: a scalar is 0, [] and {} are 1, [[1]] is 2.
 int JsonDepth(const JsonValue& value);
+
+// The integer `d` equals, when it is integral and within +-2^53 (where every
+// integer is exactly a double).
+std::optional<int64_t> IntegralValue(double d);
+
+// Turns every non-integer number in `value` that IntegralValue accepts (1.0,
+// 1e2) into an integer, in place: an integral number is an integer, whether it
+// came as JSON text or through a protobuf Struct (which has only doubles).
+void IntegralNumbersToIntegers(JsonValue& value);
+// Whether IntegralNumbersToIntegers would change anything.
+bool HasIntegralNonIntegers(const JsonValue& value);
 
 // A new empty object document.
 Json MakeObject();

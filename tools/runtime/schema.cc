@@ -1,6 +1,6 @@
-// valijson's RapidJSON adapter must come before any RapidJSON header: it
-// defines RAPIDJSON_ASSERT (the same way rapidjson_config.h does).
-#include "valijson/adapters/rapidjson_adapter.hpp"
+// valijson's validator only through schema_regex.h, which replaces its
+// std::regex; and that first, for RAPIDJSON_ASSERT.
+#include "tools/runtime/schema_regex.h"
 // clang-format off
 #include "tools/runtime/schema.h"
 // clang-format on
@@ -13,11 +13,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tools/runtime/schema_regex.h"
 #include "valijson/schema.hpp"
 #include "valijson/schema_parser.hpp"
 #include "valijson/validation_results.hpp"
-#include "valijson/validator.hpp"
 
 namespace toolexec {
 namespace {
@@ -73,6 +71,7 @@ void CoerceScalar(const WantedTypes& wanted, JsonValue& value, Allocator& alloc)
       // Strict JSON number grammar: "3", "-2", "0.5", "1e3"; not "0x1", "inf", ".5".
       auto parsed = ParseJson(text, 1);
       if (!parsed.ok() || !parsed->IsNumber()) return;
+      IntegralNumbersToIntegers(*parsed);  // "1.0" is the integer 1
       if (want == "integer" && !(parsed->IsInt64() || parsed->IsUint64())) return;  // "3.5"
       value.CopyFrom(*parsed, alloc);
     } else if (want == "boolean") {
@@ -142,8 +141,8 @@ void DefaultNode(const JsonValue& schema, JsonValue& value, Allocator& alloc) {
 }
 
 // valijson's context is {"<root>", "[name]", "[0]", ...}; make it "args.name[0]".
-std::string JsonPath(const std::vector<std::string>& context) {
-  std::string path = "args";
+std::string JsonPath(absl::string_view root, const std::vector<std::string>& context) {
+  std::string path(root);
   for (size_t i = 1; i < context.size(); ++i) {
     const std::string& c = context[i];
     absl::string_view inner = c;
@@ -158,6 +157,9 @@ std::string JsonPath(const std::vector<std::string>& context) {
 
 }  // namespace
 
+CompiledSchema::CompiledSchema() = default;
+CompiledSchema::~CompiledSchema() = default;
+
 absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Compile(absl::string_view text) {
   auto doc = ParseJson(text);
   if (!doc.ok()) return absl::InvalidArgumentError(absl::StrCat("schema: ", doc.status().message()));
@@ -170,25 +172,35 @@ absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Compile(absl::st
     return absl::InvalidArgumentError(
         "schema for tool arguments must have \"type\": \"object\" (arguments are a JSON object)");
   }
-  std::unique_ptr<CompiledSchema> schema(new CompiledSchema());
-  schema->document_ = std::move(*doc);
-  schema->compiled_ = std::make_unique<valijson::Schema>();
-  // valijson sees a copy whose regular-expression keywords toolexec checks
-  // with RE2 (schema_regex.h says why).
-  Json for_validator;
-  for_validator.CopyFrom(schema->document_, for_validator.GetAllocator());
-  schema_regex::PatternTable patterns;
-  schema_regex::RewriteResult rewritten;
-  if (absl::Status s = schema_regex::Rewrite(for_validator, for_validator.GetAllocator(), patterns,
-                                             rewritten);
-      !s.ok()) {
-    return s;
+  return Build(std::move(*doc));
+}
+
+absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::CompileForValue(
+    absl::string_view text, absl::string_view value_name) {
+  auto doc = ParseJson(text);
+  if (!doc.ok()) return absl::InvalidArgumentError(absl::StrCat("schema: ", doc.status().message()));
+  if (!doc->IsObject() && !doc->IsBool()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema must be a JSON object or a boolean, got ", JsonTypeName(*doc)));
   }
-  schema->check_property_names_ = rewritten.has_pattern_properties;
+  auto schema = Build(std::move(*doc));
+  if (schema.ok()) (*schema)->value_name_ = std::string(value_name);
+  return schema;
+}
+
+absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Build(Json document) {
+  std::unique_ptr<CompiledSchema> schema(new CompiledSchema());
+  schema->document_ = std::move(document);
+  // valijson wants integers in "maxItems" and the like, and compares "const"
+  // and "enum" by type: 2.0 there is the integer 2, as in arguments.
+  IntegralNumbersToIntegers(schema->document_);
+  auto regexes = schema_regex::RegexTable::Build(schema->document_);
+  if (!regexes.ok()) return regexes.status();
+  schema->regexes_ = std::make_unique<const schema_regex::RegexTable>(std::move(*regexes));
+  schema->compiled_ = std::make_unique<valijson::Schema>();
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    schema_regex::AddConstraintBuilders(parser, patterns);
-    valijson::adapters::RapidJsonAdapter adapter(for_validator);
+    valijson::adapters::RapidJsonAdapter adapter(schema->document_);
     parser.populateSchema(adapter, *schema->compiled_);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON Schema: ", e.what()));
@@ -196,31 +208,41 @@ absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Compile(absl::st
   return schema;
 }
 
-CompiledSchema::~CompiledSchema() = default;
-
-void CompiledSchema::Coerce(Json& args) const { CoerceNode(document_, args, args.GetAllocator()); }
+void CompiledSchema::Coerce(Json& args) const {
+  IntegralNumbersToIntegers(args);
+  CoerceNode(document_, args, args.GetAllocator());
+}
 
 absl::Status CompiledSchema::Validate(const JsonValue& args) const {
-  if (check_property_names_) {
-    if (absl::Status s = schema_regex::CheckPropertyNameLengths(args); !s.ok()) return s;
+  if (HasIntegralNonIntegers(args)) {
+    Json normalized = CopyJson(args);
+    IntegralNumbersToIntegers(normalized);
+    return ValidateExact(normalized);
   }
+  return ValidateExact(args);
+}
+
+absl::Status CompiledSchema::ValidateExact(const JsonValue& args) const {
   valijson::Validator validator;
   valijson::ValidationResults results;
   valijson::adapters::RapidJsonAdapter adapter(args);
+  schema_regex::ScopedRegexTable regexes(regexes_.get());
   bool ok = false;
   try {
     ok = validator.validate(*compiled_, adapter, &results);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("arguments could not be validated: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(value_name_ == "args" ? "arguments" : value_name_,
+                     " could not be validated: ", e.what()));
   }
   if (ok) return absl::OkStatus();
   // The first error is the innermost, most specific one; later ones repeat it
   // from the enclosing schemas ("Failed to validate against schema ...").
   valijson::ValidationResults::Error first;
   results.popError(first);
-  std::string message =
-      absl::StrCat("invalid arguments: ", JsonPath(first.context), ": ", first.description);
-  return absl::InvalidArgumentError(message);
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid ", value_name_ == "args" ? "arguments" : value_name_, ": ",
+                   JsonPath(value_name_, first.context), ": ", first.description));
 }
 
 void CompiledSchema::ApplyDefaults(Json& args) const {
@@ -228,12 +250,12 @@ void CompiledSchema::ApplyDefaults(Json& args) const {
 }
 
 absl::Status CompiledSchema::Prepare(Json& args) const {
-  if (!args.IsObject()) {
+  if (value_name_ == "args" && !args.IsObject()) {
     return absl::InvalidArgumentError(
         absl::StrCat("arguments must be a JSON object, got ", JsonTypeName(args)));
   }
   Coerce(args);
-  if (absl::Status s = Validate(args); !s.ok()) return s;
+  if (absl::Status s = ValidateExact(args); !s.ok()) return s;
   ApplyDefaults(args);
   return absl::OkStatus();
 }

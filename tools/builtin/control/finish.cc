@@ -6,7 +6,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "tools/builtin/control/control_tools.h"
 #include "tools/runtime/schema.h"
 #include "tools/runtime/tool_context.h"
@@ -43,18 +42,14 @@ class FinishTool final : public Tool {
       return ToolError(ErrorCode::kInvalidArguments,
                        "finish needs the task's final output: give output or output_string");
     }
-    const JsonValue& value = has_output ? output->value : text->value;
-    if (output_schema_ == nullptr) return CopyJson(value);
-    // Validate {"output": value} against {"properties": {"output": <schema>}}
-    // so coercion and the error path work exactly as for arguments.
-    Json wrapped = MakeObject();
-    wrapped.AddMember("output", JsonValue(value, wrapped.GetAllocator()), wrapped.GetAllocator());
-    if (absl::Status s = output_schema_->Prepare(wrapped); !s.ok()) {
-      std::string message = absl::StrReplaceAll(
-          s.message(), {{"invalid arguments: args.output", "invalid output: output"}});
-      return ToolError(ErrorCode::kInvalidArguments, message);
+    Json value = CopyJson(has_output ? output->value : text->value);
+    if (output_schema_ == nullptr) return value;
+    // The same coercion and validation as arguments (S4), with errors naming
+    // the path from "output".
+    if (absl::Status s = output_schema_->Prepare(value); !s.ok()) {
+      return ToolError(ErrorCode::kInvalidArguments, std::string(s.message()));
     }
-    return CopyJson(wrapped["output"]);
+    return value;
   }
 
  private:
@@ -65,14 +60,9 @@ class FinishTool final : public Tool {
 
 absl::StatusOr<std::unique_ptr<Tool>> MakeFinishTool(const std::string& output_schema) {
   if (output_schema.empty()) return std::make_unique<FinishTool>(nullptr);
-  auto schema_doc = ParseJson(output_schema);
-  if (!schema_doc.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("finish output schema: ", schema_doc.status().message()));
-  }
-  std::string wrapper = absl::StrCat(R"({"type":"object","required":["output"],"properties":{"output":)",
-                                     ToJsonString(*schema_doc), "}}");
-  auto compiled = CompiledSchema::Compile(wrapper);
+  // Compiled as a document of its own, so its references ("#/definitions/x",
+  // "#") resolve against it.
+  auto compiled = CompiledSchema::CompileForValue(output_schema, "output");
   if (!compiled.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("finish output schema: ", compiled.status().message()));
