@@ -718,7 +718,7 @@ std::shared_ptr<const IgnoreRules> LoadIgnoreRules(int dir_fd, absl::string_view
   std::vector<std::unique_ptr<GlobSet>> sets;
   for (const char* file : {".rgignore", ".ignore", ".gitignore"}) {
     if (!has(file)) continue;
-    for (auto& set : ReadIgnoreSets(dir_fd, {file})) sets.push_back(std::move(set));
+    if (auto set = ParseIgnoreFile(ReadSmallFile(dir_fd, file))) sets.push_back(std::move(set));
   }
   if (has(".git")) {
     if (auto set = ParseIgnoreFile(ReadGitExclude(dir_fd))) sets.push_back(std::move(set));
