@@ -112,6 +112,28 @@ TEST_F(FindFileTest, Errors) {
             ErrorCode::kDenied);
 }
 
+TEST(FindFileGlobTest, PosixClassesAndInvalidGlobs) {
+  TempWorkspace ws;
+  ws.Write(".gitignore", "[[:digit:]].txt\n");
+  for (const char* f : {"1.txt", "a.txt", "p].txt", "a2.c", "foo[", "x\\"}) ws.Write(f, "");
+  SearchToolsHarness h(ws.path());
+  auto find = [&h](const std::string& pattern) {
+    auto r = h.Run("find_file", R"({"pattern": ")" + pattern + R"("})");
+    EXPECT_TRUE(r.ok()) << r.error_message;
+    return Strings(r.payload, "paths");
+  };
+  EXPECT_THAT(find("*.txt"), ElementsAre("a.txt", "p].txt"));  // as git: only 1.txt ignored
+  EXPECT_THAT(find("*[[:digit:]]*"), ElementsAre("a2.c"));
+  EXPECT_THAT(find("[[:alpha:]][!.]*"), ElementsAre("a2.c", "foo[", "p].txt", "x\\"));
+  // A glob that can match nothing says why, rather than matching a name literally.
+  for (const char* bad : {"foo[", "x\\\\", "a[/]b"}) {
+    auto r = h.Run("find_file", std::string(R"({"pattern": ")") + bad + R"("})");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error->code, ErrorCode::kInvalidArguments) << bad;
+    EXPECT_THAT(r.error_message, HasSubstr("can match nothing")) << bad;
+  }
+}
+
 TEST(FindFileSymlinkTest, ListsSymlinksWithoutFollowingThem) {
   TempWorkspace outside;
   outside.Write("inner/secret.cc", "");

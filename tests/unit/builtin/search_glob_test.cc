@@ -158,5 +158,95 @@ TEST(SearchGlobTest, HasPositive) {
   EXPECT_FALSE((*GlobSet::Create({*ParseUserGlob("!*.cc")}, false))->has_positive());
 }
 
+TEST(SearchGlobTest, PosixClassesAsGitReadsThem) {
+  // git ignores only 1.txt: the class ends at its own "]", not at the first one.
+  auto digit = Ignore({"[[:digit:]].txt"});
+  EXPECT_TRUE(Ignored(*digit, "1.txt"));
+  EXPECT_FALSE(Ignored(*digit, "a.txt"));
+  EXPECT_FALSE(Ignored(*digit, "p].txt"));
+  EXPECT_TRUE(UserMatch("*[[:digit:]]*", "a2.c"));
+  EXPECT_FALSE(UserMatch("*[[:digit:]]*", "abc"));
+  struct Case {
+    const char* cls;
+    const char* in;
+    const char* out;
+  };
+  for (const Case& c : std::vector<Case>{{"alnum", "a0Z", "-_ "},
+                                         {"alpha", "azAZ", "0_"},
+                                         {"blank", " \t", "\na"},
+                                         {"cntrl", "\x01\x1f\x7f", " a"},
+                                         {"digit", "09", "a"},
+                                         {"graph", "!~a", " \x7f"},
+                                         {"lower", "az", "AZ0"},
+                                         {"print", " ~a", "\t\x7f"},
+                                         {"punct", "!-@[`{~", "a0 "},
+                                         {"space", " \t\n\r", "\v\fa"},
+                                         {"upper", "AZ", "az"},
+                                         {"xdigit", "09afAF", "gG"}}) {
+    const std::string glob = std::string("x[[:") + c.cls + ":]]";
+    for (const char* ch = c.in; *ch != '\0'; ++ch) {
+      EXPECT_TRUE(UserMatch(glob, std::string("x") + *ch)) << glob << " " << int{*ch};
+    }
+    for (const char* ch = c.out; *ch != '\0'; ++ch) {
+      EXPECT_FALSE(UserMatch(glob, std::string("x") + *ch)) << glob << " " << int{*ch};
+    }
+  }
+}
+
+TEST(SearchGlobTest, BracketNegationRangesAndLeadingBracket) {
+  EXPECT_TRUE(UserMatch("x[!a-c]", "xd"));
+  EXPECT_FALSE(UserMatch("x[!a-c]", "xb"));
+  EXPECT_TRUE(UserMatch("x[^[:alpha:]]", "x1"));
+  EXPECT_FALSE(UserMatch("x[^[:alpha:]]", "xq"));
+  EXPECT_TRUE(UserMatch("x[]a]", "x]"));   // ']' first is a member
+  EXPECT_TRUE(UserMatch("x[!]a]", "xb"));  // also after '!'
+  EXPECT_FALSE(UserMatch("x[!]a]", "x]"));
+  EXPECT_TRUE(UserMatch("x[a-]", "x-"));     // '-' last is a member
+  EXPECT_TRUE(UserMatch("x[[:digit:]a]", "xa"));
+  EXPECT_TRUE(UserMatch("x[\\]]", "x]"));    // escaped ']'
+  EXPECT_TRUE(UserMatch("x[[:]", "x:"));     // "[:" without ":]" is two members
+  EXPECT_TRUE(UserMatch("x[z-a]", "xz"));    // git: a reversed range is only its start
+  EXPECT_FALSE(UserMatch("x[z-a]", "xb"));
+  EXPECT_FALSE(UserMatch("x[!a]", "x/"));    // not even a negated class matches '/'
+  EXPECT_FALSE(UserMatch("x?", "x/"));
+}
+
+TEST(SearchGlobTest, PatternsGitCannotMatchMatchNothing) {
+  auto set = Ignore({"foo[", "bar\\", "[[:bogus:]]x", "a[/]b", "c[[:digit:]"});
+  EXPECT_FALSE(Ignored(*set, "foo["));
+  EXPECT_FALSE(Ignored(*set, "bar\\"));
+  EXPECT_FALSE(Ignored(*set, "[[:bogus:]]x"));
+  EXPECT_FALSE(Ignored(*set, "bx"));
+  EXPECT_FALSE(Ignored(*set, "a/b"));
+  EXPECT_FALSE(Ignored(*set, "c1"));
+  EXPECT_FALSE(Ignored(*set, "c[[:digit:]"));
+  // As the model's glob, each is an error that says why.
+  for (const char* bad : {"foo[", "bar\\", "x[[:bogus:]]", "a[/]b"}) {
+    auto p = ParseUserGlob(bad);
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(UserMatch("a[/x]b", "a/b"));
+  EXPECT_TRUE(UserMatch("a[/x]b", "axb"));
+}
+
+TEST(SearchGlobTest, AnySlashAnchorsAsInGit) {
+  auto set = Ignore({"a\\/b", "c[/x]d"});
+  EXPECT_TRUE(Ignored(*set, "a/b"));
+  EXPECT_FALSE(Ignored(*set, "x/a/b"));
+  EXPECT_TRUE(Ignored(*set, "cxd"));
+  EXPECT_FALSE(Ignored(*set, "y/cxd"));  // the '/' in the bracket anchors it
+  // git matches an anchored pattern's literal prefix apart, so a "**" right
+  // after it spans directories.
+  auto after_prefix = Ignore({"a**/*", "d/e**"});
+  EXPECT_TRUE(Ignored(*after_prefix, "a"));
+  EXPECT_TRUE(Ignored(*after_prefix, "ab/c/d"));
+  EXPECT_TRUE(Ignored(*after_prefix, "d/ex/y"));
+  EXPECT_FALSE(Ignored(*after_prefix, "d/x"));
+  auto any_depth = Ignore({"**/x.c", "/**/y.c"});
+  EXPECT_TRUE(Ignored(*any_depth, "x.c"));
+  EXPECT_TRUE(Ignored(*any_depth, "a/b/x.c"));
+  EXPECT_TRUE(Ignored(*any_depth, "a/y.c"));
+}
+
 }  // namespace
 }  // namespace toolexec::search

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "tests/unit/builtin/search_test_util.h"
 #include "tools/builtin/search/grep.h"
 
@@ -259,6 +260,47 @@ TEST(SearchGrepTest, CancelledBeforeOrDuring) {
   GrepRequest req = Req("needle");
   req.cancellation = &token;
   EXPECT_EQ(Grep(*start, req).status().code(), absl::StatusCode::kCancelled);
+}
+
+// `text` (ASCII) as UTF-16 with a byte order mark.
+std::string Utf16(absl::string_view text, bool big_endian) {
+  std::string out = big_endian ? "\xFE\xFF" : "\xFF\xFE";
+  for (char c : text) {
+    if (big_endian) out.push_back('\0');
+    out.push_back(c);
+    if (!big_endian) out.push_back('\0');
+  }
+  return out;
+}
+
+TEST(SearchGrepTest, Utf16FilesWithABomAreTranscoded) {
+  TempWorkspace ws;
+  ws.Write("le.txt", Utf16("first line\nfind the needle\nlast\n", false));
+  ws.Write("be.txt", Utf16("needle at the start\nsecond\n", true));
+  ws.Write("no_bom.bin", std::string("n\0e\0e\0d\0l\0e\0", 12));  // still binary
+  const GrepResult r = RunGrep(ws, Req("needle"));
+  EXPECT_THAT(Lines(r), ElementsAre("be.txt:1:needle at the start", "le.txt:2:find the needle"));
+  EXPECT_EQ(r.binary_skipped, 1u);
+}
+
+TEST(SearchGrepTest, BinaryDecisionDoesNotDependOnEarlierFiles) {
+  // A worker whose buffer grew for a long line must read the next files in
+  // the same blocks as a fresh one: a match in the first 1 MiB is reported
+  // even when a NUL follows later.
+  TempWorkspace ws;
+  ws.Write("long_line.txt", std::string(3 << 20, 'x') + " needle\n");
+  std::string mixed = "needle\n" + std::string((3 << 19) - 7, 'y');
+  mixed.push_back('\0');
+  for (int i = 0; i < 12; ++i) ws.Write(absl::StrCat("mixed", i, ".txt"), mixed);
+  GrepRequest req = Req("needle", OutputMode::kFilesWithMatches);
+  req.threads = 1;
+  const GrepResult r = RunGrep(ws, req);
+  EXPECT_EQ(r.total_files, 13u);
+  EXPECT_EQ(r.binary_skipped, 0u);
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = absl::StrCat("mixed", i, ".txt");
+    EXPECT_EQ(Paths(RunGrep(ws, req, name)), std::vector<std::string>{name});
+  }
 }
 
 }  // namespace

@@ -3,14 +3,23 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "tests/unit/builtin/search_test_util.h"
 #include "tools/builtin/search/confine.h"
 #include "tools/builtin/search/walker.h"
@@ -18,6 +27,7 @@
 namespace toolexec::search {
 namespace {
 
+using search_testing::ScopedEnv;
 using search_testing::TempWorkspace;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -297,6 +307,130 @@ TEST(SearchWalkerTest, ReadEntriesAndOpenSubdirNoFollow) {
   EXPECT_LT(OpenSubdirNoFollow(start->fd.get(), "a/out"), 0);
   EXPECT_LT(OpenSubdirNoFollow(start->fd.get(), "a/in"), 0);  // even one that stays inside
   EXPECT_LT(OpenSubdirNoFollow(start->fd.get(), ".."), 0);
+}
+
+TEST(SearchWalkerTest, RepositoryIgnoreFilesAboveTheWorkspace) {
+  TempWorkspace repo;
+  repo.Mkdir("home");
+  ScopedEnv home("HOME", repo.Abs("home").c_str());
+  ScopedEnv xdg("XDG_CONFIG_HOME", nullptr);
+  ScopedEnv nosystem("GIT_CONFIG_NOSYSTEM", "1");
+  ScopedEnv global("GIT_CONFIG_GLOBAL", nullptr);
+  repo.Write(".git/info/exclude", "from_exclude.txt\n");
+  repo.Write(".git/config", "[core]\n\tbare = false\n\texcludesFile = \"" + repo.Abs("excludes") +
+                                "\" ; a comment\n");
+  repo.Write("excludes", "from_config.txt\n");
+  repo.Write("home/.config/git/ignore", "not_used.txt\n");  // core.excludesFile wins
+  repo.Write(".gitignore", "*.tmp\nsub/ws/anchored.txt\n!keep.tmp\n");
+  repo.Write("sub/.gitignore", "from_sub.txt\nws/gen/\n");
+  for (const char* f : {"a.txt", "x.tmp", "keep.tmp", "from_exclude.txt", "from_config.txt",
+                        "not_used.txt", "anchored.txt", "inner/anchored.txt", "from_sub.txt",
+                        "gen/g.txt"}) {
+    repo.Write(std::string("sub/ws/") + f, "");
+  }
+  auto walk = [&](const std::string& start) {
+    auto root = OpenConfined({repo.Abs("sub/ws")}, start, "path");
+    EXPECT_TRUE(root.ok()) << root.status();
+    std::vector<std::string> paths;
+    absl::Mutex mu;
+    EXPECT_TRUE(Walk(*root, {}, [&](const WalkEntry& e, int) {
+                  absl::MutexLock lock(&mu);
+                  paths.emplace_back(e.path);
+                }).ok());
+    std::sort(paths.begin(), paths.end());
+    return paths;
+  };
+  EXPECT_THAT(walk("."), ElementsAre("a.txt", "inner/anchored.txt", "keep.tmp", "not_used.txt"));
+  EXPECT_THAT(walk("inner"), ElementsAre("inner/anchored.txt"));
+
+  // Without core.excludesFile, the default global file applies.
+  repo.Write(".git/config", "[core]\n\tbare = false\n");
+  EXPECT_THAT(walk("."), ElementsAre("a.txt", "from_config.txt", "inner/anchored.txt",
+                                     "keep.tmp"));
+}
+
+TEST(SearchWalkerTest, RepositoryConfigInsideTheWorkspaceIsNotTrusted) {
+  TempWorkspace outside;
+  outside.Write("secret_names", "a.txt\n");
+  TempWorkspace ws;
+  ScopedEnv home("HOME", outside.path().c_str());
+  ScopedEnv xdg("XDG_CONFIG_HOME", nullptr);
+  ScopedEnv nosystem("GIT_CONFIG_NOSYSTEM", "1");
+  ScopedEnv global("GIT_CONFIG_GLOBAL", nullptr);
+  ws.Write(".git/config", "[core]\n\texcludesFile = " + outside.Abs("secret_names") + "\n");
+  ws.Write(".git/info/exclude", "b.txt\n");
+  outside.Write(".config/git/ignore", "c.txt\n");  // the daemon's own global file applies
+  ws.Write("a.txt", "");
+  ws.Write("b.txt", "");
+  ws.Write("c.txt", "");
+  ws.Write("d.txt", "");
+  EXPECT_THAT(WalkPaths(ws, "."), ElementsAre("a.txt", "d.txt"));
+}
+
+// Creates `levels` nested directories "d" below `root`, each holding
+// `files` and a .gitignore with `ignore`, without ever naming a long path.
+void MakeChain(const std::string& root, int levels, const std::vector<std::string>& files,
+               const std::string& ignore) {
+  UniqueFd dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir.valid());
+  auto put = [](int at, const std::string& name, const std::string& text) {
+    UniqueFd f(openat(at, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_TRUE(f.valid());
+    ASSERT_EQ(::write(f.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  };
+  for (int i = 0; i < levels; ++i) {
+    put(dir.get(), ".gitignore", ignore);
+    for (const std::string& f : files) put(dir.get(), f, "x");
+    ASSERT_EQ(mkdirat(dir.get(), "d", 0755), 0);
+    dir.reset(openat(dir.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir.valid());
+  }
+}
+
+TEST(SearchWalkerTest, DeepChainOfIgnoreFilesStaysFast) {
+  // Every level's rules apply to every entry below it; matching must not
+  // re-match each ancestor's patterns against each whole path.
+  constexpr int kLevels = 3000;
+  TempWorkspace ws;
+  MakeChain(ws.path(), kLevels, {"f.txt", "x.log", "keep.log", "build"},
+            "*.log\n!keep.log\nbuild/\n/local\nd/*/never\n[[:digit:]]*.o\n");
+  auto start = OpenConfined({ws.path()}, ".", "path");
+  ASSERT_TRUE(start.ok());
+  CancellationToken token;
+  absl::Notification done;
+  std::thread watchdog([&] {
+    // A generous bound (matching each ancestor's patterns against each whole
+    // path took minutes here); the walk takes a few seconds of CPU at most.
+    if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+      token.Cancel(CancelReason::kTimeout);
+    }
+  });
+  WalkOptions o;
+  o.cancellation = &token;
+  std::atomic<int> files{0};
+  std::atomic<int> logs{0};
+  const absl::Time began = absl::Now();
+  struct rusage before;
+  getrusage(RUSAGE_SELF, &before);
+  auto stats = Walk(*start, o, [&](const WalkEntry& e, int) {
+    ++files;
+    if (e.name == "x.log") ++logs;
+  });
+  done.Notify();
+  watchdog.join();
+  struct rusage after;
+  getrusage(RUSAGE_SELF, &after);
+  auto cpu = [](const struct rusage& u) {
+    return absl::DurationFromTimeval(u.ru_utime) + absl::DurationFromTimeval(u.ru_stime);
+  };
+  printf("walk of a %d-level chain with a .gitignore at each level: %s wall, %s CPU\n", kLevels,
+         absl::FormatDuration(absl::Now() - began).c_str(),
+         absl::FormatDuration(cpu(after) - cpu(before)).c_str());
+  ASSERT_TRUE(stats.ok()) << stats.status() << " (the walk took longer than 60 s)";
+  EXPECT_EQ(files.load(), 3 * kLevels);  // f.txt, keep.log and the file "build"
+  EXPECT_EQ(logs.load(), 0);
+  // The chain is too deep for path-based removal.
+  EXPECT_EQ(system(("rm -rf '" + ws.path() + "/d'").c_str()), 0);
 }
 
 }  // namespace

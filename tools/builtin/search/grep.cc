@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -26,6 +27,8 @@ namespace {
 constexpr size_t kBlockBytes = 1 << 20;
 // A line longer than this is split (the buffer would otherwise grow without bound).
 constexpr size_t kMaxBufferBytes = 64 << 20;
+// The largest UTF-16 file transcoded (and so held in memory) for a search.
+constexpr size_t kMaxUtf16Bytes = 16 << 20;
 
 size_t CountNewlines(const char* p, size_t n) {
   size_t count = 0;
@@ -197,7 +200,17 @@ class FileSearch {
   FileSearch(const GrepRequest& request, Worker& worker, GrepFile& out)
       : req_(request), w_(worker), out_(out) {}
 
-  enum class Outcome { kDone, kBinary, kUnreadable, kCancelled };
+  // kUtf16: the file starts with a UTF-16 byte order mark (big_endian()
+  // says which); nothing was searched.
+  enum class Outcome { kDone, kBinary, kUnreadable, kCancelled, kUtf16 };
+  bool big_endian() const { return big_endian_; }
+
+  // Searches text held in memory (a transcoded file) as a whole file.
+  Outcome RunText(absl::string_view text) {
+    if (memchr(text.data(), '\0', text.size()) != nullptr) return Outcome::kBinary;
+    Process(text, 0, true);
+    return Outcome::kDone;
+  }
 
   Outcome Run(int fd, uint64_t size_hint) {
     if (w_.buf == nullptr) {
@@ -209,8 +222,11 @@ class FileSearch {
     uint64_t total_read = 0;
     bool eof = false;
     while (!eof) {
-      if (filled == w_.cap && !Grow(filled)) {
-        // A single line of kMaxBufferBytes: search it as it is.
+      // Every read asks for exactly kBlockBytes, whatever the buffer grew to
+      // for earlier files, so what is read before a decision depends only on
+      // the file.
+      if (w_.cap - filled < kBlockBytes && !Grow(filled)) {
+        // A single line of about kMaxBufferBytes: search it as it is.
         if (Process(absl::string_view(w_.buf.get(), filled), search_from, false)) {
           return Outcome::kDone;
         }
@@ -218,7 +234,7 @@ class FileSearch {
       }
       // pread: the descriptor may be the caller's (a single-file search), whose offset stays put.
       const ssize_t n =
-          pread(fd, w_.buf.get() + filled, w_.cap - filled, static_cast<off_t>(total_read));
+          pread(fd, w_.buf.get() + filled, kBlockBytes, static_cast<off_t>(total_read));
       if (n < 0) {
         if (errno == EINTR) continue;
         return Outcome::kUnreadable;
@@ -226,6 +242,12 @@ class FileSearch {
       if (n == 0) {
         eof = true;
       } else {
+        if (total_read == 0 && n >= 2) {
+          const auto b0 = static_cast<unsigned char>(w_.buf[0]);
+          const auto b1 = static_cast<unsigned char>(w_.buf[1]);
+          big_endian_ = b0 == 0xFE && b1 == 0xFF;
+          if (big_endian_ || (b0 == 0xFF && b1 == 0xFE)) return Outcome::kUtf16;
+        }
         if (memchr(w_.buf.get() + filled, '\0', static_cast<size_t>(n)) != nullptr) {
           return Outcome::kBinary;
         }
@@ -264,8 +286,8 @@ class FileSearch {
 
  private:
   bool Grow(size_t filled) {
-    if (w_.cap >= kMaxBufferBytes) return false;
-    const size_t cap = w_.cap * 2;
+    if (w_.cap >= kMaxBufferBytes + kBlockBytes) return false;
+    const size_t cap = std::min(w_.cap * 2, kMaxBufferBytes + kBlockBytes);
     std::unique_ptr<char[]> bigger(new char[cap]);
     memcpy(bigger.get(), w_.buf.get(), filled);
     w_.buf = std::move(bigger);
@@ -376,7 +398,72 @@ class FileSearch {
   uint64_t last_stored_ = 0;
   uint64_t stored_ = 0;         // matching lines stored
   bool counting_only_ = false;  // the cap is reached and no context is pending
+  bool big_endian_ = false;
 };
+
+// Appends code point `cp` as UTF-8.
+void AppendCodePoint(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// UTF-16 (after its byte order mark) as UTF-8; unpaired surrogates and an odd
+// last byte become U+FFFD, as ripgrep's transcoder does.
+std::string Utf16ToUtf8(absl::string_view bytes, bool big_endian) {
+  std::string out;
+  out.reserve(bytes.size() + bytes.size() / 2);
+  auto unit = [&](size_t i) {
+    const auto b0 = static_cast<unsigned char>(bytes[i]);
+    const auto b1 = static_cast<unsigned char>(bytes[i + 1]);
+    return static_cast<uint32_t>(big_endian ? (b0 << 8) | b1 : (b1 << 8) | b0);
+  };
+  size_t i = 0;
+  for (; i + 1 < bytes.size(); i += 2) {
+    uint32_t cp = unit(i);
+    if (cp >= 0xD800 && cp <= 0xDBFF && i + 3 < bytes.size()) {
+      const uint32_t low = unit(i + 2);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        i += 2;
+      } else {
+        cp = 0xFFFD;
+      }
+    } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+      cp = 0xFFFD;
+    }
+    AppendCodePoint(cp, &out);
+  }
+  if (i < bytes.size()) AppendCodePoint(0xFFFD, &out);
+  return out;
+}
+
+// Reads the whole file after its first `skip` bytes, if it has at most
+// `max` bytes; nullopt otherwise or on a read error.
+std::optional<std::string> ReadAll(int fd, uint64_t size, size_t skip, size_t max) {
+  if (size > max || size < skip) return std::nullopt;
+  std::string data(static_cast<size_t>(size) - skip, '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(skip + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<size_t>(n);
+  }
+  return data;
+}
 
 void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker& worker,
                     Collector& collector, std::atomic<bool>* cancelled) {
@@ -385,7 +472,16 @@ void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker
   collector.AddSearched();
   GrepFile file;
   FileSearch search(request, worker, file);
-  switch (search.Run(fd, static_cast<uint64_t>(st.st_size))) {
+  FileSearch::Outcome outcome = search.Run(fd, static_cast<uint64_t>(st.st_size));
+  if (outcome == FileSearch::Outcome::kUtf16) {
+    // Transcoded to UTF-8 and searched in memory, as ripgrep does; one too
+    // big to hold is binary.
+    std::optional<std::string> raw =
+        ReadAll(fd, static_cast<uint64_t>(st.st_size), 2, kMaxUtf16Bytes);
+    outcome = raw ? search.RunText(Utf16ToUtf8(*raw, search.big_endian()))
+                  : FileSearch::Outcome::kBinary;
+  }
+  switch (outcome) {
     case FileSearch::Outcome::kDone:
       if (file.matches > 0) {
         file.path = SanitizeUtf8(path);
@@ -393,6 +489,7 @@ void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker
       }
       break;
     case FileSearch::Outcome::kBinary:
+    case FileSearch::Outcome::kUtf16:
       collector.AddBinary();
       break;
     case FileSearch::Outcome::kUnreadable:

@@ -2,13 +2,19 @@
 // in parallel (walker.h), searches each file with a LineMatcher, and collects
 // a deterministic, capped result.
 //
-// Files: read with large pread() calls into a per-worker buffer (1 MiB blocks;
-// a file is processed block by block at line boundaries, so a huge file is
-// never held whole, and cancellation is checked between blocks). A file with
-// a NUL byte in any block read is binary and skipped, as ripgrep does when
-// walking (for most files that means anywhere; at least the first 8 KiB are
-// always checked before any match is reported). In files_with_matches mode a
-// file is done at its first matching line.
+// Files: read with pread() calls of exactly 1 MiB into a per-worker buffer
+// (a file is processed block by block at line boundaries, so a huge file is
+// never held whole, and cancellation is checked between blocks). The binary
+// rule: a file with a NUL byte in any block read is binary and skipped, as
+// ripgrep does when walking; blocks are read in order and the first 1 MiB
+// (or the whole smaller file) is always checked before any match is reported.
+// In files_with_matches mode a file is done at its first matching line, so a
+// match before the first block with a NUL is reported (ripgrep decides on its
+// first, smaller buffer instead). Each read asks for 1 MiB whatever the
+// worker's buffer grew to for earlier files, so the decision depends only on
+// the file. A file that starts with a UTF-16 byte order mark (LE or BE) is
+// transcoded to UTF-8 and searched, as ripgrep does (line numbers and text
+// are the transcoded ones); one over 16 MiB is counted as binary.
 //
 // Results are sorted by path, then line number, whatever order the workers
 // finished in, and capped at max_results: the first files (files and count
