@@ -169,8 +169,9 @@
 // Sandbox (sandbox: "bwrap"): bwrap --ro-bind / / --dev /dev --proc /proc
 // --tmpfs /tmp --bind <workspace> <workspace> [--unshare-net] --unshare-pid
 // --die-with-parent --new-session --chdir <dir> -- /bin/bash -c <command>.
-// bwrap is the leader, below the supervisor like any command; in its PID
-// namespace the whole sandbox also dies with its init. In bwrap mode
+// --unshare-pid is added because --new-session moves the command out of our
+// process group: in a PID namespace the whole sandbox dies with its init, so
+// the group SIGKILL of bwrap still takes everything with it. In bwrap mode
 // SIGTERM goes to the sandboxed processes, not to bwrap itself (bwrap dies
 // on SIGTERM at once and would tear the sandbox down without a grace
 // period). A command killed by signal N reports exit code 128+N there
