@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -31,8 +32,10 @@ using testing::Eventually;
 using testing::ProcessesWith;
 using testing::ReadProcFile;
 
-// Starts argv with stdout and stderr appended to `log`.
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+// Starts argv with stdout and stderr appended to `log`, with `env` as its
+// environment (the test's own when empty).
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log,
+            const std::vector<std::string>& env = {}) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -41,8 +44,11 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), env.empty() ? environ : envp.data());
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
 }
@@ -69,6 +75,9 @@ class DaemonDeathTest : public ::testing::Test {
     // A unique sleep argument marks every process of this test's commands,
     // also one that cleared its environment.
     marker_ = absl::StrCat("1000.", getpid(), absl::ToUnixMicros(absl::Now()) % 1000000);
+  }
+
+  void StartDaemon() {
     daemon_ = Spawn({TOOLEXECD_PATH, "--listen=127.0.0.1:0", "--address_file=" + dir_ + "/addr",
                      "--workspace=" + dir_, "--drain_grace_ms=300", "--log_level=warn"},
                     dir_ + "/daemon.log");
@@ -132,6 +141,7 @@ class DaemonDeathTest : public ::testing::Test {
 };
 
 TEST_F(DaemonDeathTest, SigkillOfTheDaemonEndsEveryCommandTree) {
+  StartDaemon();
   StartCommandTrees();
   size_t running = ProcessesWith(marker_).size();
   ASSERT_EQ(kill(daemon_, SIGKILL), 0);
@@ -143,6 +153,7 @@ TEST_F(DaemonDeathTest, SigkillOfTheDaemonEndsEveryCommandTree) {
 }
 
 TEST_F(DaemonDeathTest, GracefulSigtermEndsEveryCommandTree) {
+  StartDaemon();
   StartCommandTrees();
   size_t running = ProcessesWith(marker_).size();
   ASSERT_EQ(kill(daemon_, SIGTERM), 0);
@@ -152,6 +163,39 @@ TEST_F(DaemonDeathTest, GracefulSigtermEndsEveryCommandTree) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_TRUE(Eventually([&] { return ProcessesWith(marker_).empty(); }))
       << ProcessesWith(marker_).size() << " of " << running << " processes survived the daemon";
+}
+
+// A starting daemon ends what commands of a daemon that is gone left running
+// (found by their TOOLEXEC_RUN_ID: "<daemon pid>-<its start time>-<n>"), and
+// only those.
+TEST_F(DaemonDeathTest, StartUpEndsWhatAGoneDaemonLeft) {
+  std::string stat = ReadProcFile("/proc/self/stat");
+  std::vector<std::string> fields;
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  for (std::string f; in >> f;) fields.push_back(f);
+  ASSERT_GT(fields.size(), 19u);
+  const std::string alive_id = absl::StrCat(getpid(), "-", fields[19], "-1");
+  // This process's pid with another start time: a daemon that is gone.
+  const std::string gone_id = absl::StrCat(getpid(), "-", fields[19], "1-1");
+  const std::string alive_marker = marker_ + "1";
+  const std::string gone_marker = marker_ + "2";
+  pid_t alive = Spawn({"/bin/sleep", alive_marker}, "/dev/null",
+                      {"PATH=/usr/bin:/bin", "TOOLEXEC_RUN_ID=" + alive_id});
+  pid_t gone = Spawn({"/bin/sleep", gone_marker}, "/dev/null",
+                     {"PATH=/usr/bin:/bin", "TOOLEXEC_RUN_ID=" + gone_id});
+  ASSERT_GT(alive, 0);
+  ASSERT_GT(gone, 0);
+  StartDaemon();
+  int status = 0;
+  bool ended = Eventually([&] { return waitpid(gone, &status, WNOHANG) == gone; });
+  EXPECT_TRUE(ended) << "what a daemon that is gone left still runs";
+  if (!ended) {
+    kill(gone, SIGKILL);
+    waitpid(gone, &status, 0);
+  }
+  EXPECT_EQ(waitpid(alive, &status, WNOHANG), 0) << "the live daemon's command was killed";
+  kill(alive, SIGKILL);
+  waitpid(alive, &status, 0);
 }
 
 }  // namespace
