@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/command/command_run.h"
 #include "tools/builtin/command/environment.h"
+#include "tools/builtin/command/reaper.h"
 #include "tools/builtin/command/result.h"
 #include "tools/builtin/command/sandbox.h"
 #include "tools/builtin/fs/confined.h"
@@ -69,8 +69,6 @@ constexpr char kSchema[] = R"json({
   "required": ["command_line"],
   "additionalProperties": false
 })json";
-
-std::atomic<uint64_t> g_run_counter{0};
 
 absl::string_view Str(const JsonValue& v) {
   return absl::string_view(v.GetString(), v.GetStringLength());
@@ -183,7 +181,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
       overrides.emplace_back(std::move(name), std::move(value));
     }
   }
-  const std::string run_id = absl::StrCat(getpid(), "-", ++g_run_counter);
+  const std::string run_id = NewRunId();
   overrides.emplace_back("TOOLEXEC_RUN_ID", run_id);
 
   CommandSpec spec;

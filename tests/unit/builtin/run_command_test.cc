@@ -2,7 +2,6 @@
 // daemon runs them (issue 4). Process leaks are checked by scanning /proc for
 // a marker each test puts in its commands' environment.
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +29,7 @@
 #include "absl/synchronization/notification.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
+#include "tests/unit/builtin/process_test_util.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
@@ -48,62 +49,11 @@ using testing::Int;
 using testing::Quoted;
 using testing::Str;
 
-// --- /proc helpers ----------------------------------------------------------
+// --- /proc helpers: tests/unit/builtin/process_test_util.h ----------------
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// Live (non-zombie) processes whose environment or command line contains `needle`.
-std::vector<int> ProcessesWith(const std::string& needle) {
-  std::vector<int> found;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return found;
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    int pid = atoi(e->d_name);
-    if (pid == getpid()) continue;
-    std::string base = absl::StrCat("/proc/", e->d_name);
-    if (ReadFile(base + "/environ").find(needle) != std::string::npos ||
-        ReadFile(base + "/cmdline").find(needle) != std::string::npos) {
-      found.push_back(pid);
-    }
-  }
-  closedir(d);
-  return found;
-}
-
-// Zombie children of this process (nobody reaped them).
-int ZombieChildren() {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::string stat = ReadFile(absl::StrCat("/proc/", e->d_name, "/stat"));
-    size_t rp = stat.rfind(')');
-    if (rp == std::string::npos) continue;
-    char state;
-    int ppid;
-    if (sscanf(stat.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && state == 'Z' &&
-        ppid == getpid()) {
-      ++n;
-    }
-  }
-  closedir(d);
-  return n;
-}
-
-// Polls `pred` for up to `limit`.
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(5)) {
-  absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
+using testing::Eventually;
+using testing::ProcessesWith;
+using testing::ZombieChildren;
 
 std::string UniqueMarker(const char* what) {
   static std::atomic<int> n{0};
@@ -458,6 +408,87 @@ TEST_F(RunCommandTest, CancellationKillsTheWholeTree) {
   EXPECT_TRUE(Eventually([] { return ZombieChildren() == 0; }));
 }
 
+// A setsid'd grandchild that keeps the command's environment, whose parent is
+// still alive when the shell exits and dies only from the kill that follows:
+// it is re-parented while the command is being ended, and must end with it,
+// every time.
+TEST_F(RunCommandTest, SetsidGrandchildEndsWithItsCommandEveryTime) {
+  const std::string marker = UniqueMarker("setsid-grandchild");
+  const std::string cmd = "bash -c 'setsid sleep 1000 & wait' & sleep 0.05; echo done";
+  int survived = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = Sh(cmd, absl::StrCat(R"("env":{"RCT_MARKER":")", marker, R"("})"));
+    ASSERT_TRUE(r.ok()) << r.error_message;
+    EXPECT_EQ(Str(r.payload, "stdout"), "done\n");
+    // When the call has returned, nothing of the command is left.
+    std::vector<int> left = ProcessesWith(marker);
+    if (!left.empty()) ++survived;
+    for (int pid : left) kill(pid, SIGKILL);
+  }
+  EXPECT_EQ(survived, 0) << "runs out of 20 that left a process behind";
+  EXPECT_TRUE(Eventually([] { return ZombieChildren() == 0; }));
+}
+
+// Clients that keep cancelling commands which start children (plain, setsid'd,
+// double-forked): every process is reaped as it ends, nothing piles up.
+TEST_F(RunCommandTest, SustainedCancellationLeavesNoZombies) {
+  const std::string marker = UniqueMarker("churn");
+  const std::string args = absl::StrCat(
+      R"({"command_line":"sleep 1000 & (setsid sleep 1000 &); bash -c 'sleep 1000 & wait' & )",
+      R"(echo up; wait","env":{"RCT_MARKER":")", marker, R"("}})");
+  constexpr int kClients = 8;
+  const absl::Time end = absl::Now() + absl::Seconds(3);
+  std::atomic<int> cancelled{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      while (absl::Now() < end) {
+        Recorder rec;
+        BatchRequest req;
+        req.calls.push_back(CallRequest{.id = "c", .name = "run_command", .args_json = args});
+        auto handle = runner_->Start(std::move(req), &rec);
+        if (!handle.ok()) {
+          ++failures;
+          return;
+        }
+        // Cancel once the command has started its children (or soon after).
+        Eventually(
+            [&] {
+              absl::MutexLock lock(&rec.mu);
+              return !rec.events.empty();
+            },
+            absl::Milliseconds(500));
+        (*handle)->Cancel();
+        rec.done.WaitForNotification();
+        if (rec.results.size() != 1) ++failures;
+        ++cancelled;
+      }
+    });
+  }
+  // Zombies of this process, sampled while the clients run. Each client has
+  // at most a call or two ending at any time, so only as many supervisors
+  // can be waiting to be reaped; nothing of a command's tree ever is.
+  std::atomic<int> most_zombies{0};
+  std::thread sampler([&] {
+    while (absl::Now() < end) {
+      most_zombies = std::max(most_zombies.load(), ZombieChildren());
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  for (auto& t : clients) t.join();
+  sampler.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(cancelled.load(), kClients);
+  EXPECT_LE(most_zombies.load(), 2 * kClients);
+  // A cancelled call's result comes at once; its command ends within the kill grace.
+  EXPECT_TRUE(Eventually([&] { return ProcessesWith(marker).empty(); }, absl::Seconds(10)))
+      << ProcessesWith(marker).size() << " left";
+  EXPECT_TRUE(Eventually([] { return ZombieChildren() == 0; }));
+  EXPECT_EQ(ZombieChildren(), 0);
+  for (int pid : ProcessesWith(marker)) kill(pid, SIGKILL);
+}
+
 TEST_F(RunCommandTest, BatchTimeoutKillsTheTreeAndKeepsOutput) {
   const std::string marker = UniqueMarker("batch-timeout");
   auto start = absl::Now();
@@ -476,7 +507,7 @@ TEST_F(RunCommandTest, BatchTimeoutKillsTheTreeAndKeepsOutput) {
 
 TEST_F(RunCommandTest, LargeOutputKeepsHeadAndTailInBoundedMemory) {
   auto rss_kb = [] {
-    std::string status = ReadFile("/proc/self/status");
+    std::string status = testing::ReadProcFile("/proc/self/status");
     size_t p = status.find("VmHWM:");
     return p == std::string::npos ? 0L : atol(status.c_str() + p + 6);
   };

@@ -1,10 +1,12 @@
-// One child process in a session and process group of its own, with pipes
-// for its stdin, stdout and stderr (see "Spawning" in command.h).
+// One command's process tree: a supervisor process and, below it, the
+// command's leader in a session and process group of its own, with pipes
+// for its stdin, stdout and stderr (see "Spawning" and "The supervisor" in
+// command.h).
 //
 // Ownership: a ChildProcess is owned by exactly one CommandRun, which is the
 // only code that signals or reaps it. If it is destroyed before Reap()
-// succeeded, the destructor SIGKILLs the process group and reaps the leader
-// (blocking briefly), so no path leaks a process or a zombie.
+// succeeded, the destructor has the supervisor kill the whole tree and reaps
+// the supervisor (blocking briefly), so no path leaks a process or a zombie.
 // Thread safety: none; one owner thread at a time.
 #ifndef TOOLEXEC_TOOLS_BUILTIN_COMMAND_CHILD_PROCESS_H_
 #define TOOLEXEC_TOOLS_BUILTIN_COMMAND_CHILD_PROCESS_H_
@@ -70,62 +72,72 @@ struct ExitStatus {
 
 class ChildProcess final {
  public:
-  // Starts the child. Fails (and leaves nothing behind) if a pipe, the clone,
-  // or any step in the child before exec fails; the message names the step.
-  // The child's leader gets SIGKILL if the calling *thread* exits
-  // (PR_SET_PDEATHSIG follows the thread), so call it from the thread that
-  // will wait for the child: a crash of the daemon then takes its commands'
-  // leaders with it.
+  // Starts the supervisor, which starts the leader. Fails (and leaves
+  // nothing behind) if a pipe, a clone, or any step before the leader's exec
+  // fails; the message names the step. The supervisor ends the whole tree if
+  // the calling *thread* exits (PR_SET_PDEATHSIG follows the thread), so call
+  // it from the thread that will wait for the command: a crash of the daemon
+  // then ends its commands' trees.
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Spawn(const SpawnSpec& spec);
 
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  // The leader's pid (also its session and process group id).
   pid_t pid() const { return pid_; }
-  // Readable (POLLIN) once the leader has exited; -1 on kernels without pidfd
-  // (then poll with a short timeout and call TryReap).
+  pid_t supervisor_pid() const { return supervisor_; }
+  // Readable (POLLIN) once the command has ended: its leader exited and the
+  // rest of its tree was killed and reaped. -1 on kernels without pidfd (then
+  // poll with a short timeout and call Ended/TryReap).
   int pidfd() const { return pidfd_.get(); }
   UniqueFd& stdin_fd() { return stdin_; }
   UniqueFd& stdout_fd() { return stdout_; }
   UniqueFd& stderr_fd() { return stderr_; }
 
-  // Whether the leader has exited (a zombie or reaped), without reaping it.
-  bool LeaderExited();
-  // Reaps the leader if it has exited; nullopt while it runs. After a
-  // successful reap the pid must not be signalled any more.
+  // Whether the command has ended (see pidfd), without reaping it.
+  bool Ended();
+  // Reaps the supervisor once the command has ended and returns how the
+  // leader ended; nullopt while it runs. After a successful reap nothing may
+  // be signalled any more.
   std::optional<ExitStatus> TryReap();
   bool reaped() const { return reaped_; }
+  // After TryReap: false if the supervisor itself was killed before it could
+  // end the tree (what was left of it was re-parented to the daemon).
+  bool supervised_to_the_end() const { return supervised_to_the_end_; }
 
-  // Sends `sig` to the whole process group (the leader's pid is the group
-  // and session id). Only valid before the leader is reaped (until then its
-  // pid, and so the group id, cannot be reused).
-  void SignalGroup(int sig);
+  // Sends `sig` to every process of the command's tree (the supervisor's
+  // descendants, from the kernel's children lists: processes that left the
+  // group with setsid, or lost their parent, are still below the
+  // supervisor). With include_leader false the leader is spared (bwrap: it
+  // would tear the sandbox down at once). Best effort against processes
+  // forking meanwhile; KillTree is exact.
+  void SignalTree(int sig, bool include_leader);
 
-  // Sends `sig` to the group and to every descendant of the leader found
-  // under /proc (also those that left the group), plus processes that the
-  // daemon adopted (as subreaper) whose environment carries `marker`
-  // ("NAME=value"). With include_leader false the leader and its direct
-  // children are spared (bwrap: it would tear the sandbox down at once).
-  // Costs a /proc scan; used on the kill paths only.
-  void SignalTree(int sig, bool include_leader, absl::string_view marker);
+  // Has the supervisor SIGKILL the whole tree (repeatedly, until it has no
+  // children left), reap it and exit. Never blocks.
+  void KillTree();
 
   // SIGKILLs the processes the daemon adopted (as subreaper) whose
-  // environment carries `marker`, with all their descendants: what left the
-  // command's group (setsid) and outlived its parent. Cheap: reads the
-  // daemon's own children list, not all of /proc. For a command whose leader
-  // exited normally; SignalGroup covers the rest.
-  void KillAdopted(absl::string_view marker);
+  // environment carries `marker` ("NAME=value"), with their descendants: what
+  // was left of a command whose supervisor was killed from outside. Reads the
+  // daemon's own children list, not all of /proc; returns how many it found.
+  static int KillAdopted(absl::string_view marker);
 
  private:
   ChildProcess() = default;
 
   pid_t pid_ = -1;
-  UniqueFd pidfd_;
+  pid_t supervisor_ = -1;
+  UniqueFd pidfd_;  // the supervisor's
   UniqueFd stdin_;
   UniqueFd stdout_;
   UniqueFd stderr_;
+  // The supervisor's and the leader's stacks and the report the supervisor
+  // leaves (mapped until the supervisor is reaped).
+  void* region_ = nullptr;
   bool reaped_ = false;
+  bool supervised_to_the_end_ = true;
 };
 
 // The signal's name ("SIGKILL"), or "signal N".

@@ -1,9 +1,13 @@
 // run_command, command_status and kill_command: shell commands for an agent,
 // with a process lifecycle that never leaks, timeouts that keep output, and
-// live output streaming (issue 4).
+// live output streaming.
 //
 // Design
 // ======
+//
+// No process a command starts outlives the command, nor the daemon: each
+// command runs under a supervisor process of its own that is the subreaper
+// of the command's tree and ends with the daemon.
 //
 // Who owns what
 // -------------
@@ -11,16 +15,20 @@
 //   shares by shared_ptr: BuiltinOptions, the scrubbed base environment (a
 //   snapshot of the daemon's environment taken at registration), the bwrap
 //   path. Built once by RegisterCommandTools.
-// * ChildProcess (child_process.h): one spawned child, i.e. its pid, its
-//   pidfd and our ends of its pipes. Exactly one owner; the destructor
-//   SIGKILLs the process group and reaps the leader if nobody has, so no
-//   early return anywhere can leak a process or a zombie.
+// * ChildProcess (child_process.h): one command's process tree: the
+//   supervisor's pid and pidfd, the leader's pid, our ends of the pipes.
+//   Exactly one owner; the destructor has the supervisor kill the tree and
+//   reaps the supervisor, so no early return anywhere can leak a process or
+//   a zombie.
+// * The supervisor (one process per command, below the daemon): the only
+//   parent and reaper of everything the command starts. It owns the tree's
+//   exit statuses; the daemon only ever waits for supervisors.
 // * CommandRun (command_run.h): one command from spawn to exit. It owns the
 //   ChildProcess, the bounded output captures and the timers, and it is the
-//   only code that ever signals or reaps that child (so there is no race on
-//   pid reuse). Everybody else asks it to stop with RequestStop(reason),
-//   which only sets an atomic and writes an eventfd; it never blocks, so it
-//   is safe inside a CancellationToken callback.
+//   only code that ever signals or reaps that supervisor (so there is no
+//   race on pid reuse). Everybody else asks it to stop with
+//   RequestStop(reason), which only sets an atomic and writes an eventfd; it
+//   never blocks, so it is safe inside a CancellationToken callback.
 // * BackgroundProcesses (background.h): the table of background commands,
 //   keyed by process id and tagged with the session id that started them
 //   ("" when the call had no session). One per RegisterCommandTools call
@@ -28,16 +36,18 @@
 //   lives as long as the registry holding them. Each entry owns a CommandRun
 //   and the thread pumping it, plus the unread-output log command_status
 //   reads.
-// * ChildReaper (reaper.h): process-wide. Makes the daemon a child
-//   subreaper and reaps orphans (see Reaping).
+// * ChildReaper (reaper.h): process-wide. Keeps the daemon a subreaper as a
+//   second line (see Reaping) and, at start-up, kills what commands of a
+//   daemon that is gone left running.
 //
 // Which thread runs what
 // ----------------------
 // * Foreground run_command: the executor thread that runs Tool::Call runs the
 //   CommandRun loop itself: one poll() over stdout, stderr, the stdin pipe,
-//   the pidfd and the wake eventfd; wall, idle and kill-grace deadlines are
-//   the poll timeout. No extra thread per command, so a batch of 32
-//   commands costs 32 executor threads in poll(), and they run side by side.
+//   the supervisor's pidfd and the wake eventfd; wall, idle and kill-grace
+//   deadlines are the poll timeout. No extra thread per command, so a batch
+//   of 32 commands costs 32 executor threads in poll(), and they run side by
+//   side.
 // * Background run_command: one pump thread per background command (at most
 //   kMaxRunningBackground across the daemon). The call starts the thread,
 //   which spawns the command itself and runs the same loop; the call waits
@@ -45,21 +55,53 @@
 //   (kill_command, cleanup_session, shutdown) or by the table when it evicts
 //   a finished entry.
 // * The thread that spawns a command is always the one that waits for it,
-//   because the leader is spawned with PR_SET_PDEATHSIG(SIGKILL), which
-//   follows the spawning *thread*: if the daemon crashes, each command's
-//   leader (bwrap: the whole sandbox) dies with it.
+//   because the supervisor gets PR_SET_PDEATHSIG, which follows the spawning
+//   *thread*.
+// * The supervisor is a process, not a thread of the daemon; it runs no
+//   daemon code but its own loop (see The supervisor).
 // * The reaper thread: one detached thread for the daemon's lifetime.
 //
-// How cancellation, timeouts and shutdown reach a process
-// --------------------------------------------------------
+// The supervisor
+// --------------
+// clone(CLONE_VM) without an exit signal, on a stack of its own: it shares
+// the daemon's memory (no copy of a large address space per command, nothing
+// written behind the daemon's back but its own stack and report), not its
+// fds (it closes every fd but the command's pipes at once) nor its signal
+// handlers (it blocks every signal). In order: setsid() (a signal to the
+// daemon's process group does not reach it), PR_SET_CHILD_SUBREAPER,
+// PR_SET_PDEATHSIG(SIGTERM), then it starts the leader (see Spawning),
+// writes the leader's pid to its report and closes its copies of the pipes;
+// the spawning thread waits (with every signal blocked, so the libc calls up
+// to here cannot disturb it) until the leader has exec'd. From then on the
+// supervisor makes only raw system calls
+// that leave errno alone (the thread pointer, and so errno, is the spawning
+// thread's): it reaps whatever ends below it, and once the leader has
+// ended, or SIGTERM arrives (the daemon's KillTree, or the kernel when the
+// spawning thread dies), it SIGKILLs the leader's group and every child it
+// has (/proc/thread-self/children; a /proc scan without
+// CONFIG_PROC_CHILDREN), reaps, and repeats: each killed process's children
+// are re-parented to it, so rounds continue until it has no child left,
+// setsid'd and daemonized ones included. It then writes the leader's status
+// to its report and exits 0.
+// Considered and not taken: a pid namespace per command (needs user
+// namespaces unless root, and changes what the command sees of /proc; the
+// bwrap mode has one); cgroup.kill (needs a delegated cgroup v2, which
+// containers and non-root daemons often lack, and nothing kills when the
+// daemon dies); exec'ing a helper binary (one more exec per command, and a
+// second binary to install); fork without exec (copies the daemon's page
+// tables, and its pages stay pinned for the command's life).
+//
+// How cancellation, timeouts, shutdown and daemon death reach a process
+// ---------------------------------------------------------------------
 // * Wall timeout (timeout_ms), idle timeout (idle_timeout_ms), the call's
 //   CancellationToken (client cancel, batch timeout, runner shutdown),
 //   kill_command, cleanup_session and run_command's Tool::shutdown all end in
-//   the same place: the CommandRun loop sends SIGTERM to the command's process
-//   group and to every descendant found under /proc (processes that called
-//   setsid are still descendants), waits command_kill_grace, then SIGKILLs
-//   the same set. Output read so far is kept; the result says which timer
-//   fired (timed_out = "wall" | "idle" | "cancelled" | "").
+//   the same place: the CommandRun loop sends SIGTERM to every process below
+//   the supervisor (the kernel's children lists, walked from the supervisor:
+//   the command's tree only, never all of /proc), waits command_kill_grace,
+//   then has the supervisor SIGKILL the tree (KillTree). Output read so far
+//   is kept; the result says which timer fired (timed_out = "wall" | "idle" |
+//   "cancelled" | "").
 // * The command's own timeout is reported as a successful result with the
 //   partial output. The runner's per-call deadline is a separate, outer
 //   bound: when the call has a deadline, the effective wall timeout is
@@ -67,51 +109,56 @@
 //   and the model still gets the output; the result's timeout_ms says what
 //   was used.
 // * A command is finished when its leader (bash, or bwrap) exits, never when
-//   the pipes close: `sleep 1000 &` holds the pipes but not the call. When the
-//   leader of a *foreground* command exits, the rest of its process group is
-//   SIGKILLed at once: anything it left behind would hold the pipes, run on
-//   unaccounted, and nobody could ever stop it (use background:true for
-//   servers). Then the pipes are drained for at most kDrainAfterExit.
-//   What left the group (setsid) and has lost its parent was adopted by the
-//   daemon (subreaper): the daemon's own children list, not a /proc scan,
-//   finds those that carry the command's TOOLEXEC_RUN_ID, and they and
-//   their descendants are SIGKILLed too. Only a process that both leaves
-//   the group and clears its environment can outlive a finished command
-//   (the bwrap sandbox's pid namespace leaves no such way out).
+//   the pipes close: `sleep 1000 &` holds the pipes but not the call. The
+//   supervisor then kills the rest of the tree at once (anything left
+//   behind would hold the pipes, run on unaccounted, and nobody could ever
+//   stop it; use background:true for servers) and exits when nothing is
+//   left, which is what the CommandRun waits for (the supervisor's pidfd);
+//   then the pipes are drained for at most kDrainAfterExit. So when a call
+//   returns, every process of its command is gone and reaped.
+// * Graceful shutdown (SIGTERM): the runner cancels the calls and
+//   run_command's Tool::shutdown ends the background commands, as above.
+// * The daemon dies at once (a second SIGTERM, SIGKILL, a crash): every
+//   spawning thread is gone, so every supervisor gets its PDEATHSIG and ends
+//   its tree. Supervisors are not in the daemon's process group, so killing
+//   that group does not take them first.
+// * A supervisor killed from outside (e.g. by its own command): the leader
+//   dies of its own PDEATHSIG, and the rest of the tree is re-parented to the
+//   daemon (a subreaper), where the CommandRun finds what carries the
+//   command's TOOLEXEC_RUN_ID among the daemon's children and kills it. Only
+//   a process that also clears its environment escapes that case.
+// * A daemon killed together with its supervisors (SIGKILL to every process
+//   of its binary, or the OOM killer, which kills every process sharing the
+//   daemon's memory): the next daemon's start-up kills every process of its
+//   user and pid namespace whose TOOLEXEC_RUN_ID names a daemon that is gone.
 //
 // Reaping
 // -------
-// The daemon is a child subreaper (PR_SET_CHILD_SUBREAPER, set once by
-// RegisterCommandTools), so orphaned grandchildren are re-parented to it and
-// it must reap them. A reaper calling waitpid(-1) would steal the exit
-// status of commands that are waiting on their own pid, so:
-// * each command waits for its own leader only, through its pidfd (poll for
-//   exit, waitid(P_PIDFD) to reap);
-// * the reaper thread blocks in waitid(P_ALL, WEXITED | WNOWAIT), which only
-//   *peeks*; it reaps a peeked zombie only if no ChildProcess owns that pid
-//   and the zombie is in a session other than the daemon's own (every command
-//   runs in a session of its own, so its orphans are; children that other
-//   daemon code spawns without setsid are left to their owner). Spawning
-//   holds the reaper's lock in shared mode from clone() until the pid is
-//   registered as owned, and the reaper takes it exclusively between its peek
-//   and its reap, so a child that exits at once is never mistaken for an
-//   orphan. When the peeked zombie is owned, the reaper waits until its
-//   owner has reaped it. A zombie in the daemon's own session that nobody
-//   reaps within 2 s is reaped anyway (waitid(P_ALL) always returns the
-//   first zombie, so a forgotten one would hide every orphan behind it).
+// Each supervisor reaps its own tree, as it goes, at any rate: nothing of a
+// command ever becomes a zombie of the daemon. The daemon reaps only its
+// supervisors, each through its pidfd (waitid(P_PIDFD, __WALL)), in the
+// CommandRun that owns it. The daemon stays a child subreaper only as the
+// second line above; its reaper thread peeks with waitid(P_ALL, WNOWAIT),
+// which never sees supervisors (no exit signal makes them "clone children"),
+// and reaps a zombie that is in another session than the daemon's (an orphan
+// of a command); a zombie of the daemon's own session is left to whoever
+// spawned it for 2 s, then reaped anyway (waitid(P_ALL) always returns the
+// first zombie, so a forgotten one would hide every orphan behind it).
 //
 // Spawning
 // --------
-// clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) on a small private stack (what
-// posix_spawn does, plus the pidfd and the steps posix_spawn lacks): in the
-// child, every signal disposition back to default (so a daemon that ignores
-// SIGPIPE does not pass that on), an empty signal mask, setsid(),
-// PR_SET_PDEATHSIG(SIGKILL), the pipes on 0/1/2, fchdir() to the working
-// directory's fd, setrlimit() for each configured limit, every other fd
-// marked close-on-exec, then execve. A
-// failure in the child is reported through the shared memory and the call
-// fails (a command that failed to start is a tool failure; a non-zero exit
-// is a successful call carrying that exit code).
+// The supervisor starts the leader with clone(CLONE_VM) on a second private
+// stack (what posix_spawn does, plus the steps posix_spawn lacks; the
+// spawning thread, not the supervisor, waits for the exec: the leader's
+// copy of a close-on-exec pipe closes then): in the leader, every signal disposition back to default (so a
+// daemon that ignores SIGPIPE does not pass that on), an empty signal mask,
+// setsid(), PR_SET_PDEATHSIG(SIGKILL) (if the supervisor dies, so does the
+// leader), the pipes on 0/1/2, fchdir() to the working directory's fd,
+// setrlimit() for each configured limit, every other fd marked
+// close-on-exec, then execve. A failure in the leader or the supervisor is
+// reported through the shared memory and the call fails (a command that
+// failed to start is a tool failure; a non-zero exit is a successful call
+// carrying that exit code).
 //
 // Working directory: resolved beneath the call's workspace by the confined
 // path layer (tools/builtin/fs/confined.h: openat2 RESOLVE_BENEATH, or its

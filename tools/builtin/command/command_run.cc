@@ -57,6 +57,18 @@ struct Stream {
   Stream(UniqueFd* f, bool err, size_t limit) : fd(f), is_stderr(err), capture(limit) {}
 };
 
+// The supervisor was killed from outside before it had ended the tree: what
+// was left of it was re-parented to the daemon (a subreaper). SIGKILL what
+// carries the command's marker, a few times, since the leader's own children
+// move only once the leader (killed by its PDEATHSIG) is gone.
+void SweepAdopted(absl::string_view marker) {
+  int quiet_rounds = 0;
+  for (int round = 0; round < 50 && quiet_rounds < 3; ++round) {
+    quiet_rounds = ChildProcess::KillAdopted(marker) > 0 ? 0 : quiet_rounds + 1;
+    usleep(10 * 1000);
+  }
+}
+
 }  // namespace
 
 absl::string_view TimedOutName(StopReason reason) {
@@ -140,11 +152,11 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   const bool have_pidfd = child_->pidfd() >= 0;
 
   auto kill_tree = [&] {
-    child_->SignalTree(SIGKILL, /*include_leader=*/true, spec_.marker);
+    child_->KillTree();
     phase = Phase::kKilled;
   };
   auto begin_terminate = [&](Clock::time_point now) {
-    child_->SignalTree(SIGTERM, /*include_leader=*/!spec_.sandboxed, spec_.marker);
+    child_->SignalTree(SIGTERM, /*include_leader=*/!spec_.sandboxed);
     phase = Phase::kTerminating;
     kill_at = now + spec_.kill_grace;
     if (spec_.kill_grace.count() <= 0) kill_tree();
@@ -251,25 +263,19 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
         child_->stdin_fd().Reset();
       }
     }
-    bool leader_gone = false;
+    bool ended = false;
     if (!exited) {
       if (pid_i >= 0) {
-        leader_gone = (fds[pid_i].revents & POLLIN) != 0;
+        ended = (fds[pid_i].revents & POLLIN) != 0;
       } else {
-        leader_gone = child_->LeaderExited();
+        ended = child_->Ended();
       }
     }
-    if (leader_gone) {
-      // Kill what is left of the command before reaping its leader: until the
-      // reap, the group id cannot be reused. After a stop, what left the group
-      // (setsid) got only SIGTERM so far: the tree sweep SIGKILLs it too.
-      if (phase == Phase::kRunning) {
-        child_->SignalGroup(SIGKILL);
-        child_->KillAdopted(spec_.marker);
-      } else {
-        child_->SignalTree(SIGKILL, /*include_leader=*/true, spec_.marker);
-      }
+    if (ended) {
+      // The leader has exited and the supervisor has killed and reaped the
+      // rest of the tree; what is left is output still in the pipes.
       if (auto st = child_->TryReap()) exit_status = *st;
+      if (!child_->supervised_to_the_end()) SweepAdopted(spec_.marker);
       exited = true;
       drain_deadline = now + kDrainAfterExit;
       child_->stdin_fd().Reset();

@@ -1,14 +1,26 @@
 #include "tools/builtin/command/reaper.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -20,7 +32,99 @@ namespace {
 // that is never reaped would hide every orphan behind it.
 constexpr absl::Duration kForeignZombieGrace = absl::Seconds(2);
 
+constexpr char kRunIdName[] = "TOOLEXEC_RUN_ID=";
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Fields of /proc/<pid>/stat after the command name; 0 if unreadable.
+struct Stat {
+  pid_t ppid = 0;
+  uint64_t start_ticks = 0;
+};
+Stat ReadStat(pid_t pid) {
+  Stat st;
+  std::string text = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t rp = text.rfind(')');
+  if (rp == std::string::npos) return st;
+  std::vector<absl::string_view> f =
+      absl::StrSplit(absl::string_view(text).substr(rp + 1), ' ', absl::SkipEmpty());
+  // f[0] is the state (field 3), so field N is f[N - 3].
+  int ppid = 0;
+  if (f.size() > 19 && absl::SimpleAtoi(f[1], &ppid) && absl::SimpleAtoi(f[19], &st.start_ticks)) {
+    st.ppid = ppid;
+  }
+  return st;
+}
+
+// The pid namespace of `pid` ("pid:[4026531836]"), "" if unreadable.
+std::string PidNamespace(pid_t pid) {
+  char buf[64];
+  ssize_t n = readlink(absl::StrCat("/proc/", pid, "/ns/pid").c_str(), buf, sizeof(buf));
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+
+// Whether the daemon named by a run id ("<pid>-<start>-<n>") still runs.
+bool OwnerAlive(absl::string_view run_id) {
+  std::vector<absl::string_view> parts = absl::StrSplit(run_id, '-');
+  int pid = 0;
+  uint64_t start = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &pid) ||
+      !absl::SimpleAtoi(parts[1], &start) || pid <= 0) {
+    return true;  // not ours to judge
+  }
+  return ReadStat(pid).start_ticks == start;
+}
+
+// SIGKILLs every process whose TOOLEXEC_RUN_ID names a daemon that is gone:
+// command processes an earlier daemon left when it died together with its
+// supervisors. Spares this process, its ancestors and the command this
+// process itself may run in. One /proc scan (reading the environment of our
+// user's processes), at start-up only.
+uint64_t KillLeftovers() {
+  const pid_t self = getpid();
+  absl::flat_hash_set<pid_t> spared = {self};
+  for (pid_t p = getppid(); p > 1 && spared.insert(p).second;) p = ReadStat(p).ppid;
+  const std::string own_ns = PidNamespace(self);
+  const uid_t uid = geteuid();
+  const char* own = getenv("TOOLEXEC_RUN_ID");
+  const std::string own_id = own != nullptr ? own : "";
+  uint64_t killed = 0;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return 0;
+  while (struct dirent* e = readdir(dir)) {
+    int pid;
+    if (!absl::SimpleAtoi(e->d_name, &pid) || spared.contains(pid)) continue;
+    // Only our own user's processes, and only in our pid namespace, where
+    // the pid in a run id means what it meant to the daemon that set it.
+    struct stat st;
+    if (stat(absl::StrCat("/proc/", pid).c_str(), &st) != 0 || st.st_uid != uid) continue;
+    if (PidNamespace(pid) != own_ns) continue;
+    std::string env = ReadSmallFile(absl::StrCat("/proc/", pid, "/environ"));
+    size_t at = 0;
+    while (at < env.size()) {
+      size_t end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      absl::string_view entry = absl::string_view(env).substr(at, end - at);
+      at = end + 1;
+      if (!absl::ConsumePrefix(&entry, kRunIdName)) continue;
+      if (entry != own_id && !OwnerAlive(entry) && kill(pid, SIGKILL) == 0) ++killed;
+      break;
+    }
+  }
+  closedir(dir);
+  return killed;
+}
+
 }  // namespace
+
+std::string NewRunId() {
+  static const std::string prefix = absl::StrCat(getpid(), "-", ReadStat(getpid()).start_ticks);
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(prefix, "-", ++counter);
+}
 
 ChildReaper& ChildReaper::Get() {
   static ChildReaper* reaper = new ChildReaper();  // never destroyed: its thread runs to exit
@@ -31,6 +135,7 @@ absl::Status ChildReaper::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return start_status_;
   started_ = true;
+  leftovers_killed_ = KillLeftovers();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     start_status_ = absl::InternalError(
         absl::StrCat("prctl(PR_SET_CHILD_SUBREAPER) failed: ", std::strerror(errno),
@@ -42,35 +147,21 @@ absl::Status ChildReaper::Start() {
   return start_status_;
 }
 
-void ChildReaper::Own(pid_t pid) {
-  absl::MutexLock lock(&mu_);
-  ++owned_[pid];
-  ++spawns_;
-}
-
-void ChildReaper::Disown(pid_t pid) {
-  absl::MutexLock lock(&mu_);
-  auto it = owned_.find(pid);
-  if (it != owned_.end() && --it->second == 0) owned_.erase(it);
-  ++disowns_;
-}
-
 uint64_t ChildReaper::orphans_reaped() const {
   absl::MutexLock lock(&mu_);
   return orphans_reaped_;
 }
 
+uint64_t ChildReaper::leftovers_killed() const {
+  absl::MutexLock lock(&mu_);
+  return leftovers_killed_;
+}
+
 bool ChildReaper::ReapIfOrphan(pid_t pid) {
-  absl::WriterMutexLock spawn(&spawn_mu_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (owned_.contains(pid)) return false;
-  }
-  // Still a zombie (nobody reaped it since the peek: we hold spawn_mu_, and
-  // owners only reap pids they own), so its pid and session are still valid.
+  // Orphans of commands are in a session of their own; children other
+  // daemon code spawned are in ours and are left to it.
   pid_t sid = getsid(pid);
-  if (sid < 0) return false;
-  if (sid == own_sid_) return false;
+  if (sid < 0 || sid == own_sid_) return false;
   siginfo_t si{};
   if (waitid(P_PID, pid, &si, WEXITED | WNOHANG) == 0 && si.si_pid == pid) {
     absl::MutexLock lock(&mu_);
@@ -84,14 +175,13 @@ void ChildReaper::Loop() {
   pid_t last_skipped = 0;
   absl::Time first_skipped_at;
   for (;;) {
+    // Peek only. Supervisors have no exit signal, so this never sees them.
     siginfo_t si{};
     if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;
-      // ECHILD: no children at all; sleep until somebody spawns one.
-      absl::MutexLock lock(&mu_);
-      uint64_t seen = spawns_;
-      auto spawned = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return spawns_ != seen; };
-      mu_.AwaitWithTimeout(absl::Condition(&spawned), absl::Seconds(1));
+      // ECHILD: nothing but supervisors (or nothing at all); orphans arrive
+      // only when a supervisor is killed from outside.
+      absl::SleepFor(absl::Milliseconds(200));
       continue;
     }
     pid_t pid = si.si_pid;
@@ -100,33 +190,21 @@ void ChildReaper::Loop() {
       last_skipped = 0;
       continue;
     }
-    // Owned (its owner reaps it soon) or in our own session (left to whoever
-    // spawned it, within reason).
+    // In our own session: left to whoever spawned it, within reason.
     absl::Time now = absl::Now();
     if (pid != last_skipped) {
       last_skipped = pid;
       first_skipped_at = now;
     } else if (now - first_skipped_at > kForeignZombieGrace) {
-      absl::WriterMutexLock spawn(&spawn_mu_);
-      bool owned;
-      {
+      siginfo_t gone{};
+      if (waitid(P_PID, pid, &gone, WEXITED | WNOHANG) == 0 && gone.si_pid == pid) {
         absl::MutexLock lock(&mu_);
-        owned = owned_.contains(pid);
+        ++orphans_reaped_;
       }
-      if (!owned) {
-        siginfo_t gone{};
-        if (waitid(P_PID, pid, &gone, WEXITED | WNOHANG) == 0 && gone.si_pid == pid) {
-          absl::MutexLock lock(&mu_);
-          ++orphans_reaped_;
-        }
-        last_skipped = 0;
-        continue;
-      }
+      last_skipped = 0;
+      continue;
     }
-    absl::MutexLock lock(&mu_);
-    uint64_t seen = disowns_;
-    auto disowned = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return disowns_ != seen; };
-    mu_.AwaitWithTimeout(absl::Condition(&disowned), absl::Milliseconds(50));
+    absl::SleepFor(absl::Milliseconds(50));
   }
 }
 
