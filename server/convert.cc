@@ -1,5 +1,7 @@
 #include "server/convert.h"
 
+#include <new>
+
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -254,22 +256,47 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
 
 }  // namespace
 
-void ToProto(ToolCallResult r, v1::ToolResult* out) {
-  FillResult(r, out);
-  absl::Status s = JsonToValue(r.payload, out->mutable_payload());
-  if (s.ok() && r.actions.state_delta.IsObject() && r.actions.state_delta.MemberCount() > 0) {
-    s = JsonToStruct(r.actions.state_delta, out->mutable_actions()->mutable_state_delta());
+void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string problem;
+  try {
+    FillResult(r, out);
+    absl::Status s = JsonToValue(r.payload, out->mutable_payload());
+    if (s.ok() && r.actions.state_delta.IsObject() && r.actions.state_delta.MemberCount() > 0) {
+      s = JsonToStruct(r.actions.state_delta, out->mutable_actions()->mutable_state_delta());
+    }
+    if (!s.ok()) {
+      problem = std::string(s.message());
+    } else if (const size_t size = out->ByteSizeLong(); size > max_bytes) {
+      // Sent, it would fail the whole stream and lose every later result.
+      code = ErrorCode::kToolFailed;
+      problem = absl::StrCat(size, " bytes, over the limit of ", max_bytes,
+                             " bytes for one result; ask for less (a line range, fewer matches)");
+    } else {
+      return;
+    }
+  } catch (const std::bad_alloc&) {
+    // Built below, once the result's memory is released.
   }
-  if (s.ok()) return;
   // The result cannot be carried: say so instead of sending something broken.
-  std::string message = absl::StrCat("tool '", r.name, "' returned a result that cannot be sent: ",
-                                     s.message());
-  out->Clear();
+  // Release what it holds first (memory may be what ran out).
+  v1::ToolResult().Swap(out);
+  Json().Swap(r.payload);
+  r.actions = EventActions();
+  r.display = DisplayResult();
+  r.compact_summary = std::string();
+  std::string message =
+      problem.empty()
+          ? absl::StrCat("tool '", r.name,
+                         "' returned a result that cannot be sent: out of memory converting it")
+      : code == ErrorCode::kToolFailed
+          ? absl::StrCat("tool '", r.name, "' returned a result of ", problem)
+          : absl::StrCat("tool '", r.name, "' returned a result that cannot be sent: ", problem);
   r.status = ResultStatus::kError;
   r.error_message = message;
-  r.error = ToolCallError{message, r.name, r.error ? r.error->server_name : "", ErrorCode::kInternal};
-  r.actions = EventActions();
+  r.error = ToolCallError{message, r.name, r.error ? r.error->server_name : "", code};
   r.display = DisplayResult{r.name, message, ContentType::kPlainText, false, message.size()};
+  r.compact_summary = absl::StrCat("[", r.name, ": error]");
   FillResult(r, out);
   (*out->mutable_payload()->mutable_struct_value()->mutable_fields())["error"].set_string_value(
       message);

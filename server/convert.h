@@ -6,6 +6,9 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+#include <limits>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/struct.pb.h"
@@ -38,9 +41,12 @@ std::string SanitizeUtf8(absl::string_view text);
 
 // The runtime's view of one wire call.
 CallRequest FromProto(const v1::ToolCall& call);
-// A wire result. A result that cannot be encoded (too deep) becomes an
-// INTERNAL error result saying why.
-void ToProto(ToolCallResult result, v1::ToolResult* out);
+// A wire result of at most `max_bytes` encoded. A result that cannot be
+// encoded (too deep, or memory ran out) becomes an INTERNAL error result
+// saying why; one larger than `max_bytes` becomes a TOOL_FAILED error result
+// giving its size and the limit. Either way the batch goes on.
+void ToProto(ToolCallResult result, v1::ToolResult* out,
+             size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
 

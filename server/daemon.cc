@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
 #include "tools/examples/examples.h"
+#include "tools/runtime/executor.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
@@ -105,7 +107,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   runner_options.max_pending_calls = o.max_pending_calls;
   runner_options.default_workspace = o.workspace;
   runner_options.artifacts = d->artifacts_.get();
-  d->runner_ = std::make_unique<ToolRunner>(&d->registry_, runner_options);
+  try {
+    d->runner_ = std::make_unique<ToolRunner>(&d->registry_, runner_options);
+  } catch (const std::system_error& e) {  // its timer thread could not start
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot start the runtime's timer thread: ", e.what()));
+  }
   SessionManager::Options session_options;
   session_options.max_sessions = o.max_sessions;
   session_options.max_depth = o.session_max_depth;
@@ -118,13 +125,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     Daemon* self = d.get();
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
-    d->sweeper_ = std::thread([self, every] {
+    auto sweeper = StartThread([self, every] {
       while (!self->stop_sweeper_.WaitForNotificationWithTimeout(every)) {
         if (size_t n = self->sessions_->SweepIdle(absl::Now()); n > 0) {
           spdlog::info("closed {} session(s) idle past the TTL", n);
         }
       }
     });
+    if (!sweeper.ok()) return sweeper.status();
+    d->sweeper_ = *std::move(sweeper);
   }
   return d;
 }

@@ -1,5 +1,6 @@
 #include "server/execute_batch_reactor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -79,15 +80,22 @@ void ExecuteBatchReactor::Reject(const grpc::Status& status) {
   Finish(status);
 }
 
+size_t ExecuteBatchReactor::MaxResultBytes() const {
+  // A response is the result plus its field's tag and length.
+  constexpr size_t kEnvelopeBytes = 1 + 5;
+  const size_t max_message = static_cast<size_t>(std::max(core_->options().max_message_bytes, 0));
+  return max_message > kEnvelopeBytes ? max_message - kEnvelopeBytes : 0;
+}
+
 void ExecuteBatchReactor::OnResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
-  ToProto(std::move(result), response.mutable_result());
+  ToProto(std::move(result), response.mutable_result(), MaxResultBytes());
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
-  ToProto(std::move(result), response.mutable_result());
+  ToProto(std::move(result), response.mutable_result(), MaxResultBytes());
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
 }
 

@@ -67,6 +67,9 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void Begin(const v1::ExecuteBatchRequest& request);
   void Reject(const grpc::Status& status);
   void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
+  // The largest encoded result that fits one response under the daemon's
+  // message size limit (what gRPC refuses to send would end the stream).
+  size_t MaxResultBytes() const;
 
   // The write pump. Every state change and the decision it leads to happen in
   // one critical section (NextActionLocked); the thread then performs the

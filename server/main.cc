@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
@@ -23,11 +22,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "server/config.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/command/environment.h"
+#include "tools/runtime/executor.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve on: host:port (port 0 picks a free one) or unix:/path.");
@@ -175,6 +176,27 @@ int Run(int argc, char** argv) {
   // A client vanishing mid-write must not kill the daemon.
   signal(SIGPIPE, SIG_IGN);
 
+  // The signal thread starts before the daemon serves: once it serves, a
+  // command may take the user's last tasks (RLIMIT_NPROC), and shutting down
+  // must then need no new thread. The first signal starts the drain on this
+  // thread; a second exits at once.
+  static absl::Notification stop_requested;  // outlives the detached thread
+  auto signal_thread = StartThread([stop_signals]() mutable {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("received {}: shutting down gracefully (again to exit at once)", strsignal(sig));
+    stop_requested.Notify();
+    sigwait(&stop_signals, &sig);
+    spdlog::warn("received {} again: exiting without draining", strsignal(sig));
+    spdlog::default_logger()->flush();
+    _exit(1);
+  });
+  if (!signal_thread.ok()) {
+    std::cerr << "toolexecd: " << signal_thread.status().message() << "\n";
+    return 2;
+  }
+  signal_thread->detach();
+
   auto daemon = Daemon::Create(*options);
   if (!daemon.ok()) {
     std::cerr << "toolexecd: " << daemon.status().message() << "\n";
@@ -204,17 +226,7 @@ int Run(int argc, char** argv) {
     std::rename(tmp.c_str(), path.c_str());
   }
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  spdlog::info("received {}: shutting down gracefully (again to exit at once)", strsignal(sig));
-  // A second signal while draining exits at once.
-  std::thread([stop_signals]() mutable {
-    int again = 0;
-    sigwait(&stop_signals, &again);
-    spdlog::warn("received {} again: exiting without draining", strsignal(again));
-    spdlog::default_logger()->flush();
-    _exit(1);
-  }).detach();
+  stop_requested.WaitForNotification();
   (*daemon)->Shutdown();
   spdlog::default_logger()->flush();
   // A tool that ignored cancellation may still hold a runtime thread; the

@@ -205,9 +205,9 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
     Finish(context, reactor, "CloseSession", merged.status(),
            absl::StrCat("session=", request->session_id(), request->discard() ? " discard" : ""));
   };
-  // Submit fails only once the executor is shut down, which happens with the
-  // core, after the gRPC server has stopped; run it here if it ever does.
-  if (!core_->session_work().Submit(close)) close();
+  // Submit fails once the executor is shut down (with the core, after the
+  // gRPC server has stopped) or when no thread can be started: close here then.
+  if (!core_->session_work().Submit(close).ok()) close();
   return reactor;
 }
 

@@ -4,9 +4,14 @@
 
 #include <atomic>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "tests/common/test_tools.h"
+#include "tests/common/thread_limit.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/timer_queue.h"
+#include "tools/runtime/tool_runner.h"
 
 namespace toolexec {
 namespace {
@@ -16,7 +21,7 @@ TEST(ExecutorTest, RunsEveryTaskAndCapsThreads) {
   std::atomic<int> running{0}, peak{0}, done{0};
   absl::BlockingCounter counter(20);
   for (int i = 0; i < 20; ++i) {
-    executor.Submit([&] {
+    ASSERT_TRUE(executor.Submit([&] {
       int now = ++running;
       int p = peak.load();
       while (now > p && !peak.compare_exchange_weak(p, now)) {
@@ -25,7 +30,7 @@ TEST(ExecutorTest, RunsEveryTaskAndCapsThreads) {
       --running;
       ++done;
       counter.DecrementCount();
-    });
+    }).ok());
   }
   counter.Wait();
   EXPECT_EQ(done, 20);
@@ -37,23 +42,99 @@ TEST(ExecutorTest, IdleThreadsRetire) {
   Executor executor({.min_threads = 1, .max_threads = 8, .idle_timeout = absl::Milliseconds(50)});
   absl::BlockingCounter counter(8);
   for (int i = 0; i < 8; ++i) {
-    executor.Submit([&] {
+    ASSERT_TRUE(executor.Submit([&] {
       absl::SleepFor(absl::Milliseconds(20));
       counter.DecrementCount();
-    });
+    }).ok());
   }
   counter.Wait();
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(executor.threads(), 1u);
 }
 
+// Under light steady traffic the idle threads of a burst still retire: the
+// work goes to the most recently idle thread, so the others stay idle.
+TEST(ExecutorTest, IdleThreadsRetireUnderATrickleOfTasks) {
+  constexpr absl::Duration kIdle = absl::Milliseconds(500);
+  Executor executor({.min_threads = 1, .max_threads = 64, .idle_timeout = kIdle});
+  absl::BlockingCounter burst(40);
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(executor.Submit([&] {
+      absl::SleepFor(absl::Milliseconds(100));
+      burst.DecrementCount();
+    }).ok());
+  }
+  burst.Wait();
+  ASSERT_GE(executor.threads(), 20u);
+  // One tiny task every 5 ms for four idle timeouts: woken in turn, each of
+  // the 40 threads would see a task every 200 ms and never time out.
+  std::atomic<int> done{0};
+  int sent = 0;
+  for (absl::Time end = absl::Now() + 4 * kIdle; absl::Now() < end; ++sent) {
+    ASSERT_TRUE(executor.Submit([&] { ++done; }).ok());
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_LE(executor.threads(), 4u);
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(done.load(), sent);
+}
+
+// A call for which no thread can be started fails with the reason, and the
+// process stays up.
+TEST(ExecutorTest, ACallThatGetsNoThreadFailsWithTheReason) {
+  int code = testing::RunInChild([] {
+    ToolRegistry registry;
+    auto echo = testing::MakeTool("echo", [](const JsonValue& a, ToolContext&) -> absl::StatusOr<Json> {
+      return CopyJson(a);
+    });
+    if (!registry.Register(std::move(echo), "test").ok()) return 2;
+    ToolRunner::Options options;
+    options.executor.min_threads = 0;
+    ToolRunner runner(&registry, options);
+    if (!testing::StopNewThreads()) return 3;
+    ToolCallResult r = testing::RunOneCall(runner, "echo", "{}");
+    if (r.ok() || !r.error || r.error->code != ErrorCode::kInternal) return 4;
+    if (!absl::StrContains(r.error_message, "tool 'echo' was not run: cannot start a thread")) return 5;
+    return 0;
+  });
+  EXPECT_EQ(code, 0);
+}
+
+// Submit says why a task was refused; the executor keeps working with the
+// threads it has.
+TEST(ExecutorTest, SubmitRefusesATaskNoThreadCanRun) {
+  int code = testing::RunInChild([] {
+    Executor executor({.min_threads = 1, .max_threads = 4});
+    if (executor.threads() != 1) return 2;
+    if (!testing::StopNewThreads()) return 3;
+    absl::Notification release;
+    absl::BlockingCounter ran(2);
+    // The one thread is busy with the first task; the second cannot start one.
+    if (!executor.Submit([&] { release.WaitForNotification(); ran.DecrementCount(); }).ok()) {
+      return 4;
+    }
+    while (executor.queued() > 0) absl::SleepFor(absl::Milliseconds(1));
+    absl::Status refused = executor.Submit([] {});
+    if (refused.code() != absl::StatusCode::kResourceExhausted) return 5;
+    if (!absl::StrContains(refused.message(), "cannot start a thread")) return 6;
+    release.Notify();
+    // Free again: the same thread runs the next task.
+    while (!executor.Submit([&] { ran.DecrementCount(); }).ok()) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ran.Wait();
+    return 0;
+  });
+  EXPECT_EQ(code, 0);
+}
+
 TEST(ExecutorTest, ShutdownRunsQueuedTasksThenRefuses) {
   std::atomic<int> done{0};
   Executor executor({.min_threads = 1, .max_threads = 1});
-  for (int i = 0; i < 5; ++i) executor.Submit([&] { ++done; });
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(executor.Submit([&] { ++done; }).ok());
   executor.Shutdown();
   EXPECT_EQ(done, 5);
-  EXPECT_FALSE(executor.Submit([] {}));
+  EXPECT_TRUE(absl::IsUnavailable(executor.Submit([] {})));
 }
 
 TEST(TimerQueueTest, FiresInDeadlineOrderAndCancels) {

@@ -79,13 +79,18 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       if (c.done.load()) runner_->timers_.Cancel(c.timer.load());
     }
     for (uint32_t i = 0; i < calls_.size(); ++i) {
-      bool queued = runner_->executor_.Submit([self, i] {
+      absl::Status queued = runner_->executor_.Submit([self, i] {
         self->RunCall(i);
         self->runner_->pending_calls_.fetch_sub(1);
       });
-      if (!queued) {
+      if (absl::IsUnavailable(queued)) {
         runner_->pending_calls_.fetch_sub(1);
         Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)));
+      } else if (!queued.ok()) {
+        runner_->pending_calls_.fetch_sub(1);
+        const std::string& name = calls_[i]->request.name;
+        Complete(i, Failure(i, runner_->registry_->Find(name), ErrorCode::kInternal,
+                            absl::StrCat("tool '", name, "' was not run: ", queued.message())));
       }
     }
     if (calls_.empty()) Deliver();

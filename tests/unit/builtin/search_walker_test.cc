@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "tests/common/thread_limit.h"
 #include "tests/unit/builtin/search_test_util.h"
 #include "tools/builtin/search/confine.h"
 #include "tools/builtin/search/walker.h"
@@ -287,6 +289,49 @@ TEST(SearchWalkerTest, CancellationStopsTheWalk) {
   // on. (Counted from the cancel itself: on a loaded machine the other
   // workers may visit many files between the 10th visit and the Cancel call.)
   EXPECT_LE(after_cancel.load(), DefaultWalkThreads());
+}
+
+// What the visitor throws on any worker (memory running out, say) reaches the
+// caller once every helper has stopped; it never terminates the process.
+TEST(SearchWalkerTest, AnExceptionInAnyWorkerReachesTheCaller) {
+  TempWorkspace ws;
+  for (int d = 0; d < 20; ++d) {
+    for (int f = 0; f < 20; ++f) ws.Write("d" + std::to_string(d) + "/f" + std::to_string(f), "x");
+  }
+  auto start = OpenConfined({ws.path()}, ".", "path");
+  ASSERT_TRUE(start.ok()) << start.status();
+  for (int throwing_worker : {0, 1, 3}) {
+    WalkOptions o;
+    o.threads = 4;
+    std::atomic<int> visits{0};
+    auto visit = [&](const WalkEntry&, int worker) {
+      ++visits;
+      // Until the chosen worker gets a file, everyone visits; then it throws.
+      if (worker == throwing_worker || visits.load() > 300) throw std::bad_alloc();
+    };
+    EXPECT_THROW((void)Walk(*start, o, visit), std::bad_alloc) << throwing_worker;
+  }
+}
+
+// A walk whose helper threads cannot start walks on the calling thread alone.
+TEST(SearchWalkerTest, WalksWithFewerWorkersWhenThreadsCannotStart) {
+  TempWorkspace ws;
+  for (int d = 0; d < 10; ++d) {
+    for (int f = 0; f < 30; ++f) ws.Write("d" + std::to_string(d) + "/f" + std::to_string(f), "x");
+  }
+  ASSERT_EQ(chmod(ws.path().c_str(), 0755), 0);  // readable by the child's uid
+  int code = testing::RunInChild([&] {
+    if (!testing::StopNewThreads()) return 2;
+    WalkOptions o;
+    o.threads = 8;
+    auto start = OpenConfined({ws.path()}, ".", "path");
+    if (!start.ok()) return 3;
+    std::atomic<int> visited{0};
+    absl::StatusOr<WalkStats> stats = Walk(*start, o, [&](const WalkEntry&, int) { ++visited; });
+    if (!stats.ok()) return 4;
+    return visited.load() == 300 ? 0 : 5;
+  });
+  EXPECT_EQ(code, 0);
 }
 
 TEST(SearchWalkerTest, ReadEntriesAndOpenSubdirNoFollow) {

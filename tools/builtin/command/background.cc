@@ -10,6 +10,7 @@
 #include "tools/builtin/command/output_capture.h"
 #include "tools/builtin/command/result.h"
 #include "tools/builtin/json_fields.h"
+#include "tools/runtime/executor.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec::command {
@@ -115,8 +116,8 @@ absl::StatusOr<std::string> BackgroundProcesses::Start(StartRequest request) {
   // lives exactly as long as the command.
   absl::Notification spawned;
   absl::Status spawn_status;
-  entry->thread =
-      std::thread([e, spec = std::move(request.spec), &spawned, &spawn_status]() mutable {
+  auto thread =
+      StartThread([e, spec = std::move(request.spec), &spawned, &spawn_status]() mutable {
         auto run = CommandRun::Start(std::move(spec));
         if (!run.ok()) {
           spawn_status = run.status();
@@ -133,6 +134,12 @@ absl::StatusOr<std::string> BackgroundProcesses::Start(StartRequest request) {
         e->outcome = std::move(o);
         e->exited = true;
       });
+  if (!thread.ok()) {
+    absl::MutexLock lock(&mu_);
+    done_starting();
+    return thread.status();
+  }
+  entry->thread = *std::move(thread);
   spawned.WaitForNotification();
   if (!spawn_status.ok()) {
     entry->thread.join();

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tools/runtime/executor.h"
 
 namespace toolexec::command {
 namespace {
@@ -143,7 +144,12 @@ absl::Status ChildReaper::Start() {
     return start_status_;
   }
   own_sid_ = getsid(0);
-  std::thread([this] { Loop(); }).detach();
+  auto thread = StartThread([this] { Loop(); });
+  if (!thread.ok()) {
+    start_status_ = thread.status();
+    return start_status_;
+  }
+  thread->detach();
   return start_status_;
 }
 

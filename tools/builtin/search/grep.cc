@@ -550,14 +550,14 @@ absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& re
         worker.owned = matcher->Clone();
         worker.matcher = worker.owned.get();
       }
-      const int fd = openat(e.dir_fd, std::string(e.name).c_str(),
-                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-      if (fd < 0) {
+      // Closed even if the search throws (memory can run out; Walk rethrows).
+      const UniqueFd fd(openat(e.dir_fd, std::string(e.name).c_str(),
+                               O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+      if (!fd.valid()) {
         collector.AddUnreadable();
         return;
       }
-      SearchOpenFile(fd, start.Display(e.path), request, worker, collector, &cancelled);
-      close(fd);
+      SearchOpenFile(fd.get(), start.Display(e.path), request, worker, collector, &cancelled);
     });
     if (!stats.ok()) return stats.status();
     collector.AddUnreadable(stats->unreadable);

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -29,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "tools/runtime/executor.h"
 
 namespace toolexec::search {
 namespace {
@@ -277,17 +280,27 @@ class ParallelWalk {
 
   absl::StatusOr<WalkStats> Run(std::shared_ptr<const IgnoreRules> ancestors) {
     Push(DirWork{nullptr, "", start_.relative, std::move(ancestors), 0});
+    // Sized once and never grown, so no started thread is moved or destroyed
+    // before it is joined. A helper the system refuses (task or address-space
+    // limit) just leaves the walk with fewer workers.
     std::vector<std::thread> helpers;
-    helpers.reserve(threads_ - 1);
-    for (int i = 1; i < threads_; ++i) {
-      try {
-        helpers.emplace_back([this, i] { WorkerLoop(i); });
-      } catch (const std::system_error&) {
-        break;  // out of threads: walk with the ones we have
-      }
+    try {
+      helpers.resize(static_cast<size_t>(threads_ - 1));
+    } catch (const std::bad_alloc&) {
+      // The calling thread walks alone.
+    }
+    int worker = 0;
+    for (std::thread& helper : helpers) {
+      absl::StatusOr<std::thread> started = StartThread([this, i = worker + 1] { WorkerLoop(i); });
+      if (!started.ok()) break;
+      helper = *std::move(started);
+      ++worker;
     }
     WorkerLoop(0);
-    for (std::thread& t : helpers) t.join();
+    for (std::thread& helper : helpers) {
+      if (helper.joinable()) helper.join();
+    }
+    if (failure_ != nullptr) std::rethrow_exception(failure_);
     if (Cancelled()) return absl::CancelledError("the search was cancelled");
     if (!start_listed_) return start_error_;
     WalkStats stats;
@@ -298,7 +311,10 @@ class ParallelWalk {
   }
 
  private:
-  bool Cancelled() const { return options_.cancellation && options_.cancellation->cancelled(); }
+  // Stop early when the call is cancelled or a worker failed.
+  bool Cancelled() const {
+    return failed_.load() || (options_.cancellation && options_.cancellation->cancelled());
+  }
 
   void Push(Work work) {
     absl::MutexLock lock(&mu_);
@@ -324,20 +340,34 @@ class ParallelWalk {
     --active_;
   }
 
+  // Never throws: what a unit of work throws (the visitor, or memory running
+  // out under an address-space limit) stops the walk, and Run rethrows the
+  // first such exception on the calling thread once every helper is joined.
   void WorkerLoop(int worker) {
-    std::vector<char> dents(kDentsBufferBytes);
+    std::vector<char> dents;
     Work work;
     while (Pop(&work)) {
       if (!Cancelled()) {
-        if (auto* dir = std::get_if<DirWork>(&work)) {
-          ListDir(*dir, dents);
-        } else {
-          VisitFiles(std::get<FileWork>(work), worker);
+        try {
+          if (auto* dir = std::get_if<DirWork>(&work)) {
+            if (dents.empty()) dents.resize(kDentsBufferBytes);
+            ListDir(*dir, dents);
+          } else {
+            VisitFiles(std::get<FileWork>(work), worker);
+          }
+        } catch (...) {
+          Fail(std::current_exception());
         }
       }
       work = Work();  // release descriptors before waiting for more
       Done();
     }
+  }
+
+  void Fail(std::exception_ptr e) {
+    absl::MutexLock lock(&mu_);
+    if (failure_ == nullptr) failure_ = std::move(e);
+    failed_.store(true);
   }
 
   // Applies the filters; true if the entry is kept.
@@ -456,6 +486,8 @@ class ParallelWalk {
   int active_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status start_error_ = absl::UnknownError("the start directory was not listed");
   std::atomic<bool> start_listed_{false};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr failure_;  // written under mu_, read after the helpers joined
   std::atomic<uint64_t> dirs_{0};
   std::atomic<uint64_t> files_{0};
   std::atomic<uint64_t> unreadable_{0};
