@@ -117,10 +117,10 @@
 // path layer (tools/builtin/fs/confined.h: openat2 RESOLVE_BENEATH, or its
 // O_NOFOLLOW walk) and opened as a directory fd; the child fchdir()s to that
 // fd, so there is no check-then-use race. Under bwrap, which needs a path,
-// the fd's /proc/self/fd link gives it.
+// it is named inside its root's bind (below).
 //
 // Sandbox (sandbox: "bwrap"): bwrap --ro-bind / / --dev /dev --proc /proc
-// --tmpfs /tmp --bind <workspace> <workspace> [--unshare-net] --unshare-pid
+// --tmpfs /tmp --bind-fd <root fd> <root path> [--unshare-net] --unshare-pid
 // --die-with-parent --new-session --chdir <dir> -- /bin/bash -c <command>.
 // --unshare-pid is added because --new-session moves the command out of our
 // process group: in a PID namespace the whole sandbox dies with its init, so
