@@ -11,7 +11,7 @@ build_pkgs=(
   libabsl-dev rapidjson-dev libvalijson-dev libre2-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev
 )
-test_pkgs=(python3 python3-yaml ripgrep bubblewrap)
+test_pkgs=(python3 python3-yaml ripgrep bubblewrap git)
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates)
 
 case "${1:-build}" in

@@ -27,6 +27,7 @@
 #include "server/daemon.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
+#include "tools/builtin/command/environment.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve on: host:port (port 0 picks a free one) or unix:/path.");
@@ -172,6 +173,13 @@ int Run(int argc, char** argv) {
   if (!daemon.ok()) {
     std::cerr << "toolexecd: " << daemon.status().message() << "\n";
     return check_only ? 1 : 2;
+  }
+  // The command tools hold their scrubbed copy of the environment now: wipe
+  // the secrets from the daemon's own and make it non-dumpable, so that no
+  // command can read them back (tools/builtin/command/environment.h).
+  if (absl::Status s = command::SealDaemonSecrets(); !s.ok()) {
+    std::cerr << "toolexecd: " << s.message() << "\n";
+    return 2;
   }
   if (check_only) {
     std::cout << "config OK: " << (*daemon)->registry().size() << " tools ("

@@ -54,7 +54,7 @@ constexpr char kSchema[] = R"json({
     "env": {
       "type": "object",
       "additionalProperties": {"type": "string"},
-      "description": "Environment variables to set, on top of the daemon's environment (from which variables whose names contain KEY, SECRET, TOKEN or PASSWORD are removed)."
+      "description": "Environment variables to set, on top of the daemon's environment (from which secrets are removed: variables with a name word such as KEY, SECRET, TOKEN, PASSWORD, PASS, PAT, CREDENTIALS or AUTH, or a URL value with a password)."
     },
     "stdin": {
       "type": "string",

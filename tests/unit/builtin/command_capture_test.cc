@@ -5,13 +5,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tools/builtin/command/environment.h"
 #include "tools/builtin/command/output_capture.h"
 
 namespace toolexec::command {
 namespace {
-
-using ::testing::ElementsAre;
 
 std::string Sanitize(const std::vector<std::string>& reads, uint64_t* invalid = nullptr) {
   Utf8Sanitizer s;
@@ -121,18 +118,6 @@ TEST(CommandBackgroundLog, ReadsOnlyWhatIsNewAndStaysBounded) {
   EXPECT_EQ(r3.omitted_bytes, 40u);
   EXPECT_EQ(r3.first_seq, 11u);
   EXPECT_EQ(r3.last_seq, 12u);
-}
-
-TEST(CommandEnvironment, ScrubsSecretsUnlessAllowed) {
-  const char* env[] = {"PATH=/bin",      "AWS_SECRET_ACCESS_KEY=x",
-                       "github_token=y", "DB_PASSWORD=z",
-                       "MONKEY=banana",  "HOME=/root",
-                       "NOEQUALS",       nullptr};
-  EXPECT_THAT(ScrubEnvironment(env, {}), ElementsAre("PATH=/bin", "HOME=/root"));
-  EXPECT_THAT(ScrubEnvironment(env, {"github_token"}),
-              ElementsAre("PATH=/bin", "github_token=y", "HOME=/root"));
-  EXPECT_THAT(MergeEnvironment({"A=1", "B=2"}, {{"B", "3"}, {"C", "4"}}),
-              ElementsAre("A=1", "B=3", "C=4"));
 }
 
 }  // namespace

@@ -120,8 +120,11 @@
 // it is named inside its root's bind (below).
 //
 // Sandbox (sandbox: "bwrap"): bwrap --ro-bind / / --dev /dev --proc /proc
-// --tmpfs /tmp --bind-fd <root fd> <root path> [--unshare-net] --unshare-pid
-// --die-with-parent --new-session --chdir <dir> -- /bin/bash -c <command>.
+// --tmpfs /tmp --bind-fd <root fd> <root path>, the isolation flags of
+// AppendIsolationFlags (sandbox.h: a user namespace mapping the daemon's ids
+// to themselves, --cap-drop ALL, --disable-userns, pid/ipc/uts[/net]
+// namespaces, --die-with-parent --new-session), --chdir <dir> -- /bin/bash -c
+// <command>.
 // --unshare-pid is added because --new-session moves the command out of our
 // process group: in a PID namespace the whole sandbox dies with its init, so
 // the group SIGKILL of bwrap still takes everything with it. In bwrap mode
@@ -130,10 +133,12 @@
 // period). A command killed by signal N reports exit code 128+N there
 // (bwrap's own convention).
 //
-// Environment: the daemon's environment minus every variable whose name
-// contains KEY, SECRET, TOKEN or PASSWORD (any case) unless allow_env names
-// it, then the call's env on top, then TOOLEXEC_RUN_ID (a per-command id,
-// used to find escaped processes when killing a command's tree).
+// Environment: the daemon's environment minus every secret (LooksSecret and
+// IsSecretEntry in environment.h) unless allow_env names it, then the call's
+// env on top, then TOOLEXEC_RUN_ID (a per-command id, used to find escaped
+// processes when killing a command's tree). toolexecd then wipes the secrets
+// from its own environment and makes itself non-dumpable
+// (SealDaemonSecrets), so a command cannot read them from the daemon either.
 //
 // Memory: each stream keeps a head and a tail of command_capture_bytes
 // (output_capture.h), and so does combined_output, so a command costs a few

@@ -1,5 +1,6 @@
 // The environment a command sees: the daemon's, minus anything that looks
-// like a secret, plus what the call asks for.
+// like a secret, plus what the call asks for. And the daemon's own copy of
+// its secrets, wiped once the command tools have their scrubbed snapshot.
 #ifndef TOOLEXEC_TOOLS_BUILTIN_COMMAND_ENVIRONMENT_H_
 #define TOOLEXEC_TOOLS_BUILTIN_COMMAND_ENVIRONMENT_H_
 
@@ -7,18 +8,66 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace toolexec::command {
 
-// Whether a variable name contains KEY, SECRET, TOKEN or PASSWORD (any case).
+// Whether a variable's name marks it as a secret. The name is split into
+// words at '_', '-', '.' and where camelCase starts a word ("githubToken" is
+// github + Token, "DBPass" is DB + Pass), and it is a secret when
+// * a word, in any case, is one of KEY(S), SECRET(S), TOKEN(S), PASSWORD(S),
+//   PASSWD, PASS, PASSPHRASE, CREDENTIAL(S), CREDS, PAT, AUTH, AUTHORIZATION,
+//   BEARER, PRIVATE, COOKIE(S), DSN, JWT (AWS_SECRET_ACCESS_KEY, DB_PASS,
+//   GITHUB_PAT, GOOGLE_APPLICATION_CREDENTIALS, SENTRY_DSN, SSH_AUTH_SOCK), or
+// * a word is PWD and the name has other words too (MYSQL_PWD; the shell's
+//   PWD and OLDPWD are not secrets), or
+// * CONNECTION and STRING are consecutive words, or
+// * a word ends in TOKEN, SECRET, PASSWORD, PASSWD, APIKEY, ACCESSKEY,
+//   SECRETKEY or PRIVATEKEY (names glued into one word: PGPASSWORD,
+//   CLIENTSECRET, OPENAIAPIKEY).
+// Whole words only, so PATH, MONKEY, KEYBOARD, GIT_AUTHOR_NAME and
+// TOKENIZERS_PARALLELISM are not secrets. Deliberately not secret words:
+// SESSION (XDG_SESSION_ID and DBUS_SESSION_BUS_ADDRESS are not secrets;
+// session keys, tokens and cookies are caught by their other word) and CERT
+// (certificates are public, and SSL_CERT_FILE is what lets a command use TLS).
 bool LooksSecret(absl::string_view name);
 
-// `environ`-style entries ("NAME=value") minus the secret-looking ones whose
-// names are not in `allow` (exact, case-sensitive names). Entries without '='
-// are dropped.
+// Whether `value` holds a URL with a password in it ("scheme://user:pw@host",
+// "redis://:pw@host"): DATABASE_URL, REDIS_URL or HTTPS_PROXY carrying
+// credentials are secrets whatever their names, the same names without a
+// password ("postgres:///app") are not.
+bool ValueHasUrlPassword(absl::string_view value);
+
+// Whether an `environ` entry ("NAME=value") is a secret: its name looks
+// secret, or its value holds a URL with a password.
+bool IsSecretEntry(absl::string_view entry);
+
+// `environ`-style entries ("NAME=value") minus the secret ones whose names
+// are not in `allow` (exact, case-sensitive names). Entries without '=' are
+// dropped.
 std::vector<std::string> ScrubEnvironment(const char* const* env,
                                           const std::vector<std::string>& allow);
+
+// Removes every secret entry (IsSecretEntry) from `env`, a null-terminated
+// `environ` array, keeping the order of the rest, and overwrites each removed
+// entry's bytes with zeros where they lie. On the process's own `environ`
+// this also clears them from /proc/<pid>/environ, which shows the memory of
+// the environment block the process started with (unsetenv() only drops the
+// pointer). Returns how many entries were wiped. Nothing may change the
+// environment meanwhile (setenv, putenv); a concurrent getenv() sees each
+// entry, an emptied one, or misses a secret one, never a dangling pointer.
+// A pointer getenv() returned for a secret before points to zeros after.
+int WipeSecretEntries(char** env);
+
+// Makes the daemon's secrets unreachable from the commands it runs: marks the
+// process non-dumpable (PR_SET_DUMPABLE 0: a process of the same uid without
+// CAP_SYS_PTRACE can no longer ptrace it or read its /proc/<pid>/environ,
+// mem, maps or fd; nor does it leave core dumps), then wipes the secret
+// entries of its own environment (WipeSecretEntries on `environ`). Call once
+// at start-up, after the command tools took their snapshot (CommandConfig)
+// and before any command can run.
+absl::Status SealDaemonSecrets();
 
 // `base` with each (name, value) of `overrides` set (replacing an entry of
 // the same name, else appended), in order.

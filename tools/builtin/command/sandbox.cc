@@ -24,6 +24,13 @@ absl::StatusOr<std::string> FindExecutable(absl::string_view name, absl::string_
   return absl::NotFoundError(absl::StrCat(name, " was not found on PATH (", path_var, ")"));
 }
 
+void AppendIsolationFlags(bool network, std::vector<std::string>* argv) {
+  argv->insert(argv->end(), {"--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+                             "--unshare-pid", "--unshare-ipc", "--unshare-uts"});
+  if (!network) argv->push_back("--unshare-net");
+  argv->insert(argv->end(), {"--die-with-parent", "--new-session"});
+}
+
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
                                    const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
@@ -35,19 +42,17 @@ std::vector<std::string> BwrapArgv(const std::string& bwrap,
   for (const SandboxBind& ws : workspaces) {
     argv.insert(argv.end(), {"--bind-fd", std::to_string(ws.fd), ws.path});
   }
-  argv.push_back("--unshare-pid");
-  if (!network) argv.push_back("--unshare-net");
-  argv.insert(argv.end(), {"--die-with-parent", "--new-session"});
+  AppendIsolationFlags(network, &argv);
   if (!cwd.empty()) argv.insert(argv.end(), {"--chdir", cwd});
   argv.insert(argv.end(), {"--", "/bin/bash", "-c", command_line});
   return argv;
 }
 
 absl::Status ProbeBwrap(const std::string& bwrap, bool network) {
-  std::vector<std::string> argv = {bwrap,    "--ro-bind", "/",       "/",    "--dev",        "/dev",
-                                   "--proc", "/proc",     "--tmpfs", "/tmp", "--unshare-pid"};
-  if (!network) argv.push_back("--unshare-net");
-  argv.insert(argv.end(), {"--die-with-parent", "--new-session", "--", "/bin/true"});
+  std::vector<std::string> argv = {bwrap,  "--ro-bind", "/",     "/",       "--dev",
+                                   "/dev", "--proc",    "/proc", "--tmpfs", "/tmp"};
+  AppendIsolationFlags(network, &argv);
+  argv.insert(argv.end(), {"--", "/bin/true"});
   CommandSpec spec;
   spec.argv = std::move(argv);
   spec.env = {"PATH=/usr/bin:/bin"};
@@ -66,8 +71,10 @@ absl::Status ProbeBwrap(const std::string& bwrap, bool network) {
         absl::StrCat("run_command.sandbox is \"bwrap\" but bwrap cannot create its sandbox here (",
                      o.stop != StopReason::kNone ? "timed out" : absl::StrCat("exit ", o.exit.code),
                      "): ", absl::StripTrailingAsciiWhitespace(o.stderr_text),
-                     ". Give the daemon the privileges bwrap needs (user namespaces, or root / "
-                     "CAP_SYS_ADMIN), or set run_command.sandbox to \"\""));
+                     ". bwrap needs user namespaces: user.max_user_namespaces above 0, for a "
+                     "daemon not run as root also kernel.unprivileged_userns_clone = 1 where that "
+                     "sysctl exists, and no seccomp filter or AppArmor profile forbidding them. "
+                     "Allow them, or set run_command.sandbox to \"\""));
   }
   return absl::OkStatus();
 }

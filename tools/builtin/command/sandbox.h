@@ -15,6 +15,30 @@ namespace toolexec::command {
 // NotFound if none is executable.
 absl::StatusOr<std::string> FindExecutable(absl::string_view name, absl::string_view path_var);
 
+// Appends the bwrap flags that isolate a command, the same for every command
+// and for ProbeBwrap:
+// * --unshare-user: a user namespace of its own, mapping only the daemon's
+//   uid and gid, each to itself (bwrap's default). The command sees the
+//   daemon's ids (uid 0 for a daemon run as root), so what it creates in the
+//   workspace belongs to the daemon's user and the workspace stays writable;
+//   every other host id shows as the overflow id (65534, nobody).
+// * --cap-drop ALL: no capability at all, in any namespace (effective,
+//   permitted, inheritable, ambient and bounding sets empty; bwrap also sets
+//   no_new_privs, so a setuid program grants nothing). Even as uid 0 the
+//   command cannot mount, unmount or remount anything, setns() into another
+//   namespace, or ptrace what it does not own.
+// * --disable-userns: no nested user namespace, which would give the command
+//   a fresh set of capabilities there.
+// * --unshare-pid (the sandbox dies with its init; no other process is
+//   visible, the daemon included), --unshare-ipc, --unshare-uts, and
+//   --unshare-net unless `network`.
+// * --die-with-parent and --new-session (no TIOCSTI into the daemon's
+//   terminal).
+// A uid 0 command still passes the owner checks of root-owned files outside
+// the workspace: / is read-only, but files only root may read (mode 0600,
+// 0640) are readable. Run the daemon as an unprivileged user to prevent it.
+void AppendIsolationFlags(bool network, std::vector<std::string>* argv);
+
 // Runs `bwrap ... /bin/true` once with the same namespaces commands will use,
 // so a bwrap that cannot create them (no user namespaces, a seccomp filter,
 // missing privileges) stops the daemon at start-up with bwrap's own message
@@ -30,9 +54,9 @@ struct SandboxBind {
 // bwrap's argv for running `command_line` with /bin/bash -c: / read-only,
 // each of `workspaces` bound read-write by its handle (--bind-fd) at its
 // path, so the sandbox shows the directory the handle holds whatever is at
-// that path now; private /tmp, fresh /dev and /proc, its own PID namespace,
-// no network unless `network`, dies with its parent, new session, cwd `cwd`
-// (an absolute path inside a bound workspace).
+// that path now; private /tmp, fresh /dev and /proc, isolated by
+// AppendIsolationFlags (no network unless `network`), cwd `cwd` (an absolute
+// path inside a bound workspace).
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
                                    const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
