@@ -27,8 +27,6 @@ absl::StatusOr<std::shared_ptr<Session>> SessionOf(ServiceCore* core, const std:
   return session;
 }
 
-ArtifactScope ScopeOf(const Session& s) { return {s.user_id(), s.artifact_conversation()}; }
-
 }  // namespace
 
 grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServerContext* c,
@@ -47,11 +45,10 @@ grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServe
   a.text = in.text();
   a.data = in.data();
   a.mime_type = in.mime_type();
-  auto version = core_->artifacts().Save(ScopeOf(**session), req->name(), a);
-  if (version.ok()) {
-    (*session)->NoteArtifactSave(req->name(), *version);
-    resp->set_version(*version);
-  }
+  // Through the session, as a tool's save: a child's saves are staged for
+  // its merge (S11), "user:" names included.
+  auto version = (*session)->SaveArtifact(core_->artifacts(), req->name(), a);
+  if (version.ok()) resp->set_version(*version);
   return Reply(c, "SaveArtifact", version.status(),
                absl::StrCat("name=", req->name(), version.ok() ? absl::StrCat(" version=", *version) : ""));
 }
@@ -65,7 +62,7 @@ grpc::ServerUnaryReactor* ArtifactStoreService::LoadArtifact(grpc::CallbackServe
     return Reply(c, "LoadArtifact",
                  absl::InvalidArgumentError("version must be 0 (latest) or a version number"), "");
   }
-  auto loaded = core_->artifacts().Load(ScopeOf(**session), req->name(), req->version());
+  auto loaded = core_->artifacts().Load((*session)->artifact_scope(), req->name(), req->version());
   if (loaded.ok()) {
     const Artifact& a = loaded->first;
     if (a.is_text) {
@@ -84,7 +81,7 @@ grpc::ServerUnaryReactor* ArtifactStoreService::ListArtifacts(grpc::CallbackServ
                                                               v1::ListArtifactsResponse* resp) {
   auto session = SessionOf(core_, req->session_id());
   if (!session.ok()) return Reply(c, "ListArtifacts", session.status(), "");
-  auto names = core_->artifacts().List(ScopeOf(**session));
+  auto names = core_->artifacts().List((*session)->artifact_scope());
   if (names.ok()) {
     for (const auto& n : *names) resp->add_names(n);
   }
@@ -96,7 +93,7 @@ grpc::ServerUnaryReactor* ArtifactStoreService::ListVersions(grpc::CallbackServe
                                                              v1::ListVersionsResponse* resp) {
   auto session = SessionOf(core_, req->session_id());
   if (!session.ok()) return Reply(c, "ListVersions", session.status(), "");
-  auto versions = core_->artifacts().Versions(ScopeOf(**session), req->name());
+  auto versions = core_->artifacts().Versions((*session)->artifact_scope(), req->name());
   if (versions.ok()) {
     for (int64_t v : *versions) resp->add_versions(v);
   }
@@ -112,7 +109,8 @@ grpc::ServerUnaryReactor* ArtifactStoreService::DeleteArtifact(
     return Reply(c, "DeleteArtifact",
                  absl::InvalidArgumentError("version must be 0 (all) or a version number"), "");
   }
-  absl::Status s = core_->artifacts().Delete(ScopeOf(**session), req->name(), req->version());
+  absl::Status s =
+      core_->artifacts().Delete((*session)->artifact_scope(), req->name(), req->version());
   return Reply(c, "DeleteArtifact", s, "name=" + req->name());
 }
 

@@ -117,7 +117,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
          {sa.disabled_tools().begin(), sa.disabled_tools().end()}});
   }
   if (config.sessions().max_depth()) options->session_max_depth = config.sessions().max_depth();
-  if (config.sessions().idle_ttl_ms()) {
+  if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
     options->session_idle_ttl = absl::Milliseconds(config.sessions().idle_ttl_ms());
   }
   if (options->max_concurrent_calls > 4096) {

@@ -48,6 +48,9 @@ ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request 
 ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
 ABSL_FLAG(uint64_t, drain_grace_ms, 30000,
           "On SIGTERM, how long in-flight batches may run before they are cancelled.");
+ABSL_FLAG(uint64_t, session_idle_ttl_ms,
+          static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultSessionIdleTtl)),
+          "Close sessions unused this long (no call, no RPC, no batch running); 0 = never.");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
 ABSL_FLAG(std::string, address_file, "",
           "Once serving, write the bound address (with the real port) to this file.");
@@ -106,6 +109,9 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   }
   if (OnCommandLine("drain_grace_ms")) {
     options.drain_grace = absl::Milliseconds(absl::GetFlag(FLAGS_drain_grace_ms));
+  }
+  if (OnCommandLine("session_idle_ttl_ms")) {
+    options.session_idle_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_session_idle_ttl_ms));
   }
   if (options.max_calls_per_batch == 0 || options.max_concurrent_calls == 0) {
     return absl::InvalidArgumentError("max_calls_per_batch and max_concurrent_calls must be > 0");

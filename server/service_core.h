@@ -56,7 +56,7 @@ struct DaemonOptions {
   };
   std::vector<Subagent> subagents;
   int session_max_depth = 5;
-  absl::Duration session_idle_ttl = absl::ZeroDuration();
+  absl::Duration session_idle_ttl = kDefaultSessionIdleTtl;  // zero = never
 };
 
 // A subagent's tools, resolved against the registry at start-up (S7).

@@ -191,6 +191,7 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
                            request->merge_exempt_keys().end());
   merge.artifact_prefixes.assign(request->artifact_prefixes().begin(),
                                  request->artifact_prefixes().end());
+  merge.discard = request->discard();
   auto* reactor = context->DefaultReactor();
   // Closing runs every tool's cleanup_session, which may wait out the kill
   // grace of background commands: not on a gRPC thread.
@@ -204,7 +205,7 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
       }
     }
     Finish(context, reactor, "CloseSession", merged.status(),
-           absl::StrCat("session=", request->session_id()));
+           absl::StrCat("session=", request->session_id(), request->discard() ? " discard" : ""));
   };
   // Submit fails only once the executor is shut down, which happens with the
   // core, after the gRPC server has stopped; run it here if it ever does.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -279,6 +280,124 @@ TEST_F(AgentControlTest, ChildSessionMergesThroughRpcs) {
   auto refused = client_->CloseSession(close2);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("attempted unauthorized state write to 'count'"));
+}
+
+// A child's "user:" saves through the ArtifactStore RPCs are staged like its
+// other writes: the user sees them only once a close merges them.
+TEST_F(AgentControlTest, AChildsUserArtifactsReachTheUserOnlyThroughAMerge) {
+  Start();
+  std::string parent = OpenSession("conv-p", "alice");
+  std::string sibling = OpenSession("conv-q", "alice");
+  std::string child = OpenSession("", "", parent);
+  ASSERT_TRUE(Save(child, "user:leak", "from the child").ok());
+  auto load = [&](const std::string& session, v1::LoadArtifactResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::LoadArtifactRequest req;
+    req.set_session_id(session);
+    req.set_name("user:leak");
+    return artifacts_->LoadArtifact(&ctx, req, resp).error_code();
+  };
+  v1::LoadArtifactResponse resp;
+  EXPECT_EQ(load(child, &resp), grpc::StatusCode::OK);
+  EXPECT_EQ(load(parent, &resp), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(load(sibling, &resp), grpc::StatusCode::NOT_FOUND);
+
+  v1::CloseSessionRequest close;
+  close.set_session_id(child);
+  auto refused = client_->CloseSession(close);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("unauthorized artifact write to 'user:leak'"));
+  EXPECT_EQ(load(parent, &resp), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(load(sibling, &resp), grpc::StatusCode::NOT_FOUND);
+
+  close.add_artifact_prefixes("user:");
+  auto merged = client_->CloseSession(close);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->merged().artifact_delta().at("user:leak"), 1);
+  ASSERT_EQ(load(sibling, &resp), grpc::StatusCode::OK);
+  EXPECT_EQ(resp.artifact().text(), "from the child");
+}
+
+// A child whose writes may not merge can still be ended: with discard.
+TEST_F(AgentControlTest, DiscardClosesAChildThatCannotMerge) {
+  Start();
+  std::string parent = OpenSession("conv-p", "alice");
+  std::string child = OpenSession("", "", parent);
+  ASSERT_EQ(Call("counter", "", child).status(), v1::RESULT_STATUS_SUCCESS);
+  ASSERT_TRUE(Save(child, "scratch.txt", "x").ok());
+  v1::CloseSessionRequest close;
+  close.set_session_id(child);
+  auto refused = client_->CloseSession(close);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("output_state_keys (count)"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("artifact_prefixes"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("discard"));
+
+  close.set_discard(true);
+  auto discarded = client_->CloseSession(close);
+  ASSERT_TRUE(discarded.ok()) << discarded.status();
+  EXPECT_TRUE(discarded->merged().state_delta().fields().empty());
+  EXPECT_TRUE(discarded->merged().artifact_delta().empty());
+  v1::GetStateRequest get;
+  get.set_session_id(parent);
+  EXPECT_FALSE(client_->GetState(get)->state().fields().contains("count"));
+  get.set_session_id(child);
+  EXPECT_EQ(client_->GetState(get).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AgentControlTest, AChildCannotOpenAsAnotherUser) {
+  Start();
+  std::string parent = OpenSession("conv-p", "alice");
+  v1::OpenSessionRequest req;
+  req.set_parent_session_id(parent);
+  req.set_user_id("bob");
+  auto r = client_->OpenSession(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  req.set_user_id("");
+  auto child = client_->OpenSession(req);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(child->user_id(), "alice");
+}
+
+// Three CloseSession RPCs of one child at once (artifacts on disk, so each
+// merge takes a while): one merges, the others get NOT_FOUND.
+TEST_F(AgentControlTest, ConcurrentClosesOfOneChildMergeOnce) {
+  std::string dir = std::filesystem::temp_directory_path().string() + "/toolexec-it-close-" +
+                    std::to_string(getpid());
+  DaemonOptions options;
+  options.artifact_dir = dir;
+  Start(options);
+  for (int round = 0; round < 5; ++round) {
+    std::string conversation = "conv-close-" + std::to_string(round);
+    std::string parent = OpenSession(conversation);
+    std::string child = OpenSession("", "", parent);
+    ASSERT_TRUE(Save(child, "out.txt", "result").ok());
+    v1::CloseSessionRequest close;
+    close.set_session_id(child);
+    close.add_artifact_prefixes("out");
+    std::atomic<int> ok{0}, not_found{0};
+    std::vector<std::thread> closers;
+    for (int i = 0; i < 3; ++i) {
+      closers.emplace_back([&] {
+        auto r = client_->CloseSession(close);
+        if (r.ok()) ++ok;
+        if (r.status().code() == absl::StatusCode::kNotFound) ++not_found;
+      });
+    }
+    for (auto& t : closers) t.join();
+    EXPECT_EQ(ok.load(), 1) << "round " << round;
+    EXPECT_EQ(not_found.load(), 2) << "round " << round;
+    grpc::ClientContext ctx;
+    v1::ListVersionsRequest req;
+    req.set_session_id(parent);
+    req.set_name("out.txt");
+    v1::ListVersionsResponse resp;
+    ASSERT_TRUE(artifacts_->ListVersions(&ctx, req, &resp).ok());
+    EXPECT_THAT(resp.versions(), ElementsAre(1)) << "round " << round;
+  }
+  daemon_->Shutdown();
+  daemon_.reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(AgentControlTest, SessionDepthLimit) {

@@ -94,6 +94,49 @@ TEST_P(ArtifactStoreTest, UserScopeIsSharedAcrossConversationsOfOneUser) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A child's scope (S11): its "user:" saves stay in its own space; it reads
+// the user's versions of a name until it saves its own.
+TEST_P(ArtifactStoreTest, AStagedScopeKeepsItsUserSavesToItself) {
+  ASSERT_TRUE(store_->Save(a_, "user:prefs", Text("shared")).ok());
+  ArtifactScope child{"alice", "s-child", true, ArtifactScope::UserNames::kStaged};
+  EXPECT_EQ(store_->Load(child, "user:prefs", 0)->first.text, "shared");
+  EXPECT_EQ(*store_->Save(child, "user:prefs", Text("staged")), 1);
+  EXPECT_EQ(store_->Load(child, "user:prefs", 0)->first.text, "staged");
+  EXPECT_EQ(store_->Load(a_, "user:prefs", 0)->first.text, "shared");
+  EXPECT_THAT(*store_->Versions(a_, "user:prefs"), ElementsAre(1));
+  EXPECT_THAT(*store_->List(child), ElementsAre("user:prefs"));
+  ArtifactScope own_only = child;
+  own_only.user_names = ArtifactScope::UserNames::kOwnOnly;
+  EXPECT_EQ(store_->Load(own_only, "user:prefs", 0)->first.text, "staged");
+  ASSERT_TRUE(store_->Delete(child, "user:prefs", 0).ok());
+  EXPECT_EQ(store_->Load(own_only, "user:prefs", 0).status().code(), absl::StatusCode::kNotFound);
+  // The user's versions cannot be deleted through a child's scope.
+  EXPECT_EQ(store_->Delete(child, "user:prefs", 0).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Load(a_, "user:prefs", 0)->first.text, "shared");
+  ArtifactScope no_user{"", "s-child", true, ArtifactScope::UserNames::kStaged};
+  EXPECT_EQ(store_->Save(no_user, "user:x", Text("x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A session's own space is apart from a conversation of the same name, and
+// DeleteScope frees it alone.
+TEST_P(ArtifactStoreTest, DeleteScopeFreesOnlyTheSessionsOwnSpace) {
+  ArtifactScope session{"alice", "conv-1", true};
+  ASSERT_TRUE(store_->Save(session, "x", Text("mine")).ok());
+  ASSERT_TRUE(store_->Save(session, "user:u", Text("the user's")).ok());
+  ASSERT_TRUE(store_->Save(a_, "x", Text("the conversation's")).ok());
+  EXPECT_EQ(store_->Load(session, "x", 0)->first.text, "mine");
+  EXPECT_EQ(store_->Load(a_, "x", 0)->first.text, "the conversation's");
+  EXPECT_EQ(store_->Usage().versions, 3);
+  EXPECT_GT(store_->Usage().bytes, 0);
+  ASSERT_TRUE(store_->DeleteScope(session).ok());
+  ASSERT_TRUE(store_->DeleteScope(session).ok());  // nothing left: still OK
+  EXPECT_EQ(store_->Load(session, "x", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Load(a_, "x", 0)->first.text, "the conversation's");
+  EXPECT_EQ(store_->Load(a_, "user:u", 0)->first.text, "the user's");
+  EXPECT_EQ(store_->Usage().versions, 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ArtifactStoreTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Directory" : "InMemory"; });
 

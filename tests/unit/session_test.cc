@@ -150,9 +150,13 @@ TEST_F(SessionTest, ContextWithoutSessionFailsClearly) {
 TEST_F(SessionTest, OpenRejectsUnknownToolsAndEnforcesLimit) {
   auto bad = sessions_.Open({.tools = {"nope"}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  SessionManager small(&registry_, {.max_sessions = 1});
+  SessionManager small(&registry_, {.max_sessions = 1, .idle_ttl = absl::Minutes(30)});
   ASSERT_TRUE(small.Open({}).ok());
-  EXPECT_EQ(small.Open({}).status().code(), absl::StatusCode::kResourceExhausted);
+  auto full = small.Open({});
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
+  // The refusal says what to do: close sessions, or wait for the idle TTL.
+  EXPECT_THAT(full.status().message(), HasSubstr("CloseSession"));
+  EXPECT_THAT(full.status().message(), HasSubstr("unused for 30m"));
 }
 
 TEST_F(SessionTest, CloseCallsCleanupSessionOnEveryTool) {

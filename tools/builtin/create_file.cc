@@ -8,6 +8,7 @@
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/builtin/fs/text.h"
+#include "tools/builtin/fs/write_lock.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -98,6 +99,10 @@ absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ct
   if (ctx.cancelled()) return absl::CancelledError("create_file was cancelled");
   auto dir = fs::MakeDirectories(wp->Parent());
   if (!dir.ok()) return dir.status();
+  // From the existence check to the rename, no other write of this file by
+  // the daemon runs (see fs/write_lock.h).
+  auto lock = fs::FileWriteLock::Acquire(dir->get(), name, ctx.cancellation(), wp->display);
+  if (!lock.ok()) return lock.status();
 
   fs::AtomicWriteOptions write;
   write.display = wp->display;

@@ -15,6 +15,7 @@
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/builtin/fs/text.h"
+#include "tools/builtin/fs/write_lock.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -214,11 +215,13 @@ bool HasLineNumberPrefix(absl::string_view s) {
   return false;
 }
 
+// `note` follows the file's name (e.g. that another write ran just before).
 std::string MissMessage(absl::string_view text, absl::string_view old_string, size_t index,
-                        const std::string& display, const CancellationToken& cancel) {
+                        const std::string& display, absl::string_view note,
+                        const CancellationToken& cancel) {
   std::string msg = absl::StrCat("edits[", index, "].old_string was not found in '", display, "'");
   if (index > 0) absl::StrAppend(&msg, " (after applying edits[0..", index - 1, "])");
-  msg += ".";
+  absl::StrAppend(&msg, note, ".");
   if (HasLineNumberPrefix(old_string)) {
     msg += " It seems to include view_file's line-number prefixes (\"    12<TAB>\"); remove them.";
   }
@@ -252,8 +255,10 @@ std::string EditFileTool::description() const {
          "included, without view_file's line-number prefixes) and occur once, unless "
          "replace_all is true. Edits apply in order and atomically: all or none. Returns a "
          "unified diff and the new sha256. dry_run shows the diff without writing; "
-         "expected_sha256 refuses the edit if the file changed since you read it. Keeps the "
-         "file's line endings (CRLF files may be edited with \\n), BOM and permissions.";
+         "expected_sha256 refuses the edit if the file changed since you read it. Several "
+         "edits of one file in one batch apply one after another, each to the file as the "
+         "previous one left it. Keeps the file's line endings (CRLF files may be edited with "
+         "\\n), BOM and permissions.";
 }
 
 std::string EditFileTool::parameters_schema() const { return kSchema; }
@@ -307,6 +312,20 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   }
   auto dir = fs::OpenDirectory(wp->Parent());
   if (!dir.ok()) return dir.status();
+  // A write holds the file's writer lock from the read to the rename, so it
+  // starts from the latest content and no other write of the daemon lands in
+  // between (see fs/write_lock.h). A dry run writes nothing and does not wait.
+  std::optional<fs::FileWriteLock> lock;
+  if (!dry_run) {
+    auto acquired = fs::FileWriteLock::Acquire(dir->get(), name, ctx.cancellation(), wp->display);
+    if (!acquired.ok()) return acquired.status();
+    lock.emplace(std::move(*acquired));
+  }
+  // Said when an edit no longer applies and another write had the lock first.
+  const std::string after_other_write =
+      lock.has_value() && lock->waited()
+          ? absl::StrCat(" (another write of '", wp->display, "' finished just before this edit)")
+          : "";
   fs::UniqueFd fd(openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
@@ -358,7 +377,8 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   if (expected.has_value() && *expected != previous_sha) {
     return absl::FailedPreconditionError(absl::StrCat(
         "file changed since read: sha256 is ", previous_sha, ", expected ", *expected,
-        "; view '", wp->display, "' again and redo the edit against its current content"));
+        after_other_write, "; view '", wp->display,
+        "' again and redo the edit against its current content"));
   }
 
   // --- normalize: BOM off, CRLF -> LF when every line ending is CRLF ---
@@ -373,7 +393,14 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   std::string text = crlf_mode ? absl::StrReplaceAll(body, {{"\r\n", "\n"}}) : std::string(body);
   const std::string original = text;
 
-  // --- apply, in memory ---
+  // --- apply, in memory; each result is sized (and capped) before it is built ---
+  auto too_big = [&](absl::string_view what, uint64_t size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " would make '", wp->display, "' ", size, " bytes; edit_file writes at most ",
+        options_.max_file_bytes,
+        " bytes (max_file_bytes): replace fewer occurrences, or use run_command for larger "
+        "files"));
+  };
   int64_t replacements = 0;
   for (size_t i = 0; i < edits.size(); ++i) {
     if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
@@ -382,57 +409,83 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
       e.old_string = absl::StrReplaceAll(e.old_string, {{"\r\n", "\n"}});
       e.new_string = absl::StrReplaceAll(e.new_string, {{"\r\n", "\n"}});
     }
-    std::vector<size_t> at;
-    for (size_t p = text.find(e.old_string); p != std::string::npos;
-         p = text.find(e.old_string, p + e.old_string.size())) {
-      at.push_back(p);
-    }
-    if (at.empty()) {
+    auto matches = [&](auto&& each) {
+      for (size_t p = text.find(e.old_string); p != std::string::npos;
+           p = text.find(e.old_string, p + e.old_string.size())) {
+        each(p);
+      }
+    };
+    uint64_t count = 0;
+    std::vector<size_t> first;  // where the first kMaxListedLines matches start
+    matches([&](size_t p) {
+      if (first.size() < kMaxListedLines) first.push_back(p);
+      ++count;
+    });
+    if (count == 0) {
       return absl::FailedPreconditionError(
-          MissMessage(text, e.old_string, i, wp->display, ctx.cancellation()));
+          MissMessage(text, e.old_string, i, wp->display, after_other_write, ctx.cancellation()));
     }
-    if (at.size() > 1 && !e.replace_all) {
+    if (count > 1 && !e.replace_all) {
       std::vector<int> lines;
       int line = 1;
       size_t last = 0;
-      for (size_t k = 0; k < at.size() && k < kMaxListedLines; ++k) {
-        line += static_cast<int>(std::count(text.begin() + last, text.begin() + at[k], '\n'));
-        last = at[k];
+      for (size_t p : first) {
+        line += static_cast<int>(std::count(text.begin() + last, text.begin() + p, '\n'));
+        last = p;
         lines.push_back(line);
       }
       return absl::FailedPreconditionError(absl::StrCat(
-          "edits[", i, "].old_string occurs ", at.size(), " times in '", wp->display, "'",
+          "edits[", i, "].old_string occurs ", count, " times in '", wp->display, "'",
           i > 0 ? absl::StrCat(" (after applying edits[0..", i - 1, "])") : "", " (lines ",
-          absl::StrJoin(lines, ", "), at.size() > kMaxListedLines ? ", ..." : "",
-          "); include more surrounding lines to make it unique, or set replace_all: true to "
+          absl::StrJoin(lines, ", "), count > kMaxListedLines ? ", ..." : "",
+          ")", after_other_write,
+          "; include more surrounding lines to make it unique, or set replace_all: true to "
           "replace every occurrence"));
     }
+    // count * old_string.size() <= text.size(), and count and new_string are
+    // bounded by the file and the request: no overflow in 64 bits.
+    const uint64_t size = text.size() - count * e.old_string.size() + count * e.new_string.size();
+    if (size > options_.max_file_bytes) {
+      auto bytes = [](size_t n) { return absl::StrCat(n, n == 1 ? " byte" : " bytes"); };
+      return too_big(absl::StrCat("edits[", i, "] (", count,
+                                  count == 1 ? " replacement" : " replacements", " of ",
+                                  bytes(e.old_string.size()), " by ", bytes(e.new_string.size()),
+                                  ")"),
+                     size);
+    }
     std::string next;
-    next.reserve(text.size() + at.size() * e.new_string.size());
+    next.reserve(static_cast<size_t>(size));
     size_t from = 0;
-    for (size_t p : at) {
+    matches([&](size_t p) {
       next.append(text, from, p - from);
       next.append(e.new_string);
       from = p + e.old_string.size();
-    }
+    });
     next.append(text, from, std::string::npos);
     text = std::move(next);
-    replacements += static_cast<int64_t>(at.size());
+    replacements += static_cast<int64_t>(count);
   }
 
   // --- back to the file's conventions ---
-  std::string out_bytes = bom ? std::string(kBom) : std::string();
-  out_bytes += crlf_mode ? absl::StrReplaceAll(text, {{"\n", "\r\n"}}) : text;
+  const uint64_t out_size =
+      (bom ? kBom.size() : 0) + text.size() +
+      (crlf_mode ? static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) : 0);
+  if (out_size > options_.max_file_bytes) return too_big("the edits", out_size);
+  std::string out_bytes;
+  out_bytes.reserve(static_cast<size_t>(out_size));
+  if (bom) out_bytes.append(kBom.data(), kBom.size());
+  if (crlf_mode) {
+    out_bytes += absl::StrReplaceAll(text, {{"\n", "\r\n"}});
+  } else {
+    out_bytes += text;
+  }
   const std::string new_sha = Sha256Hex(out_bytes);
 
   DiffStats stats;
-  std::string diff = UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation());
-  if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
   bool diff_truncated = false;
-  if (diff.size() > options_.view_max_bytes) {
-    diff.resize(Utf8SafePrefix(diff, options_.view_max_bytes));
-    diff_truncated = true;
-  }
+  std::string diff = UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation(),
+                                 options_.view_max_bytes, &diff_truncated);
+  if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
 
   bool written = false;
   if (!dry_run && out_bytes != raw) {

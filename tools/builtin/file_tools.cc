@@ -153,24 +153,43 @@ std::string Range(int before, int count) {
   return absl::StrCat(before + 1, ",", count);
 }
 
-void AppendLine(std::string* out, char mark, absl::string_view line) {
-  out->push_back(mark);
-  if (!line.empty() && line.back() == '\n') {
-    out->append(line.data(), line.size());
-  } else {
-    out->append(line.data(), line.size());
-    out->append("\n\\ No newline at end of file\n");
+// A diff text that stops growing at a byte budget.
+class BoundedText {
+ public:
+  explicit BoundedText(size_t max) : max_(max) {}
+  void Append(absl::string_view s) {
+    size_t room = max_ - std::min(max_, text_.size());
+    if (s.size() > room) {
+      s = s.substr(0, room);
+      cut_ = true;
+    }
+    text_.append(s.data(), s.size());
   }
-}
+  void AppendLine(char mark, absl::string_view line) {
+    Append(absl::string_view(&mark, 1));
+    Append(line);
+    if (line.empty() || line.back() != '\n') Append("\n\\ No newline at end of file\n");
+  }
+  bool cut() const { return cut_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  size_t max_;
+  std::string text_;
+  bool cut_ = false;
+};
 
 }  // namespace
 
 std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
                         absl::string_view label, int context, DiffStats* stats,
-                        const CancellationToken* cancel) {
+                        const CancellationToken* cancel, size_t max_bytes, bool* truncated) {
   DiffStats local;
   if (stats == nullptr) stats = &local;
   *stats = DiffStats();
+  bool local_truncated;
+  if (truncated == nullptr) truncated = &local_truncated;
+  *truncated = false;
   if (old_text == new_text) return "";
   std::vector<absl::string_view> a = SplitLines(old_text), b = SplitLines(new_text);
   const int n = static_cast<int>(a.size()), m = static_cast<int>(b.size());
@@ -194,7 +213,8 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
   }
   for (int i = 0; i < suf; ++i) ops.push_back({OpKind::kEqual, n - suf + i, m - suf + i});
 
-  std::string raw = absl::StrCat("--- a/", label, "\n+++ b/", label, "\n");
+  BoundedText raw(max_bytes);
+  raw.Append(absl::StrCat("--- a/", label, "\n+++ b/", label, "\n"));
   const int count = static_cast<int>(ops.size());
   int i = 0;
   while (i < count) {
@@ -219,29 +239,36 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
       if (ops[k].kind != OpKind::kInsert) ++old_count;
       if (ops[k].kind != OpKind::kDelete) ++new_count;
     }
-    absl::StrAppend(&raw, "@@ -", Range(ops[start].a, old_count), " +",
-                    Range(ops[start].b, new_count), " @@\n");
+    raw.Append(absl::StrCat("@@ -", Range(ops[start].a, old_count), " +",
+                            Range(ops[start].b, new_count), " @@\n"));
     for (int k = start; k < end; ++k) {
       const Op& op = ops[k];
       switch (op.kind) {
         case OpKind::kEqual:
-          AppendLine(&raw, ' ', a[op.a]);
+          raw.AppendLine(' ', a[op.a]);
           break;
         case OpKind::kDelete:
-          AppendLine(&raw, '-', a[op.a]);
+          raw.AppendLine('-', a[op.a]);
           ++stats->removed;
           break;
         case OpKind::kInsert:
-          AppendLine(&raw, '+', b[op.b]);
+          raw.AppendLine('+', b[op.b]);
           ++stats->added;
           break;
       }
     }
     i = end;
   }
+  // Sanitizing may lengthen the text (an invalid byte becomes U+FFFD): cut
+  // again after it.
   std::string out;
-  out.reserve(raw.size());
-  fs::AppendSanitizedUtf8(&out, raw);
+  out.reserve(raw.text().size());
+  fs::AppendSanitizedUtf8(&out, raw.text());
+  *truncated = raw.cut();
+  if (out.size() > max_bytes) {
+    out.resize(Utf8SafePrefix(out, max_bytes));
+    *truncated = true;
+  }
   return out;
 }
 

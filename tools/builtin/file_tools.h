@@ -9,12 +9,21 @@
 // expected_sha256 or an edit that does not apply.
 //
 // Thread safety: the tools hold only their immutable options; Call() may run
-// concurrently. Two concurrent writers of one file each write atomically; the
-// last rename wins (edit_file's expected_sha256 detects the lost update).
+// concurrently. Writers of one file are serialized in the daemon: create_file
+// and edit_file hold the file's fs::FileWriteLock from their read or
+// existence check to their rename (fs/write_lock.h), so a reported write is
+// never overwritten by a write that started from older content. Hence several
+// edit_file calls of one file in one batch all apply, one after another (in
+// no set order), each to the content the previous one wrote; an edit that no
+// longer applies to that content fails and says another write ran first; and
+// of several edits that give the same expected_sha256 exactly one applies.
+// A dry run takes no lock. Writers outside the daemon are detected, not
+// excluded (WriteFileAtomic's `expect`: "changed while it was being edited").
 #ifndef TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 #define TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,7 +75,8 @@ class ViewFileTool final : public Tool {
 // create_file{file_path* | TargetFile*, contents*, overwrite=false}: writes a
 // whole file atomically (temp file + fsync + rename in the same directory),
 // creating missing parent directories. Refuses an existing file unless
-// overwrite (then keeps its mode), and always refuses a symlink at the target.
+// overwrite (then keeps its mode as edit_file does), and always refuses a
+// symlink at the target.
 // Result: {path, bytes_written, created (false when it replaced a file), sha256}.
 class CreateFileTool final : public Tool {
  public:
@@ -93,6 +103,18 @@ class CreateFileTool final : public Tool {
 // matched and edited as LF and written back as CRLF; a UTF-8 BOM, the mode and
 // (best effort) the owner are kept. Atomic like create_file; refuses a
 // symlink (edit its target).
+// Sizes: the file read and the file written (after each edit, and with its
+// BOM and CRLF endings) are at most max_file_bytes; an edit's result size is
+// counted from its matches before it is built, so an over-large result fails
+// at once naming the sizes, for a dry run too. The diff is built up to
+// view_max_bytes and then cut (diff_truncated); lines_added/removed count the
+// whole change.
+// Mode: kept with its set-user-ID, set-group-ID and sticky bits (set after the
+// write and the chown, which make the kernel clear set-ID bits for a normal
+// user's write and for any chown). Only when the owner (group) could not be
+// kept, i.e. a normal user edits another user's file in a directory it may
+// write, is set-user-ID (set-group-ID) dropped: the new file is the daemon
+// user's, and is never made set-ID to it.
 // Result: {path, replacements, diff (unified, 3 lines of context), sha256 (new
 // content), previous_sha256, dry_run, written, lines_added, lines_removed,
 // line_endings, [bom], [diff_truncated]}.
@@ -144,9 +166,14 @@ struct DiffStats {
 // Invalid UTF-8 is replaced with U+FFFD so the diff is a valid string. Very
 // different texts (more than a few thousand changed lines) fall back to
 // replacing the whole differing middle. Cancelled -> stops early and returns "".
+// The text is cut at `max_bytes` (on a UTF-8 boundary; `*truncated` says so)
+// and never built beyond it, whatever the size of the change; `stats` count
+// the whole change.
 std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
                         absl::string_view label, int context, DiffStats* stats,
-                        const CancellationToken* cancel = nullptr);
+                        const CancellationToken* cancel = nullptr,
+                        size_t max_bytes = std::numeric_limits<size_t>::max(),
+                        bool* truncated = nullptr);
 
 // 1-based line number of byte `offset` in `text`.
 int LineNumberAt(absl::string_view text, size_t offset);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -19,19 +20,60 @@ namespace toolexec {
 namespace {
 
 constexpr absl::string_view kUserPrefix = "user:";
+using UserNames = ArtifactScope::UserNames;
 
-bool IsUserName(absl::string_view name) { return absl::StartsWith(name, kUserPrefix); }
+// The spaces artifacts live in: "u-<hex user>" for a user's "user:" names,
+// "c-<hex conversation_id>" for a conversation's, "s-<hex session id>" for a
+// session's own (see ArtifactScope).
+std::string OwnSpace(const ArtifactScope& scope) {
+  return absl::StrCat(scope.session_owned ? "s-" : "c-",
+                      absl::BytesToHexString(scope.conversation));
+}
 
-// The owner of `name` in `scope`: the user for "user:" names, else the conversation.
-absl::StatusOr<std::string> OwnerKey(const ArtifactScope& scope, absl::string_view name) {
-  if (IsUserName(name)) {
-    if (scope.user_id.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "artifact '", name, "' is user-scoped (\"user:\" prefix) but the session has no user_id"));
-    }
-    return absl::StrCat("u-", absl::BytesToHexString(scope.user_id));
+std::string UserSpace(const ArtifactScope& scope) {
+  return absl::StrCat("u-", absl::BytesToHexString(scope.user_id));
+}
+
+absl::StatusOr<std::string> UserSpace(const ArtifactScope& scope, absl::string_view name) {
+  if (scope.user_id.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "artifact '", name, "' is user-scoped (\"user:\" prefix) but the session has no user_id"));
   }
-  return absl::StrCat("c-", absl::BytesToHexString(scope.conversation));
+  return UserSpace(scope);
+}
+
+// Where a save or delete of `name` goes.
+absl::StatusOr<std::string> WriteSpace(const ArtifactScope& scope, absl::string_view name) {
+  if (!IsUserArtifactName(name)) return OwnSpace(scope);
+  auto user = UserSpace(scope, name);
+  if (!user.ok() || scope.user_names == UserNames::kShared) return user;
+  return OwnSpace(scope);
+}
+
+// Where a load of `name` looks, in order: the first space holding a version
+// of it wins (a child's staged "user:" versions hide the user's).
+absl::StatusOr<std::vector<std::string>> ReadSpaces(const ArtifactScope& scope,
+                                                    absl::string_view name) {
+  auto write = WriteSpace(scope, name);
+  if (!write.ok()) return write.status();
+  std::vector<std::string> spaces = {*write};
+  if (IsUserArtifactName(name) && scope.user_names == UserNames::kStaged) {
+    spaces.push_back(UserSpace(scope));
+  }
+  return spaces;
+}
+
+// The spaces whose names List shows.
+std::vector<std::string> ListSpaces(const ArtifactScope& scope) {
+  std::vector<std::string> spaces = {OwnSpace(scope)};
+  if (!scope.user_id.empty()) spaces.push_back(UserSpace(scope));
+  return spaces;
+}
+
+// Sorted, each name once (a child's staged "user:" name is also the user's).
+void SortUnique(std::vector<std::string>* names) {
+  std::sort(names->begin(), names->end());
+  names->erase(std::unique(names->begin(), names->end()), names->end());
 }
 
 absl::Status NotFound(absl::string_view name, int64_t version) {
@@ -40,15 +82,27 @@ absl::Status NotFound(absl::string_view name, int64_t version) {
                                                          version));
 }
 
+// A delete found nothing in the scope's write space.
+absl::Status DeleteNotFound(const ArtifactScope& scope, absl::string_view name, int64_t version) {
+  if (scope.user_names != UserNames::kShared && IsUserArtifactName(name)) {
+    return absl::NotFoundError(
+        absl::StrCat("artifact '", name, "' has no ",
+                     version == 0 ? "versions" : absl::StrCat("version ", version),
+                     " saved by this child session; a child session cannot delete the user's "
+                     "artifacts"));
+  }
+  return NotFound(name, version);
+}
+
 class InMemoryArtifactStore final : public ArtifactStore {
  public:
   absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
                                const Artifact& artifact) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto owner = OwnerKey(scope, name);
-    if (!owner.ok()) return owner.status();
+    auto space = WriteSpace(scope, name);
+    if (!space.ok()) return space.status();
     absl::MutexLock lock(&mu_);
-    auto& versions = store_[*owner][std::string(name)];
+    auto& versions = store_[*space][std::string(name)];
     int64_t version = versions.empty() ? 1 : versions.rbegin()->first + 1;
     versions.emplace(version, artifact);
     return version;
@@ -58,11 +112,11 @@ class InMemoryArtifactStore final : public ArtifactStore {
                                                     absl::string_view name,
                                                     int64_t version) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto owner = OwnerKey(scope, name);
-    if (!owner.ok()) return owner.status();
+    auto spaces = ReadSpaces(scope, name);
+    if (!spaces.ok()) return spaces.status();
     absl::MutexLock lock(&mu_);
-    const auto* versions = Find(*owner, name);
-    if (versions == nullptr || versions->empty()) return NotFound(name, version);
+    const auto* versions = FindFirst(*spaces, name);
+    if (versions == nullptr) return NotFound(name, version);
     auto it = version == 0 ? std::prev(versions->end()) : versions->find(version);
     if (it == versions->end()) return NotFound(name, version);
     return std::make_pair(it->second, it->first);
@@ -71,28 +125,23 @@ class InMemoryArtifactStore final : public ArtifactStore {
   absl::StatusOr<std::vector<std::string>> List(const ArtifactScope& scope) override {
     std::vector<std::string> names;
     absl::MutexLock lock(&mu_);
-    for (const std::string& owner :
-         {absl::StrCat("c-", absl::BytesToHexString(scope.conversation)),
-          scope.user_id.empty() ? std::string()
-                                : absl::StrCat("u-", absl::BytesToHexString(scope.user_id))}) {
-      auto it = store_.find(owner);
-      if (owner.empty() || it == store_.end()) continue;
-      for (const auto& [name, versions] : it->second) {
-        if (!versions.empty()) names.push_back(name);
-      }
+    for (const std::string& space : ListSpaces(scope)) {
+      auto it = store_.find(space);
+      if (it == store_.end()) continue;
+      for (const auto& [name, versions] : it->second) names.push_back(name);
     }
-    std::sort(names.begin(), names.end());
+    SortUnique(&names);
     return names;
   }
 
   absl::StatusOr<std::vector<int64_t>> Versions(const ArtifactScope& scope,
                                                 absl::string_view name) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto owner = OwnerKey(scope, name);
-    if (!owner.ok()) return owner.status();
+    auto spaces = ReadSpaces(scope, name);
+    if (!spaces.ok()) return spaces.status();
     absl::MutexLock lock(&mu_);
-    const auto* versions = Find(*owner, name);
-    if (versions == nullptr || versions->empty()) return NotFound(name, 0);
+    const auto* versions = FindFirst(*spaces, name);
+    if (versions == nullptr) return NotFound(name, 0);
     std::vector<int64_t> out;
     for (auto it = versions->rbegin(); it != versions->rend(); ++it) out.push_back(it->first);
     return out;
@@ -101,34 +150,62 @@ class InMemoryArtifactStore final : public ArtifactStore {
   absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
                       int64_t version) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto owner = OwnerKey(scope, name);
-    if (!owner.ok()) return owner.status();
+    auto space = WriteSpace(scope, name);
+    if (!space.ok()) return space.status();
     absl::MutexLock lock(&mu_);
-    auto* versions = Find(*owner, name);
-    if (versions == nullptr || versions->empty()) return NotFound(name, version);
-    if (version == 0) {
-      versions->clear();
-    } else if (versions->erase(version) == 0) {
-      return NotFound(name, version);
+    auto owner = store_.find(*space);
+    if (owner == store_.end()) return DeleteNotFound(scope, name, version);
+    auto named = owner->second.find(std::string(name));
+    if (named == owner->second.end()) return DeleteNotFound(scope, name, version);
+    if (version != 0 && named->second.erase(version) == 0) {
+      return DeleteNotFound(scope, name, version);
     }
+    // No empty entries stay behind: a name without versions is gone.
+    if (version == 0 || named->second.empty()) owner->second.erase(named);
+    if (owner->second.empty()) store_.erase(owner);
     return absl::OkStatus();
+  }
+
+  absl::Status DeleteScope(const ArtifactScope& scope) override {
+    absl::MutexLock lock(&mu_);
+    store_.erase(OwnSpace(scope));
+    return absl::OkStatus();
+  }
+
+  ArtifactUsage Usage() override {
+    ArtifactUsage usage;
+    absl::MutexLock lock(&mu_);
+    for (const auto& [space, names] : store_) {
+      for (const auto& [name, versions] : names) {
+        for (const auto& [v, a] : versions) {
+          ++usage.versions;
+          usage.bytes += static_cast<int64_t>(a.text.size() + a.data.size() + a.mime_type.size());
+        }
+      }
+    }
+    return usage;
   }
 
  private:
   using Versions_ = std::map<int64_t, Artifact>;
-  Versions_* Find(const std::string& owner, absl::string_view name)
+  // The versions of `name` in the first of `spaces` that has any; null if none.
+  const Versions_* FindFirst(const std::vector<std::string>& spaces, absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto o = store_.find(owner);
-    if (o == store_.end()) return nullptr;
-    auto n = o->second.find(std::string(name));
-    return n == o->second.end() ? nullptr : &n->second;
+    for (const auto& space : spaces) {
+      auto o = store_.find(space);
+      if (o == store_.end()) continue;
+      auto n = o->second.find(std::string(name));
+      if (n != o->second.end() && !n->second.empty()) return &n->second;
+    }
+    return nullptr;
   }
 
   absl::Mutex mu_;
+  // space -> name -> version -> artifact; a name is present only with versions.
   std::map<std::string, std::map<std::string, Versions_>> store_ ABSL_GUARDED_BY(mu_);
 };
 
-// Layout: <root>/<owner>/<hex(name)>/<version>, each file a one-line header
+// Layout: <root>/<space>/<hex(name)>/<version>, each file a one-line header
 // ("text <mime>" or "data <mime>") followed by the content.
 class DirectoryArtifactStore final : public ArtifactStore {
  public:
@@ -137,7 +214,7 @@ class DirectoryArtifactStore final : public ArtifactStore {
   absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
                                const Artifact& artifact) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto dir = NameDir(scope, name);
+    auto dir = WriteDir(scope, name);
     if (!dir.ok()) return dir.status();
     absl::MutexLock lock(&mu_);  // version allocation and the rename are one step
     std::string owner_dir = dir->substr(0, dir->rfind('/'));
@@ -180,9 +257,9 @@ class DirectoryArtifactStore final : public ArtifactStore {
                                                     absl::string_view name,
                                                     int64_t version) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto dir = NameDir(scope, name);
-    if (!dir.ok()) return dir.status();
     absl::MutexLock lock(&mu_);
+    auto dir = LoadDir(scope, name);
+    if (!dir.ok()) return dir.status();
     if (version == 0) {
       auto versions = ReadVersions(*dir);
       if (versions.empty()) return NotFound(name, 0);
@@ -206,27 +283,23 @@ class DirectoryArtifactStore final : public ArtifactStore {
   absl::StatusOr<std::vector<std::string>> List(const ArtifactScope& scope) override {
     std::vector<std::string> names;
     absl::MutexLock lock(&mu_);
-    std::vector<std::string> owners = {
-        absl::StrCat(root_, "/c-", absl::BytesToHexString(scope.conversation))};
-    if (!scope.user_id.empty()) {
-      owners.push_back(absl::StrCat(root_, "/u-", absl::BytesToHexString(scope.user_id)));
-    }
-    for (const auto& owner : owners) {
+    for (const auto& space : ListSpaces(scope)) {
+      std::string owner = absl::StrCat(root_, "/", space);
       for (const auto& entry : ReadDir(owner)) {
         if (ReadVersions(absl::StrCat(owner, "/", entry)).empty()) continue;
         names.push_back(absl::HexStringToBytes(entry));
       }
     }
-    std::sort(names.begin(), names.end());
+    SortUnique(&names);
     return names;
   }
 
   absl::StatusOr<std::vector<int64_t>> Versions(const ArtifactScope& scope,
                                                 absl::string_view name) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto dir = NameDir(scope, name);
-    if (!dir.ok()) return dir.status();
     absl::MutexLock lock(&mu_);
+    auto dir = LoadDir(scope, name);
+    if (!dir.ok()) return dir.status();
     auto versions = ReadVersions(*dir);
     if (versions.empty()) return NotFound(name, 0);
     return versions;
@@ -235,27 +308,71 @@ class DirectoryArtifactStore final : public ArtifactStore {
   absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
                       int64_t version) override {
     if (auto s = ValidateArtifactName(name); !s.ok()) return s;
-    auto dir = NameDir(scope, name);
+    auto dir = WriteDir(scope, name);
     if (!dir.ok()) return dir.status();
     absl::MutexLock lock(&mu_);
     auto versions = ReadVersions(*dir);
-    if (versions.empty()) return NotFound(name, version);
+    if (versions.empty()) return DeleteNotFound(scope, name, version);
     if (version != 0 && std::find(versions.begin(), versions.end(), version) == versions.end()) {
-      return NotFound(name, version);
+      return DeleteNotFound(scope, name, version);
     }
     for (int64_t v : versions) {
       if (version != 0 && v != version) continue;
       std::string path = absl::StrCat(*dir, "/", v);
       if (unlink(path.c_str()) != 0) return Errno("delete", path);
     }
+    // No empty directories stay behind (rmdir fails, harmlessly, if not empty).
+    rmdir(dir->c_str());
+    rmdir(dir->substr(0, dir->rfind('/')).c_str());
     return absl::OkStatus();
   }
 
+  absl::Status DeleteScope(const ArtifactScope& scope) override {
+    std::string dir = absl::StrCat(root_, "/", OwnSpace(scope));
+    absl::MutexLock lock(&mu_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("artifact store: cannot delete ", dir, ": ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  ArtifactUsage Usage() override {
+    ArtifactUsage usage;
+    absl::MutexLock lock(&mu_);
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(root_, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->path().filename().string()[0] == '.') continue;
+      ++usage.versions;
+      usage.bytes += static_cast<int64_t>(it->file_size(ec));
+    }
+    return usage;
+  }
+
  private:
-  absl::StatusOr<std::string> NameDir(const ArtifactScope& scope, absl::string_view name) {
-    auto owner = OwnerKey(scope, name);
-    if (!owner.ok()) return owner.status();
-    return absl::StrCat(root_, "/", *owner, "/", absl::BytesToHexString(name));
+  std::string NameDir(const std::string& space, absl::string_view name) const {
+    return absl::StrCat(root_, "/", space, "/", absl::BytesToHexString(name));
+  }
+
+  absl::StatusOr<std::string> WriteDir(const ArtifactScope& scope, absl::string_view name) const {
+    auto space = WriteSpace(scope, name);
+    if (!space.ok()) return space.status();
+    return NameDir(*space, name);
+  }
+
+  // Where a load of `name` reads: the first of its spaces holding a version.
+  absl::StatusOr<std::string> LoadDir(const ArtifactScope& scope, absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto spaces = ReadSpaces(scope, name);
+    if (!spaces.ok()) return spaces.status();
+    for (const auto& space : *spaces) {
+      std::string dir = NameDir(space, name);
+      if (!ReadVersions(dir).empty()) return dir;
+    }
+    return NameDir(spaces->front(), name);
   }
 
   static absl::Status Errno(absl::string_view what, const std::string& path) {
@@ -305,6 +422,8 @@ class DirectoryArtifactStore final : public ArtifactStore {
 
 }  // namespace
 
+bool IsUserArtifactName(absl::string_view name) { return absl::StartsWith(name, kUserPrefix); }
+
 absl::Status ValidateArtifactName(absl::string_view name) {
   if (name.empty()) return absl::InvalidArgumentError("artifact name must not be empty");
   if (name.size() > 256) {
@@ -312,7 +431,7 @@ absl::Status ValidateArtifactName(absl::string_view name) {
         absl::StrCat("artifact name is ", name.size(), " bytes; the limit is 256"));
   }
   absl::string_view bare = name;
-  if (IsUserName(bare)) bare.remove_prefix(kUserPrefix.size());
+  if (IsUserArtifactName(bare)) bare.remove_prefix(kUserPrefix.size());
   if (bare.empty() || bare == "." || bare.find("..") != absl::string_view::npos ||
       bare.find_first_of(absl::string_view("/\\\0", 3)) != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -2,8 +2,15 @@
 // that tools and the harness save and load. Each save makes a new version,
 // numbered from 1. A name starting with "user:" is shared by every session of
 // one user; any other name belongs to one conversation (its conversation_id,
-// or the session id when the session has none, so a conversation's artifacts
-// outlive a daemon restart on the disk backend).
+// so a conversation's artifacts outlive its sessions, and a daemon restart on
+// the disk backend).
+//
+// A session without a conversation_id, and every child session, has a space
+// of its own instead (ArtifactScope::session_owned), kept apart from every
+// conversation. Nothing can reach it once the session closes, so the session
+// manager deletes it then (DeleteScope). A child also stages its "user:"
+// saves there (ArtifactScope::UserNames::kStaged): they reach the user only
+// when the child's close merges them under its artifact_prefixes (S11).
 //
 // Backends: in-memory (default) and a directory on disk (atomic writes:
 // temp file + fsync + rename, so a crash leaves a whole version or none).
@@ -33,10 +40,31 @@ struct Artifact {
   std::string mime_type;  // may be empty for text
 };
 
-// Who an artifact belongs to.
+// Who an artifact belongs to: the scope of the session saving or loading it.
 struct ArtifactScope {
   std::string user_id;
-  std::string conversation;  // conversation_id, or the session id
+  // The conversation_id; the session id when session_owned.
+  std::string conversation;
+  // The session's own space, not a conversation's (see above).
+  bool session_owned = false;
+  // Where "user:" names (which always need a user_id) are kept.
+  enum class UserNames {
+    kShared,   // in the user's space, shared by the user's sessions
+    kStaged,   // a child's: saved in the session's own space; a load finds the
+               // session's own versions if it saved any, else the user's. The
+               // user's versions are never written or deleted through it.
+    kOwnOnly,  // the session's own space only (what a child's merge reads)
+  };
+  UserNames user_names = UserNames::kShared;
+};
+
+// True for a "user:" name.
+bool IsUserArtifactName(absl::string_view name);
+
+// What a store holds, for accounting and tests.
+struct ArtifactUsage {
+  int64_t versions = 0;
+  int64_t bytes = 0;  // content and MIME type of every version
 };
 
 // S10 names: not empty, no '/', '\' or NUL, not "." or "..", no "..", at most
@@ -61,6 +89,10 @@ class ArtifactStore {
   // version 0 = every version. NotFound when absent.
   virtual absl::Status Delete(const ArtifactScope& scope, absl::string_view name,
                               int64_t version) = 0;
+  // Deletes every artifact in the scope's own space (never the user's); OK
+  // when there is none.
+  virtual absl::Status DeleteScope(const ArtifactScope& scope) = 0;
+  virtual ArtifactUsage Usage() = 0;
 };
 
 std::unique_ptr<ArtifactStore> NewInMemoryArtifactStore();

@@ -99,9 +99,32 @@ bool Session::AllowsTool(absl::string_view name) const {
   return allowed_.empty() || allowed_.contains(name);
 }
 
-std::string Session::artifact_conversation() const {
-  if (!options_.parent_session_id.empty()) return id_;
-  return options_.conversation_id.empty() ? id_ : options_.conversation_id;
+ArtifactScope Session::artifact_scope() const {
+  bool child = !options_.parent_session_id.empty();
+  ArtifactScope scope;
+  scope.user_id = options_.user_id;
+  scope.session_owned = child || options_.conversation_id.empty();
+  scope.conversation = scope.session_owned ? id_ : options_.conversation_id;
+  if (child) scope.user_names = ArtifactScope::UserNames::kStaged;
+  return scope;
+}
+
+absl::StatusOr<int64_t> Session::SaveArtifact(ArtifactStore& store, absl::string_view name,
+                                              const Artifact& artifact) {
+  ArtifactScope scope = artifact_scope();
+  auto version = store.Save(scope, name, artifact);
+  if (!version.ok()) return version;
+  NoteArtifactSave(name, *version);
+  // Only a top-level session's "user:" saves leave the session's own space.
+  bool shared = IsUserArtifactName(name) && scope.user_names == ArtifactScope::UserNames::kShared;
+  if (scope.session_owned && !shared && closed()) {
+    // The close freed the session's space before this save landed: free it
+    // again rather than keep what nothing can reach.
+    (void)store.DeleteScope(scope);
+    return absl::FailedPreconditionError(
+        absl::StrCat("session ", id_, " closed while artifact '", name, "' was being saved"));
+  }
+  return version;
 }
 
 absl::Time Session::last_active() const {
@@ -229,7 +252,13 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
   if (closed_all_) return absl::UnavailableError("toolexecd is shutting down and opens no sessions");
   if (sessions_.size() >= options_.max_sessions) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "too many open sessions (", options_.max_sessions, "); close some with CloseSession"));
+        "too many open sessions (", options_.max_sessions,
+        "): close the sessions you no longer need with CloseSession; ",
+        options_.idle_ttl > absl::ZeroDuration()
+            ? absl::StrCat("sessions unused for ", absl::FormatDuration(options_.idle_ttl),
+                           " are closed automatically (sessions.idle_ttl_ms)")
+            : "the daemon has no idle TTL (sessions.idle_ttl_ms is 0), so forgotten sessions "
+              "stay open until closed"));
   }
   std::shared_ptr<Session> parent;
   if (!options.parent_session_id.empty()) {
@@ -244,7 +273,15 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
           "a child of session ", parent->id(), " would be at depth ", parent->depth() + 1,
           "; the maximum depth is ", options_.max_depth));
     }
-    if (options.user_id.empty()) options.user_id = parent->user_id();
+    // A child acts for its parent's user: another user_id would let it read
+    // and write that user's artifacts.
+    if (!options.user_id.empty() && options.user_id != parent->user_id()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "user_id '", options.user_id, "' is not the parent session's (",
+          parent->user_id().empty() ? "it has none" : absl::StrCat("'", parent->user_id(), "'"),
+          "): a child session belongs to its parent's user; leave user_id empty to inherit it"));
+    }
+    options.user_id = parent->user_id();
     if (options.conversation_id.empty()) options.conversation_id = parent->conversation_id();
     if (options.workspaces.empty()) options.workspaces = parent->workspaces();
   }
@@ -298,35 +335,44 @@ std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_vi
 }
 
 absl::StatusOr<MergeResult> SessionManager::Close(absl::string_view id, const MergeOptions& merge) {
-  std::shared_ptr<Session> session;
-  std::shared_ptr<Session> parent;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
-      return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
-    }
-    session = it->second;
-    if (!session->parent_session_id().empty()) {
-      auto p = sessions_.find(session->parent_session_id());
-      if (p != sessions_.end()) parent = p->second;
-    }
-  }
   bool has_merge_options = !merge.output_state_keys.empty() || merge.reject_conflicts ||
                            !merge.exempt_keys.empty() || !merge.artifact_prefixes.empty();
-  if (parent == nullptr && session->parent_session_id().empty() && has_merge_options) {
+  if (merge.discard && has_merge_options) {
     return absl::InvalidArgumentError(
-        "merge options (output_state_keys, merge_policy, merge_exempt_keys, artifact_prefixes) "
-        "apply only to child sessions");
+        "discard closes a session merging nothing: give it without output_state_keys, "
+        "merge_policy, merge_exempt_keys and artifact_prefixes");
   }
+  auto found = Get(id);
+  if (!found.ok()) return found.status();
+  std::shared_ptr<Session> session = std::move(*found);
   MergeResult result;
-  if (parent != nullptr) {
-    auto merged = Merge(*session, *parent, merge);
-    if (!merged.ok()) return merged.status();
-    result = std::move(*merged);
-  }
   std::vector<std::shared_ptr<Session>> closing;
   {
+    absl::MutexLock close_lock(&session->close_mu_);
+    std::shared_ptr<Session> parent;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = sessions_.find(id);
+      if (it == sessions_.end() || it->second != session) {
+        return absl::NotFoundError(absl::StrCat(
+            "no open session '", id, "': it was closed meanwhile (by another CloseSession, its "
+            "parent's close or the idle TTL)"));
+      }
+      if (!session->parent_session_id().empty()) {
+        auto p = sessions_.find(session->parent_session_id());
+        if (p != sessions_.end()) parent = p->second;
+      }
+    }
+    if (session->parent_session_id().empty() && has_merge_options) {
+      return absl::InvalidArgumentError(
+          "merge options (output_state_keys, merge_policy, merge_exempt_keys, artifact_prefixes) "
+          "apply only to child sessions");
+    }
+    if (parent != nullptr && !merge.discard) {
+      auto merged = Merge(*session, *parent, merge);
+      if (!merged.ok()) return merged.status();
+      result = std::move(*merged);
+    }
     absl::MutexLock lock(&mu_);
     closing = DetachTree(id);
     if (parent != nullptr) {
@@ -352,45 +398,80 @@ absl::StatusOr<MergeResult> SessionManager::Merge(Session& child, Session& paren
     return std::find(v.begin(), v.end(), x) != v.end();
   };
   std::vector<std::string> violations;
+  std::vector<std::string> unlisted_keys, conflicting_keys, unlisted_artifacts;
   for (const auto& key : written) {
     if (!contains(merge.output_state_keys, key)) {
       violations.push_back(absl::StrCat("attempted unauthorized state write to '", key, "'"));
+      unlisted_keys.push_back(key);
     } else if (merge.reject_conflicts && !contains(merge.exempt_keys, key) &&
                parent.tool_state().VersionOf(key) > child.parent_clock_at_open_) {
       violations.push_back(
           absl::StrCat("state key '", key, "' conflicts with a concurrent parent update"));
+      conflicting_keys.push_back(key);
     }
   }
   for (const auto& [name, version] : saved) {
     bool allowed = std::any_of(merge.artifact_prefixes.begin(), merge.artifact_prefixes.end(),
                                [&](const std::string& p) { return absl::StartsWith(name, p); });
-    if (!allowed) violations.push_back(absl::StrCat("unauthorized artifact write to '", name, "'"));
+    if (!allowed) {
+      violations.push_back(absl::StrCat("unauthorized artifact write to '", name, "'"));
+      unlisted_artifacts.push_back(name);
+    }
   }
   if (!violations.empty()) {
+    std::vector<std::string> remedies;
+    if (!unlisted_keys.empty()) {
+      remedies.push_back(absl::StrCat("list the key(s) in output_state_keys (",
+                                      absl::StrJoin(unlisted_keys, ", "), ")"));
+    }
+    if (!conflicting_keys.empty()) {
+      remedies.push_back(absl::StrCat("name the conflicting key(s) in merge_exempt_keys (",
+                                      absl::StrJoin(conflicting_keys, ", "),
+                                      ") or merge with STATE_MERGE_POLICY_OVERWRITE"));
+    }
+    if (!unlisted_artifacts.empty()) {
+      remedies.push_back(absl::StrCat("give artifact_prefixes that cover the artifact(s) (",
+                                      absl::StrJoin(unlisted_artifacts, ", "), ")"));
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "session ", child.id(), " cannot merge into ", parent.id(), ": ",
-        absl::StrJoin(violations, "; "), " (nothing was merged)"));
+        absl::StrJoin(violations, "; "),
+        ". Nothing was merged and the session is still open. To merge these writes, ",
+        absl::StrJoin(remedies, "; "),
+        "; or close it with discard to end it without merging anything"));
+  }
+  // Read everything first, so that a read failure leaves the parent untouched.
+  std::vector<std::pair<std::string, Json>> values;
+  for (const auto& key : written) {
+    auto value = child.tool_state().Get(key);
+    if (value.has_value()) values.emplace_back(key, std::move(*value));
+  }
+  std::vector<std::pair<std::string, Artifact>> artifacts;
+  if (artifacts_ != nullptr) {
+    // Only the child's own versions: a "user:" name it saved and then
+    // deleted must not bring the user's version back as a new one.
+    ArtifactScope from = child.artifact_scope();
+    from.user_names = ArtifactScope::UserNames::kOwnOnly;
+    for (const auto& [name, version] : saved) {
+      auto loaded = artifacts_->Load(from, name, 0);
+      if (absl::IsNotFound(loaded.status())) continue;  // the child deleted it
+      if (!loaded.ok()) return loaded.status();
+      artifacts.emplace_back(name, std::move(loaded->first));
+    }
   }
   MergeResult result;
   auto& alloc = result.state_delta.GetAllocator();
-  for (const auto& key : written) {
-    auto value = child.tool_state().Get(key);
-    if (!value.has_value()) continue;
-    parent.tool_state().Set(key, *value);
+  for (const auto& [key, value] : values) {
+    parent.tool_state().Set(key, value);
     parent.NoteStateWrite(key);
-    result.state_delta.AddMember(JsonValue(key, alloc), JsonValue(*value, alloc), alloc);
+    result.state_delta.AddMember(JsonValue(key, alloc), JsonValue(value, alloc), alloc);
   }
-  if (artifacts_ != nullptr) {
-    ArtifactScope from{child.user_id(), child.artifact_conversation()};
-    ArtifactScope to{parent.user_id(), parent.artifact_conversation()};
-    for (const auto& [name, version] : saved) {
-      auto loaded = artifacts_->Load(from, name, version);
-      if (!loaded.ok()) return loaded.status();
-      auto saved_version = artifacts_->Save(to, name, loaded->first);
-      if (!saved_version.ok()) return saved_version.status();
-      parent.NoteArtifactSave(name, *saved_version);
-      result.artifact_delta[name] = *saved_version;
-    }
+  for (const auto& [name, artifact] : artifacts) {
+    // Into the parent's scope: a parent that is itself a child stages them in
+    // turn, to merge on its own close.
+    auto saved_version = parent.SaveArtifact(*artifacts_, name, artifact);
+    if (!saved_version.ok()) return saved_version.status();
+    result.artifact_delta[name] = *saved_version;
   }
   return result;
 }
@@ -407,20 +488,23 @@ void SessionManager::CloseAll() {
 
 size_t SessionManager::SweepIdle(absl::Time now) {
   if (options_.idle_ttl <= absl::ZeroDuration()) return 0;
-  std::vector<std::string> idle;
+  std::vector<std::shared_ptr<Session>> idle;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, s] : sessions_) {
-      if (!s->busy() && now - s->last_active() > options_.idle_ttl) idle.push_back(id);
+      if (!s->busy() && now - s->last_active() > options_.idle_ttl) idle.push_back(s);
     }
   }
   size_t closed = 0;
-  for (const auto& id : idle) {
+  for (const auto& session : idle) {
+    // A session a CloseSession is closing is left to it (it may be merging).
+    if (!session->close_mu_.TryLock()) continue;
     std::vector<std::shared_ptr<Session>> closing;
     {
       absl::MutexLock lock(&mu_);
-      closing = DetachTree(id);
+      closing = DetachTree(session->id());
     }
+    session->close_mu_.Unlock();
     for (auto& s : closing) Finish(s);
     closed += closing.size();
   }
@@ -430,6 +514,14 @@ size_t SessionManager::SweepIdle(absl::Time now) {
 void SessionManager::Finish(const std::shared_ptr<Session>& session) {
   session->MarkClosed();
   for (const auto& t : registry_->tools()) t->tool->cleanup_session(session->id());
+  // Nothing reaches a session's own artifact space once it is closed (a
+  // conversation's artifacts stay for the conversation's next session).
+  ArtifactScope scope = session->artifact_scope();
+  if (artifacts_ != nullptr && scope.session_owned) {
+    // Best effort: the close has happened either way, and on disk a failure
+    // leaves only files that nothing reads.
+    (void)artifacts_->DeleteScope(scope);
+  }
 }
 
 size_t SessionManager::size() const {

@@ -7,6 +7,15 @@
 // never blocked by a call and the call sees the close at once.
 // Thread safety: every method of Session, StateStore and SessionManager is
 // safe to call from any thread.
+//
+// Closing (SessionManager::Close) runs on the caller's thread. Closes of one
+// session are serialised by the session's close_mu_: the first merges (a
+// child) and removes the session from the manager's table; a close waiting
+// behind it then finds the session gone (NotFound), or, if the first was
+// refused and left the session open, tries again with its own options. So a
+// child merges into its parent at most once. Lock order: a session's
+// close_mu_, then the manager's mu_, then a session's mu_. The slow part of a
+// close (every tool's cleanup_session) runs after those locks are released.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_SESSION_H_
 #define TOOLEXEC_TOOLS_RUNTIME_SESSION_H_
 
@@ -27,12 +36,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec {
 
 class ToolRegistry;
+
+// Sessions unused this long are closed unless the daemon is configured
+// otherwise: long enough for a harness between turns, short enough that
+// sessions a client forgot do not fill the session table for good.
+inline constexpr absl::Duration kDefaultSessionIdleTtl = absl::Hours(1);
 
 // S8 key rules: non-empty, at most 256 bytes, no '/', '\', ".." or NUL.
 absl::Status ValidateStateKey(absl::string_view key);
@@ -103,6 +118,9 @@ struct MergeOptions {
   bool reject_conflicts = false;
   std::vector<std::string> exempt_keys;
   std::vector<std::string> artifact_prefixes;
+  // End the session merging nothing (its writes are dropped); excludes the
+  // options above.
+  bool discard = false;
 };
 
 // What a successful merge wrote into the parent.
@@ -110,8 +128,6 @@ struct MergeResult {
   Json state_delta = MakeObject();
   std::map<std::string, int64_t> artifact_delta;
 };
-
-class ArtifactStore;
 
 class Session final {
  public:
@@ -126,10 +142,14 @@ class Session final {
   const std::string& subagent() const { return options_.subagent; }
   // 0 for a top-level session, parent's depth + 1 for a child.
   int depth() const { return depth_; }
-  // Who owns this session's artifacts: a top-level session shares its
-  // conversation's artifacts (conversation_id, or its id when it has none); a
-  // child has its own until they merge into the parent on close.
-  std::string artifact_conversation() const;
+  // Whose artifacts this session sees (S10): a top-level session with a
+  // conversation_id shares its conversation's; one without, and every child,
+  // has a space of its own, freed when it closes. A child stages its "user:"
+  // saves there too until they merge into the parent on close (S11).
+  ArtifactScope artifact_scope() const;
+  // Saves in this session's scope and notes the save for a child's merge.
+  absl::StatusOr<int64_t> SaveArtifact(ArtifactStore& store, absl::string_view name,
+                                       const Artifact& artifact);
 
   // The last time a call or RPC used the session (for the idle TTL); a
   // session with a batch running is never idle.
@@ -174,6 +194,9 @@ class Session final {
   // The parent's state clock when this child opened (S11).
   uint64_t parent_clock_at_open_ = 0;
   absl::flat_hash_set<std::string> allowed_;
+  // Held by SessionManager::Close from its check that the session is open
+  // until it has left the table: one close of a session at a time.
+  absl::Mutex close_mu_;
   StateStore tool_state_;
   StateStore hook_state_;
 
@@ -195,23 +218,28 @@ class SessionManager final {
     size_t max_sessions = 10000;
     int max_depth = 5;  // S11: how deep child sessions may nest
     // Sessions unused this long are closed by SweepIdle (0 = never).
-    absl::Duration idle_ttl = absl::ZeroDuration();
+    absl::Duration idle_ttl = kDefaultSessionIdleTtl;
   };
   // `registry` must outlive the manager; it names the tools a session may use
   // and receives cleanup_session calls. `artifacts` (may be null) receives a
-  // child's approved artifacts on merge.
+  // child's approved artifacts on merge, and loses a session's own space
+  // (see Session::artifact_scope) when the session closes.
   SessionManager(const ToolRegistry* registry, Options options,
                  ArtifactStore* artifacts = nullptr);
 
-  // Validates the options (known tool names; with a parent: it exists and the
-  // depth limit) and opens a session. ResourceExhausted past max_sessions.
+  // Validates the options (known tool names; with a parent: it exists, the
+  // depth limit, and the parent's user_id, which a child inherits and may not
+  // change) and opens a session. ResourceExhausted past max_sessions.
   absl::StatusOr<std::shared_ptr<Session>> Open(SessionOptions options);
   // NotFound for an unknown or closed id.
   absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id) const;
   // Closes a session: its children first (without merging), then every
   // tool's cleanup_session, then its listeners. A child's state writes and
   // artifacts merge into its parent under `merge` (S11); any violation merges
-  // nothing, leaves the child open and fails with FailedPrecondition.
+  // nothing, leaves the child open and fails with FailedPrecondition naming
+  // each write and how to allow it or discard it. With `merge.discard` the
+  // session closes merging nothing. Of concurrent closes of one session, at
+  // most one succeeds; the others get NotFound.
   absl::StatusOr<MergeResult> Close(absl::string_view id, const MergeOptions& merge = {});
   // Closes every session (daemon shutdown).
   void CloseAll();
@@ -221,6 +249,7 @@ class SessionManager final {
 
  private:
   void Finish(const std::shared_ptr<Session>& session);
+  // Checks the child's writes against `merge`, then applies all of them or none.
   absl::StatusOr<MergeResult> Merge(Session& child, Session& parent, const MergeOptions& merge);
   // Removes `id` and its descendants from the map; returns them, children first.
   std::vector<std::shared_ptr<Session>> DetachTree(absl::string_view id)

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tools/runtime/session.h"
 
@@ -88,25 +87,17 @@ absl::StatusOr<ArtifactScope> ToolContext::Scope(const Session& session) const {
   if (info_.artifacts == nullptr) {
     return absl::FailedPreconditionError("no artifact store is configured");
   }
-  return ArtifactScope{session.user_id(), session.artifact_conversation()};
+  return session.artifact_scope();
 }
 
 absl::StatusOr<int64_t> ToolContext::save_artifact(absl::string_view name,
                                                    const Artifact& artifact) {
   auto s = LiveSession();
   if (!s.ok()) return s.status();
-  auto scope = Scope(**s);
-  if (!scope.ok()) return scope.status();
-  if (!(*s)->parent_session_id().empty() && absl::StartsWith(name, "user:")) {
-    // A child's writes must be reviewable at merge (S11); user artifacts would
-    // bypass that, so a child cannot write them directly.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a child session cannot write the user-scoped artifact '", name,
-        "'; save it under another name and merge it into the parent"));
-  }
-  auto version = info_.artifacts->Save(*scope, name, artifact);
+  if (auto scope = Scope(**s); !scope.ok()) return scope.status();
+  // A child's saves, "user:" names included, are staged for its merge (S11).
+  auto version = (*s)->SaveArtifact(*info_.artifacts, name, artifact);
   if (!version.ok()) return version.status();
-  (*s)->NoteArtifactSave(name, *version);
   absl::MutexLock lock(&delta_mu_);
   actions_.artifact_delta[std::string(name)] = *version;
   return version;

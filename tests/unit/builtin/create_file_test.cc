@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -85,6 +86,16 @@ TEST_F(CreateFileTest, RefusesToOverwriteUnlessAsked) {
   EXPECT_EQ(t_.Read("a.txt"), "new\n");
   EXPECT_EQ(t_.Mode("a.txt"), 0755u);  // the replaced file's mode is kept
   ExpectNoTempFiles();
+}
+
+// Overwriting keeps set-user-ID, set-group-ID and sticky bits too (the mode
+// is set after the chown that keeps the owner, which clears them).
+TEST_F(CreateFileTest, OverwriteKeepsSpecialModeBitsAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to keep the owner";
+  t_.Write("tool", "old\n", 06755);
+  ASSERT_TRUE(CreateAt("tool", "new\n", /*overwrite=*/true).ok());
+  EXPECT_EQ(t_.Read("tool"), "new\n");
+  EXPECT_EQ(t_.Mode("tool"), 06755u);
 }
 
 TEST_F(CreateFileTest, TargetFileAlias) {

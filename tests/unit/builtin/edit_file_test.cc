@@ -4,6 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <ios>
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
@@ -275,6 +282,20 @@ TEST_F(EditFileTest, ModeIsKept) {
   ExpectNoTempFiles();
 }
 
+// The set-user-ID, set-group-ID and sticky bits survive an edit as root
+// (chown, which keeps the owner, clears them, so the mode is set after it).
+TEST_F(EditFileTest, SpecialModeBitsAreKeptAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (EditFileAsOwnerTest covers a normal user)";
+  for (mode_t mode : {07755, 04711, 02750, 01644}) {
+    t_.Write("tool", "#!/bin/sh\necho hi\n", mode);
+    ASSERT_EQ(t_.Mode("tool"), mode);
+    ASSERT_TRUE(Edit("tool", {{"hi", "hello"}}).ok());
+    EXPECT_EQ(t_.Mode("tool"), mode) << std::oct << mode;
+    ASSERT_TRUE(Edit("tool", {{"hello", "hi"}}).ok());
+    EXPECT_EQ(t_.Mode("tool"), mode) << std::oct << mode;
+  }
+}
+
 TEST_F(EditFileTest, RefusesSymlinksAndOddFiles) {
   TempTree outside;
   outside.Write("victim", "precious\n");
@@ -306,6 +327,62 @@ TEST_F(EditFileTest, MaxFileBytes) {
   t_.Write("big", std::string(17, 'a'));
   auto r = Edit("big", {{"a", "b", true}});
   EXPECT_THAT(r.status().message(), HasSubstr("edit_file loads at most 16 bytes"));
+}
+
+// The result is capped like the input (max_file_bytes), and its size is
+// computed before it is built: a replace_all that would blow a file up fails
+// at once, naming the sizes, for a dry run too.
+TEST_F(EditFileTest, ResultOverMaxFileBytesIsRefusedBeforeItIsBuilt) {
+  std::string lines;
+  for (int i = 0; i < 100000; ++i) lines += "a\n";  // 200,000 bytes
+  t_.Write("f", lines);
+  const std::string wide(200, 'w');
+  for (const char* extra : {"", R"(,"dry_run":true)"}) {
+    auto r = Edit("f", {{"a", wide, true}}, extra);
+    ASSERT_FALSE(r.ok()) << extra;
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("edits[0] (100000 replacements of 1 byte by 200 bytes) would make 'f' "
+                          "20100000 bytes; edit_file writes at most 10485760 bytes"));
+  }
+  EXPECT_EQ(t_.Read("f"), lines);
+  ExpectNoTempFiles();
+
+  options_.max_file_bytes = 100;
+  t_.Write("g", "0123456789\n");
+  // Within the cap, up to the byte.
+  auto fits = Edit("g", {{"0123456789", std::string(99, 'x')}});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(t_.Read("g").size(), 100u);
+  auto over = Edit("g", {{"\n", "y\n"}});
+  EXPECT_THAT(over.status().message(), HasSubstr("would make 'g' 101 bytes"));
+  // Every step counts: a later edit that would shrink it back does not help.
+  t_.Write("g", "0123456789\n");
+  auto step = Edit("g", {{"0", std::string(200, 'x')}, {std::string(200, 'x'), "0"}});
+  EXPECT_THAT(step.status().message(), HasSubstr("edits[0] (1 replacement of 1 byte by 200 bytes) "
+                                                 "would make 'g' 210 bytes"));
+  // A CRLF file is written back with "\r\n": that counts too.
+  std::string crlf;
+  for (int i = 0; i < 20; ++i) crlf += "a\r\n";  // 60 bytes; 40 bytes as LF
+  t_.Write("dos", crlf);
+  auto doubled = Edit("dos", {{"a", "a\nb", true}});  // 80 bytes as LF, 120 as CRLF
+  EXPECT_THAT(doubled.status().message(), HasSubstr("would make 'dos' 120 bytes"));
+  EXPECT_EQ(t_.Read("dos"), crlf);
+}
+
+// The diff in the result is bounded by view_max_bytes however large the
+// change, and marked as cut; the line counts still cover the whole change.
+TEST_F(EditFileTest, DiffIsBounded) {
+  options_.view_max_bytes = 1000;
+  std::string lines;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&lines, "line ", i, "\n");
+  t_.Write("f", lines);
+  auto r = Edit("f", {{"line", "LINE", true}}, R"(,"dry_run":true)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(Str(*r, "diff").size(), 1000u);
+  EXPECT_TRUE(Flag(*r, "diff_truncated"));
+  EXPECT_EQ(Int(*r, "lines_added"), 20000);
+  EXPECT_EQ(Int(*r, "lines_removed"), 20000);
 }
 
 TEST_F(EditFileTest, InvalidUtf8FileEditsBytewise) {
@@ -342,6 +419,85 @@ TEST_F(EditFileTest, HonoursCancellation) {
                     {t_.path()}, &token);
   EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kCancelled);
   EXPECT_EQ(t_.Read("f"), "a\n");
+}
+
+// ---------------------------------------------------------------------------
+// Mode bits as a normal user who owns the file. The kernel clears
+// set-user-ID and set-group-ID when a normal user writes or chowns a file, so
+// edit_file sets the mode after both; and a file it cannot keep the owner of
+// (another user's) loses those bits rather than becoming set-user-ID to the
+// daemon's user. Run as root, the test reruns itself as nobody (65534).
+
+constexpr uid_t kNobody = 65534;
+constexpr char kNobodyDirEnv[] = "TOOLEXEC_TEST_NOBODY_DIR";
+
+// Runs this test binary's `test` as uid and gid kNobody, with kNobodyDirEnv
+// set to `dir`; its wait status, or -1 if it could not be started.
+int RunSelfAsNobody(const std::string& test, const std::string& dir) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  std::string filter = "--gtest_filter=" + test;
+  std::string env_dir = absl::StrCat(kNobodyDirEnv, "=", dir);
+  char* argv[] = {self, filter.data(), nullptr};
+  char* envp[] = {env_dir.data(), nullptr};
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {  // only async-signal-safe calls from here
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        syscall(SYS_setresgid, kNobody, kNobody, kNobody) != 0 ||
+        syscall(SYS_setresuid, kNobody, kNobody, kNobody) != 0) {
+      _exit(126);
+    }
+    execve(self, argv, envp);
+    _exit(errno == EACCES ? 77 : 127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+TEST(EditFileAsOwnerTest, SpecialModeBitsAreKept) {
+  if (geteuid() == 0) {
+    TempTree shared;
+    ASSERT_EQ(chown(shared.path().c_str(), kNobody, kNobody), 0);
+    shared.Write("theirs", "#!/bin/sh\necho hi\n", 04755);  // root's, in nobody's directory
+    int status = RunSelfAsNobody("EditFileAsOwnerTest.SpecialModeBitsAreKept", shared.path());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+      GTEST_SKIP() << "the test binary is not executable by uid " << kNobody;
+    }
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_TRUE(shared.Exists("ran-as-nobody"));
+    return;
+  }
+  TempTree t;
+  BuiltinOptions options;
+  builtin::EditFileTool tool(options);
+  auto edit = [&](const std::string& root, const std::string& path) {
+    return CallTool(tool,
+                    absl::StrCat(R"({"file_path":)", Quoted(path),
+                                 R"(,"edits":[{"old_string":"hi","new_string":"hello"}]})"),
+                    {root});
+  };
+  t.Write("mine", "#!/bin/sh\necho hi\n", 06755);
+  ASSERT_EQ(t.Mode("mine"), 06755u);
+  auto r = edit(t.path(), "mine");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(t.Read("mine"), "#!/bin/sh\necho hello\n");
+  EXPECT_EQ(t.Mode("mine"), 06755u);
+
+  const char* shared = getenv(kNobodyDirEnv);
+  if (shared == nullptr) return;
+  auto theirs = edit(shared, "theirs");
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  struct stat st;
+  ASSERT_EQ(stat((std::string(shared) + "/theirs").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());  // the owner could not be kept...
+  EXPECT_EQ(st.st_mode & 07777, 0755u);  // ...so it is not set-user-ID to us
+  std::ofstream(std::string(shared) + "/ran-as-nobody") << "ok\n";
 }
 
 // ---------------------------------------------------------------------------
@@ -392,6 +548,31 @@ TEST(EditDiffTest, MinimalEditScript) {
   // Myers finds the shortest script: one line moved is one delete + one insert.
   std::string d = builtin::UnifiedDiff("a\nb\nc\nd\n", "b\nc\nd\na\n", "m", 0, nullptr);
   EXPECT_EQ(d, "--- a/m\n+++ b/m\n@@ -1 +0,0 @@\n-a\n@@ -4,0 +4 @@\n+a\n");
+}
+
+// The diff text stops at max_bytes (never built beyond it), on a UTF-8
+// boundary even where sanitizing lengthened it; the counts cover everything.
+TEST(EditDiffTest, BoundedByMaxBytes) {
+  std::string a, b;
+  for (int i = 0; i < 1000; ++i) {
+    absl::StrAppend(&a, "old \xff ", i, "\n");  // invalid UTF-8, shown as U+FFFD
+    absl::StrAppend(&b, "new ", i, "\n");
+  }
+  const std::string whole = builtin::UnifiedDiff(a, b, "f", 3, nullptr);
+  for (size_t max : {size_t{0}, size_t{1}, size_t{7}, size_t{100}, size_t{1001}, size_t{4096}}) {
+    builtin::DiffStats stats;
+    bool truncated = false;
+    std::string d = builtin::UnifiedDiff(a, b, "f", 3, &stats, nullptr, max, &truncated);
+    EXPECT_LE(d.size(), max);
+    EXPECT_TRUE(truncated) << max;
+    EXPECT_EQ(whole.substr(0, d.size()), d) << max;
+    EXPECT_GE(d.size() + 3, std::min(max, whole.size())) << max;  // cut at most a partial character
+    EXPECT_EQ(stats.added, 1000);
+    EXPECT_EQ(stats.removed, 1000);
+  }
+  bool truncated = true;
+  EXPECT_EQ(builtin::UnifiedDiff(a, b, "f", 3, nullptr, nullptr, whole.size(), &truncated), whole);
+  EXPECT_FALSE(truncated);
 }
 
 TEST(EditDiffTest, LargeRewriteFallsBackButStaysValid) {

@@ -642,13 +642,21 @@ absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_vi
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (options.mode.has_value() && fchmod(out.get(), *options.mode & 07777) != 0) {
-    return fail(ErrnoStatus(errno, display, "setting the mode of"));
-  }
   if (options.uid.has_value() || options.gid.has_value()) {
     // Keeping the owner needs privileges we may lack; the content matters more.
     (void)!fchown(out.get(), options.uid.value_or(static_cast<uid_t>(-1)),
                   options.gid.value_or(static_cast<gid_t>(-1)));
+  }
+  // The mode last: write(2) by a normal user and chown(2) by anyone clear
+  // set-user-ID and set-group-ID. Those stay only where the owner (group) was
+  // kept, so a file is never made set-ID to the daemon's own user.
+  if (options.mode.has_value()) {
+    mode_t mode = *options.mode & 07777;
+    struct stat st;
+    if (fstat(out.get(), &st) != 0) st.st_uid = st.st_gid = static_cast<uid_t>(-1);
+    if (options.uid.has_value() && st.st_uid != *options.uid) mode &= ~S_ISUID;
+    if (options.gid.has_value() && st.st_gid != *options.gid) mode &= ~S_ISGID;
+    if (fchmod(out.get(), mode) != 0) return fail(ErrnoStatus(errno, display, "setting the mode of"));
   }
   if (fsync(out.get()) != 0) return fail(ErrnoStatus(errno, display, "syncing"));
   if (close(out.release()) != 0) return fail(ErrnoStatus(errno, display, "closing"));

@@ -1,0 +1,135 @@
+#include "tools/builtin/fs/write_lock.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "tools/builtin/fs/confined.h"
+
+namespace toolexec::fs {
+
+namespace {
+
+struct Key {
+  dev_t dev;
+  ino_t ino;
+  std::string name;
+
+  bool operator==(const Key& o) const {
+    return std::tie(dev, ino, name) == std::tie(o.dev, o.ino, o.name);
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const Key& k) {
+    return H::combine(std::move(h), k.dev, k.ino, k.name);
+  }
+};
+
+}  // namespace
+
+// Fields are guarded by Table::mu.
+struct FileWriteLock::Entry {
+  const Key* key = nullptr;  // the table's key of this entry
+  int users = 0;             // the holder and the waiters
+  bool held = false;
+};
+
+namespace {
+
+// std::unordered_map: entries stay where they are while others come and go.
+struct Table {
+  absl::Mutex mu;
+  std::unordered_map<Key, FileWriteLock::Entry, absl::Hash<Key>> entries ABSL_GUARDED_BY(mu);
+
+  // One user of `entry` leaves; the last erases it.
+  void Leave(FileWriteLock::Entry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (--entry->users == 0) entries.erase(entries.find(*entry->key));
+  }
+};
+
+Table& GlobalTable() {
+  static Table* table = new Table;
+  return *table;
+}
+
+struct WaitState {
+  const FileWriteLock::Entry* entry;
+  const CancellationToken* cancel;
+};
+
+// absl re-evaluates a waiter's condition whenever the mutex is released.
+bool Free(WaitState* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return !w->entry->held || w->cancel->cancelled();
+}
+
+}  // namespace
+
+absl::StatusOr<FileWriteLock> FileWriteLock::Acquire(int dir_fd, absl::string_view name,
+                                                     const CancellationToken& cancel,
+                                                     absl::string_view display) {
+  struct stat st;
+  if (fstat(dir_fd, &st) != 0) return ErrnoStatus(errno, display);
+  Key key{st.st_dev, st.st_ino, std::string(name)};
+  Table& table = GlobalTable();
+  // Cancellation wakes the waiters: releasing the mutex re-evaluates their
+  // conditions. Registered before waiting, without the mutex held (an already
+  // cancelled token runs the callback at once, on this thread).
+  const int callback = cancel.AddCallback([&table] { absl::MutexLock lock(&table.mu); });
+  Entry* entry = nullptr;
+  bool waited = false;
+  bool cancelled = false;
+  {
+    absl::MutexLock lock(&table.mu);
+    auto it = table.entries.try_emplace(std::move(key)).first;
+    entry = &it->second;
+    entry->key = &it->first;
+    ++entry->users;
+    waited = entry->held;
+    WaitState w{entry, &cancel};
+    table.mu.Await(absl::Condition(&Free, &w));
+    if (cancel.cancelled()) {
+      table.Leave(entry);
+      cancelled = true;
+    } else {
+      entry->held = true;
+    }
+  }
+  if (callback != 0) cancel.RemoveCallback(callback);
+  if (cancelled) {
+    return absl::CancelledError(
+        absl::StrCat("cancelled while waiting for another write of '", display, "' to finish"));
+  }
+  return FileWriteLock(entry, waited);
+}
+
+FileWriteLock::~FileWriteLock() {
+  if (entry_ == nullptr) return;
+  Table& table = GlobalTable();
+  absl::MutexLock lock(&table.mu);
+  entry_->held = false;
+  table.Leave(entry_);
+}
+
+size_t FileWriteLock::KeysInUse() {
+  Table& table = GlobalTable();
+  absl::MutexLock lock(&table.mu);
+  return table.entries.size();
+}
+
+int FileWriteLock::UsersForTesting(int dir_fd, absl::string_view name) {
+  struct stat st;
+  if (fstat(dir_fd, &st) != 0) return -1;
+  Table& table = GlobalTable();
+  absl::MutexLock lock(&table.mu);
+  auto it = table.entries.find(Key{st.st_dev, st.st_ino, std::string(name)});
+  return it == table.entries.end() ? 0 : it->second.users;
+}
+
+}  // namespace toolexec::fs
