@@ -81,6 +81,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
     return absl::InvalidArgumentError(
         absl::StrCat("the workspace must be an absolute path, got '", options.workspace, "'"));
   }
+  // Opened once: every call without a session, and every session's
+  // workspace, resolves beneath this handle, whatever happens to the path.
+  auto workspace_root = fs::ConfinedRoot::Open(options.workspace);
+  if (!workspace_root.ok()) return workspace_root.status();
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
   const DaemonOptions& o = d->options_;
   if (absl::Status s = RegisterDaemonTools(o, d->registry_); !s.ok()) return s;
@@ -105,7 +109,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   runner_options.default_timeout = o.default_call_timeout;
   runner_options.max_timeout = o.max_call_timeout;
   runner_options.max_pending_calls = o.max_pending_calls;
-  runner_options.default_workspace = o.workspace;
+  runner_options.default_workspace = *workspace_root;
   runner_options.artifacts = d->artifacts_.get();
   try {
     d->runner_ = std::make_unique<ToolRunner>(&d->registry_, runner_options);
@@ -119,9 +123,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   session_options.idle_ttl = o.session_idle_ttl;
   d->sessions_ =
       std::make_unique<SessionManager>(&d->registry_, session_options, d->artifacts_.get());
-  d->core_ = std::make_unique<ServiceCore>(&d->options_, &d->registry_, d->runner_.get(),
-                                           d->sessions_.get(), d->artifacts_.get(),
-                                           &d->subagents_);
+  d->core_ = std::make_unique<ServiceCore>(&d->options_, *std::move(workspace_root),
+                                           &d->registry_, d->runner_.get(), d->sessions_.get(),
+                                           d->artifacts_.get(), &d->subagents_);
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     Daemon* self = d.get();
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);

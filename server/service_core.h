@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/session.h"
@@ -66,10 +68,11 @@ struct ResolvedSubagent {
 
 class ServiceCore final {
  public:
-  ServiceCore(const DaemonOptions* options, const ToolRegistry* registry, ToolRunner* runner,
-              SessionManager* sessions, ArtifactStore* artifacts,
-              const std::map<std::string, ResolvedSubagent>* subagents)
+  ServiceCore(const DaemonOptions* options, std::shared_ptr<const fs::ConfinedRoot> workspace_root,
+              const ToolRegistry* registry, ToolRunner* runner, SessionManager* sessions,
+              ArtifactStore* artifacts, const std::map<std::string, ResolvedSubagent>* subagents)
       : options_(options),
+        workspace_root_(std::move(workspace_root)),
         registry_(registry),
         runner_(runner),
         sessions_(sessions),
@@ -77,6 +80,9 @@ class ServiceCore final {
         subagents_(subagents) {}
 
   const DaemonOptions& options() const { return *options_; }
+  // The daemon's workspace (options().workspace), opened once at start-up:
+  // sessions' workspaces are resolved beneath it.
+  const std::shared_ptr<const fs::ConfinedRoot>& workspace_root() const { return workspace_root_; }
   const ToolRegistry& registry() const { return *registry_; }
   ToolRunner& runner() { return *runner_; }
   SessionManager& sessions() { return *sessions_; }
@@ -122,6 +128,7 @@ class ServiceCore final {
 
  private:
   const DaemonOptions* options_;
+  const std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
   const ToolRegistry* registry_;
   ToolRunner* runner_;
   SessionManager* sessions_;

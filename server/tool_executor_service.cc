@@ -1,18 +1,16 @@
 #include "server/tool_executor_service.h"
 
-#include <climits>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
 #include "server/watch_session_reactor.h"
 #include "spdlog/spdlog.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
@@ -38,22 +36,26 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const char
   return reactor;
 }
 
-// A session workspace: an existing directory inside the daemon's workspace.
-absl::StatusOr<std::string> ResolveWorkspace(const std::string& root, const std::string& path) {
-  std::string joined = path.empty() || path[0] != '/' ? absl::StrCat(root, "/", path) : path;
-  char resolved[PATH_MAX];
-  if (realpath(joined.c_str(), resolved) == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace '", path, "' does not exist or cannot be resolved"));
-  }
-  std::string real = resolved;
-  bool inside = real == root || (absl::StartsWith(real, root) &&
-                                 (root == "/" || real[root.size()] == '/'));
-  if (!inside) {
+// A session's workspace: an existing directory inside the daemon's, resolved
+// beneath the daemon's root handle (never by a path name checked first and
+// opened later) and held open for the session's life. `path` is relative to
+// the daemon's workspace, or absolute inside it.
+absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> OpenSessionWorkspace(
+    const std::shared_ptr<const fs::ConfinedRoot>& daemon_root, const std::string& path) {
+  auto wp = fs::ResolveWorkspacePath({daemon_root}, path.empty() ? "." : path, "workspaces");
+  absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> root =
+      wp.ok() ? fs::ConfinedRoot::OpenWithin(*wp) : wp.status();
+  if (root.ok()) return root;
+  const absl::Status& s = root.status();
+  if (ErrorCodeOf(s) == ErrorCode::kDenied) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "workspace '", path, "' is outside the daemon's workspace ", root));
+        "workspace '", path, "' is outside the daemon's workspace ", daemon_root->path()));
   }
-  return real;
+  if (absl::IsNotFound(s)) {
+    return absl::InvalidArgumentError(absl::StrCat("workspace '", path, "' does not exist"));
+  }
+  // "'a.txt' is not a directory", a malformed path, a symlink loop, ...
+  return absl::InvalidArgumentError(absl::StrCat("workspace ", s.message()));
 }
 
 void FillSession(const Session& s, const ToolRegistry& registry, v1::Session* out) {
@@ -63,7 +65,7 @@ void FillSession(const Session& s, const ToolRegistry& registry, v1::Session* ou
   out->set_idle(s.idle());
   out->set_user_id(s.user_id());
   out->set_parent_session_id(s.parent_session_id());
-  for (const auto& w : s.workspaces()) out->add_workspaces(w);
+  for (const auto& w : s.workspaces()) out->add_workspaces(w->path());
   if (s.tools().empty()) {
     for (const auto& name : registry.names()) out->add_tools(name);
   } else {
@@ -156,9 +158,9 @@ grpc::ServerUnaryReactor* ToolExecutorService::OpenSession(grpc::CallbackServerC
     }
   }
   for (const auto& w : request->workspaces()) {
-    auto resolved = ResolveWorkspace(core_->options().workspace, w);
-    if (!resolved.ok()) return Reply(context, kMethod, resolved.status());
-    options.workspaces.push_back(std::move(*resolved));
+    auto root = OpenSessionWorkspace(core_->workspace_root(), w);
+    if (!root.ok()) return Reply(context, kMethod, root.status());
+    options.workspaces.push_back(*std::move(root));
   }
   auto session = core_->sessions().Open(std::move(options));
   if (!session.ok()) return Reply(context, kMethod, session.status());

@@ -41,6 +41,7 @@
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_runner.h"
 
 extern char** environ;
@@ -182,7 +183,9 @@ int Main(int argc, char** argv) {
   }
   if (!registry.Register(std::make_unique<NoopTool>(), "bench").ok()) return 2;
   ToolRunner::Options ro;
-  ro.default_workspace = ws;
+  auto root = fs::ConfinedRoot::Open(ws);
+  if (!root.ok()) return 2;
+  ro.default_workspace = *root;
   ToolRunner runner(&registry, ro);
 
   spdlog::set_level(spdlog::level::warn);  // no per-RPC log lines in the timings

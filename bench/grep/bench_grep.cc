@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
@@ -173,7 +174,12 @@ class Bench {
       exit(1);
     }
     toolexec::ToolRunner::Options ro;
-    ro.default_workspace = workspace_;
+    auto root = toolexec::fs::ConfinedRoot::Open(workspace_);
+    if (!root.ok()) {
+      fprintf(stderr, "workspace: %s\n", root.status().ToString().c_str());
+      exit(1);
+    }
+    ro.default_workspace = *root;
     runner_ = std::make_unique<toolexec::ToolRunner>(&registry_, ro);
   }
 

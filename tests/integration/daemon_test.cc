@@ -2,10 +2,14 @@
 // adapter, the reactors, sessions, drain and the error contract (S1-S5, S13).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -20,6 +24,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::J;
 using testing::MakeTool;
 
@@ -72,7 +77,9 @@ class DaemonTest : public ::testing::Test {
   void StartDaemon(DaemonOptions options) {
     if (daemon_) daemon_->Shutdown();
     options.listen = options.listen == DaemonOptions().listen ? "127.0.0.1:0" : options.listen;
-    options.workspace = std::filesystem::temp_directory_path().string();
+    if (options.workspace.empty()) {
+      options.workspace = std::filesystem::temp_directory_path().string();
+    }
     options.example_tools = true;
     auto d = Daemon::Create(options, InstallTestTools);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -499,6 +506,174 @@ TEST_F(DaemonTest, ServesOnAUnixSocket) {
   daemon_->Shutdown();
   daemon_.reset();
   std::filesystem::remove(path);
+}
+
+// A session's workspace is the directory it named at OpenSession, held open.
+// <base>/ws is the daemon's workspace, <base>/ws/proj the session's, and
+// <base>/outside lies outside both.
+class WorkspaceSwapTest : public DaemonTest {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/toolexec-swap-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    std::filesystem::create_directories(Proj() + "/sub");
+    std::filesystem::create_directories(Outside() + "/sub");
+    Write(Proj() + "/marker.txt", "original\n");
+    Write(Outside() + "/marker.txt", "OUTSIDE\n");
+    Write(Outside() + "/outside_only.txt", "OUTSIDE\n");
+    Write(Ws() + "/a.txt", "a regular file\n");
+  }
+  void TearDown() override {
+    DaemonTest::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(base_, ec);
+  }
+
+  std::string Ws() const { return base_ + "/ws"; }
+  std::string Proj() const { return base_ + "/ws/proj"; }
+  std::string Original() const { return base_ + "/ws/proj.orig"; }
+  std::string Outside() const { return base_ + "/outside"; }
+
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+  }
+  static bool Exists(const std::string& path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  void StartIn(DaemonOptions options = {}) {
+    options.workspace = Ws();
+    StartDaemon(std::move(options));
+  }
+  std::string OpenOn(const std::string& workspace, const std::string& parent = "") {
+    v1::OpenSessionRequest open;
+    if (!workspace.empty()) open.add_workspaces(workspace);
+    open.set_parent_session_id(parent);
+    auto s = client_->OpenSession(open);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->session_id() : "";
+  }
+  // `mv proj proj.orig; ln -s <outside> proj`.
+  void ReplaceBySymlinkOut() {
+    ASSERT_EQ(rename(Proj().c_str(), Original().c_str()), 0);
+    ASSERT_EQ(symlink(Outside().c_str(), Proj().c_str()), 0);
+  }
+  // The symlink gives way to a new, empty directory of the same name.
+  void ReplaceByNewDirectory() {
+    ASSERT_EQ(unlink(Proj().c_str()), 0);
+    ASSERT_EQ(mkdir(Proj().c_str(), 0755), 0);
+    Write(Proj() + "/decoy.txt", "DECOY\n");
+  }
+
+  // Every file tool through `session` acts on the original directory.
+  void ExpectToolsSeeTheOriginal(const std::string& session, const std::string& new_file) {
+    auto r = Results(Batch(
+        {MakeCallOrDie("view", "view_file", R"({"file_path":"marker.txt"})"),
+         MakeCallOrDie("view_abs", "view_file",
+                       absl::StrCat(R"({"file_path":")", Proj(), R"(/marker.txt"})")),
+         MakeCallOrDie("create", "create_file",
+                       absl::StrCat(R"({"file_path":")", new_file, R"(","contents":"made\n"})")),
+         MakeCallOrDie("list", "list_directory", R"({"directory_path":"."})"),
+         MakeCallOrDie("grep", "grep_search",
+                       R"({"pattern":"origina|OUTSID|DECO","output_mode":"content"})")},
+        session));
+    ASSERT_EQ(r.size(), 5u);
+    for (const auto& result : r) {
+      ASSERT_EQ(result.status(), v1::RESULT_STATUS_SUCCESS)
+          << result.id() << ": " << result.error_message();
+      EXPECT_THAT(PayloadJson(result), Not(HasSubstr("OUTSIDE"))) << result.id();
+      EXPECT_THAT(PayloadJson(result), Not(HasSubstr("DECOY"))) << result.id();
+    }
+    EXPECT_THAT(PayloadJson(r[0]), HasSubstr("original"));
+    EXPECT_THAT(PayloadJson(r[1]), HasSubstr("original"));
+    EXPECT_EQ(Read(Original() + "/" + new_file), "made\n");
+    EXPECT_FALSE(Exists(Outside() + "/" + new_file));
+    EXPECT_FALSE(Exists(Proj() + "/" + new_file));
+    EXPECT_THAT(PayloadJson(r[3]), HasSubstr("marker.txt"));
+    EXPECT_THAT(PayloadJson(r[3]), Not(HasSubstr("outside_only")));
+    EXPECT_THAT(PayloadJson(r[3]), Not(HasSubstr("decoy")));
+    EXPECT_THAT(PayloadJson(r[4]), HasSubstr("original"));
+  }
+
+  std::string base_;
+};
+
+TEST_F(WorkspaceSwapTest, FileToolsKeepTheDirectoryOpenedAtOpenSession) {
+  StartIn();
+  const std::string session = OpenOn("proj");
+  const std::string child = OpenOn("", session);  // inherits the parent's workspace
+  ReplaceBySymlinkOut();
+  ExpectToolsSeeTheOriginal(session, "new.txt");
+  ExpectToolsSeeTheOriginal(child, "child.txt");
+  ReplaceByNewDirectory();
+  ExpectToolsSeeTheOriginal(session, "new2.txt");
+  ExpectToolsSeeTheOriginal(child, "child2.txt");
+}
+
+TEST_F(WorkspaceSwapTest, SandboxedCommandsBindTheDirectoryOpenedAtOpenSession) {
+  DaemonOptions options;
+  options.builtin.sandbox = "bwrap";
+  options.workspace = Ws();
+  options.listen = "127.0.0.1:0";
+  options.example_tools = true;
+  if (auto probe = Daemon::Create(options, InstallTestTools); !probe.ok()) {
+    GTEST_SKIP() << "bwrap cannot create its sandbox here: " << probe.status();
+  }
+  StartIn(options);
+  const std::string session = OpenOn(Proj());
+  ReplaceBySymlinkOut();
+  const std::string script =
+      absl::StrCat("cat marker.txt; cat ", Proj(), "/marker.txt; ls ", Proj(),
+                   "; echo from-sandbox > cmd.txt && cd sub && echo sub > w.txt && pwd");
+  for (int round = 0; round < 2; ++round) {
+    auto r = Results(Batch({MakeCallOrDie("run", "run_command",
+                                          absl::StrCat(R"({"command_line":")", script, R"("})")),
+                            MakeCallOrDie("run_sub", "run_command",
+                                          R"({"command_line":"echo in-sub > w2.txt && pwd",)"
+                                          R"("working_dir":"sub"})")},
+                           session));
+    ASSERT_EQ(r.size(), 2u);
+    for (const auto& result : r) {
+      ASSERT_EQ(result.status(), v1::RESULT_STATUS_SUCCESS) << result.error_message();
+      const std::string payload = PayloadJson(result);
+      EXPECT_THAT(payload, HasSubstr("\"exit_code\":0")) << payload;
+      EXPECT_THAT(payload, Not(HasSubstr("OUTSIDE"))) << payload;
+      EXPECT_THAT(payload, Not(HasSubstr("outside_only"))) << payload;
+      EXPECT_THAT(payload, Not(HasSubstr("decoy"))) << payload;
+      EXPECT_THAT(payload, HasSubstr(Proj() + "/sub")) << payload;  // pwd: the workspace path
+    }
+    EXPECT_THAT(PayloadJson(r[0]), HasSubstr("original\\noriginal\\n"));
+    EXPECT_EQ(Read(Original() + "/cmd.txt"), "from-sandbox\n");
+    EXPECT_EQ(Read(Original() + "/sub/w.txt"), "sub\n");
+    EXPECT_EQ(Read(Original() + "/sub/w2.txt"), "in-sub\n");
+    EXPECT_FALSE(Exists(Outside() + "/cmd.txt"));
+    EXPECT_FALSE(Exists(Outside() + "/sub/w.txt"));
+    EXPECT_FALSE(Exists(Outside() + "/sub/w2.txt"));
+    std::filesystem::remove(Original() + "/cmd.txt");
+    std::filesystem::remove(Original() + "/sub/w.txt");
+    std::filesystem::remove(Original() + "/sub/w2.txt");
+    if (round == 0) {
+      ReplaceByNewDirectory();
+      std::filesystem::create_directories(Proj() + "/sub");
+    }
+  }
+}
+
+TEST_F(WorkspaceSwapTest, OpenSessionRefusesAWorkspaceThatIsNotADirectory) {
+  StartIn();
+  v1::OpenSessionRequest open;
+  open.add_workspaces("a.txt");
+  auto s = client_->OpenSession(open);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("'a.txt' is not a directory"));
 }
 
 }  // namespace

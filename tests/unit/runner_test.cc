@@ -87,7 +87,6 @@ class RunnerTest : public ::testing::Test {
         R"({"type":"object","properties":{"n":{"type":"integer"},"flag":{"type":"boolean","default":true}},
             "required":["n"]})"));
     ToolRunner::Options options;
-    options.default_workspace = "/tmp";
     runner_ = std::make_unique<ToolRunner>(&registry_, options);
   }
 

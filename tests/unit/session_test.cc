@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/common/test_tools.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_context.h"
 #include "tools/runtime/tool_registry.h"
 
@@ -179,6 +180,22 @@ TEST_F(SessionTest, CloseCallsCleanupSessionOnEveryTool) {
   ASSERT_TRUE(sessions.Close(s->id()).ok());
   EXPECT_THAT(seen, ::testing::ElementsAre(s->id()));
   EXPECT_EQ(sessions.Close(s->id()).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A child given no workspace shares its parent's root handles: the very
+// directories the parent holds, not their path names opened again.
+TEST_F(SessionTest, ChildSharesItsParentsWorkspaceHandles) {
+  auto root = fs::ConfinedRoot::Open("/");
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto parent = sessions_.Open({.workspaces = {*root}});
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  auto child = sessions_.Open({.parent_session_id = (*parent)->id()});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_EQ((*child)->workspaces().size(), 1u);
+  EXPECT_EQ((*child)->workspaces()[0].get(), root->get());
+  auto grandchild = sessions_.Open({.parent_session_id = (*child)->id()});
+  ASSERT_TRUE(grandchild.ok()) << grandchild.status();
+  EXPECT_EQ((*grandchild)->workspaces()[0].get(), root->get());
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 // run_command (issue 4; design in tools/builtin/command/command.h).
-#include <limits.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -72,18 +71,6 @@ constexpr char kSchema[] = R"json({
 
 absl::string_view Str(const JsonValue& v) {
   return absl::string_view(v.GetString(), v.GetStringLength());
-}
-
-// The absolute path of an open directory, for bwrap's --chdir (which takes a
-// path, not an fd). The directory was resolved beneath the workspace by the
-// kernel; inside the sandbox only the workspaces are writable anyway.
-absl::StatusOr<std::string> FdPath(int fd) {
-  char link[64];
-  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-  char buf[PATH_MAX];
-  ssize_t n = readlink(link, buf, sizeof(buf) - 1);
-  if (n <= 0) return absl::InternalError(absl::StrCat("readlink ", link, " failed"));
-  return std::string(buf, n);
 }
 
 class RunCommandTool final : public Tool {
@@ -203,14 +190,19 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   if (config_->bwrap_path.empty()) {
     spec.argv = {"/bin/bash", "-c", command_line};
   } else {
-    auto cwd = FdPath(dir->get());
-    if (!cwd.ok()) return cwd.status();
-    std::vector<std::string> roots;
-    for (const std::string& ws : ctx.info().workspaces) {
-      char real[PATH_MAX];
-      if (realpath(ws.c_str(), real) != nullptr) roots.emplace_back(real);
+    // Each root is bound by its handle, so the sandbox shows the directories
+    // the call was given even if their paths now name something else; the
+    // working directory is the one opened above, named inside its root's bind.
+    std::vector<SandboxBind> binds;
+    for (const auto& root : ctx.info().workspaces) {
+      binds.push_back({root->fd(), root->path()});
+      spec.inherit_fds.push_back(root->fd());
     }
-    spec.argv = BwrapArgv(config_->bwrap_path, roots, *cwd, opt.sandbox_network, command_line);
+    const std::string& bound = wp->root->path();
+    const std::string cwd =
+        wp->relative == "." ? bound
+                            : absl::StrCat(bound == "/" ? "" : bound, "/", wp->relative);
+    spec.argv = BwrapArgv(config_->bwrap_path, binds, cwd, opt.sandbox_network, command_line);
     spec.sandboxed = true;
   }
 

@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/tool_context.h"
 
 namespace toolexec {
 
@@ -96,8 +97,11 @@ class SessionListener {
 struct SessionOptions {
   std::string conversation_id;
   std::string user_id;
-  // Absolute workspace roots; the first is where relative paths resolve.
-  std::vector<std::string> workspaces;
+  // The workspace roots, opened by whoever opens the session (OpenSession
+  // resolves them beneath the daemon's workspace); the first is where
+  // relative paths resolve. Held for the session's life. A child given none
+  // shares its parent's handles.
+  WorkspaceRoots workspaces;
   // The tools this session may call, in registration order; empty = all.
   std::vector<std::string> tools;
   std::string parent_session_id;
@@ -132,7 +136,7 @@ class Session final {
   const std::string& id() const { return id_; }
   const std::string& conversation_id() const { return options_.conversation_id; }
   const std::string& user_id() const { return options_.user_id; }
-  const std::vector<std::string>& workspaces() const { return options_.workspaces; }
+  const WorkspaceRoots& workspaces() const { return options_.workspaces; }
   const std::string& parent_session_id() const { return options_.parent_session_id; }
   const std::vector<std::string>& warnings() const { return options_.warnings; }
   const std::string& subagent() const { return options_.subagent; }

@@ -32,6 +32,18 @@ namespace toolexec {
 
 class Session;
 
+namespace fs {
+class ConfinedRoot;  // tools/builtin/fs/confined.h
+}  // namespace fs
+
+// A call's workspace roots, the first being the default: directory handles
+// opened once (the daemon's at start-up, a session's at OpenSession) and
+// shared by every call that uses them. Paths resolve beneath these handles and
+// never through a root's path name again, so replacing that path afterwards
+// (a rename, a symlink, a new directory) changes nothing a call sees. The
+// runtime only carries them; the confined-path layer opens and uses them.
+using WorkspaceRoots = std::vector<std::shared_ptr<const fs::ConfinedRoot>>;
+
 // S8: what a call asks of the agent loop besides its result.
 struct EventActions {
   Json state_delta = MakeObject();  // keys written during the call -> new values
@@ -50,7 +62,7 @@ struct CallInfo {
   std::string step_id;
   std::string session_id;
   // Workspace root(s) for this call: the session's, or the daemon's default.
-  std::vector<std::string> workspaces;
+  WorkspaceRoots workspaces;
   absl::Time deadline = absl::InfiniteFuture();
   // The daemon's artifact store (may be null in embedded use).
   ArtifactStore* artifacts = nullptr;

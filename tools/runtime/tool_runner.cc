@@ -193,7 +193,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();
     }
-    if (info.workspaces.empty()) info.workspaces.push_back(runner_->options_.default_workspace);
+    if (info.workspaces.empty() && runner_->options_.default_workspace != nullptr) {
+      info.workspaces.push_back(runner_->options_.default_workspace);
+    }
     std::weak_ptr<Session> session;
     if (tool.needs_context()) session = session_;
     auto self = shared_from_this();

@@ -157,8 +157,9 @@ class ToolRunner final {
     // Calls running or queued across all batches; a batch that would pass it
     // is refused with ResourceExhausted.
     size_t max_pending_calls = 16384;
-    // Where paths resolve for calls without a session.
-    std::string default_workspace;
+    // Where paths resolve for calls without a session (or whose session has
+    // no workspace): the daemon's workspace, opened once. Null: none.
+    std::shared_ptr<const fs::ConfinedRoot> default_workspace;
     // Given to every call's context (may be null).
     ArtifactStore* artifacts = nullptr;
   };

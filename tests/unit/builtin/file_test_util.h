@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -121,10 +122,23 @@ class TempTree {
   std::string root_;
 };
 
+// The workspace roots at `paths`, each opened once as the daemon opens its
+// own. A path that cannot be opened is a broken test set-up: throws.
+inline std::shared_ptr<const fs::ConfinedRoot> RootAt(const std::string& path) {
+  auto root = fs::ConfinedRoot::Open(path);
+  if (!root.ok()) throw std::runtime_error(root.status().ToString());
+  return *std::move(root);
+}
+inline WorkspaceRoots Roots(const std::vector<std::string>& paths) {
+  WorkspaceRoots roots;
+  for (const std::string& p : paths) roots.push_back(RootAt(p));
+  return roots;
+}
+
 // Runs `tool` on `args_json` as the runner would (S4 coerce/validate/defaults,
 // then Call) with `workspaces` as the call's roots.
 inline absl::StatusOr<Json> CallTool(const Tool& tool, absl::string_view args_json,
-                                     const std::vector<std::string>& workspaces,
+                                     WorkspaceRoots workspaces,
                                      const CancellationToken* cancel = nullptr) {
   auto schema = CompiledSchema::Compile(tool.parameters_schema());
   if (!schema.ok()) return schema.status();
@@ -133,10 +147,16 @@ inline absl::StatusOr<Json> CallTool(const Tool& tool, absl::string_view args_js
   if (absl::Status s = (*schema)->Prepare(*args); !s.ok()) return s;
   CallInfo info;
   info.tool_name = tool.name();
-  info.workspaces = workspaces;
+  info.workspaces = std::move(workspaces);
   static CancellationToken never;
   ToolContext ctx(std::move(info), {}, cancel != nullptr ? cancel : &never, nullptr);
   return tool.Call(*args, ctx);
+}
+// The same, with the directories at `workspaces` opened for this call.
+inline absl::StatusOr<Json> CallTool(const Tool& tool, absl::string_view args_json,
+                                     const std::vector<std::string>& workspaces,
+                                     const CancellationToken* cancel = nullptr) {
+  return CallTool(tool, args_json, Roots(workspaces), cancel);
 }
 
 // A JSON string literal of `s` (for building args_json with arbitrary bytes).

@@ -77,7 +77,7 @@ class ConcurrentWritesTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(RegisterFileTools(registry_, BuiltinOptions()).ok());
     ToolRunner::Options ro;
-    ro.default_workspace = t_.path();
+    ro.default_workspace = testing::RootAt(t_.path());
     runner_ = std::make_unique<ToolRunner>(&registry_, ro);
   }
 

@@ -18,6 +18,7 @@
 #include "tests/unit/builtin/file_test_util.h"
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/text.h"
+#include "tools/builtin/search/confine.h"
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
@@ -29,6 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::CallTool;
 using testing::Quoted;
+using testing::Roots;
 using testing::ScopedResolver;
 using testing::Str;
 using testing::TempTree;
@@ -203,7 +205,7 @@ TEST_P(FsEscapeTest, OpenRefusesEveryEscape) {
   for (const EscapeCase& c : EscapeCorpus(tree_)) {
     SCOPED_TRACE(Quoted(c.path));
     absl::Status status;
-    auto wp = fs::ResolveWorkspacePath({tree_.ws()}, c.path);
+    auto wp = fs::ResolveWorkspacePath(Roots({tree_.ws()}), c.path);
     if (!wp.ok()) {
       status = wp.status();
     } else {
@@ -227,7 +229,7 @@ TEST_P(FsEscapeTest, OpenRefusesEveryEscape) {
 TEST_P(FsEscapeTest, InsideLinksWork) {
   for (const std::string& p : InsideCorpus(tree_)) {
     SCOPED_TRACE(p);
-    auto wp = fs::ResolveWorkspacePath({tree_.ws()}, p);
+    auto wp = fs::ResolveWorkspacePath(Roots({tree_.ws()}), p);
     ASSERT_TRUE(wp.ok()) << wp.status();
     auto file = fs::OpenRegularFile(*wp);
     ASSERT_TRUE(file.ok()) << file.status();
@@ -270,7 +272,7 @@ TEST_P(FsEscapeTest, ToolsRefuseEveryEscape) {
 TEST_P(FsEscapeTest, RootWithSeveralWorkspaces) {
   TempTree other;
   other.Write("o.txt", "other\n");
-  const std::vector<std::string> ws = {tree_.ws(), other.path()};
+  const WorkspaceRoots ws = Roots({tree_.ws(), other.path()});
   // Relative: the first root.
   auto rel = fs::ResolveWorkspacePath(ws, "top.txt");
   ASSERT_TRUE(rel.ok());
@@ -494,7 +496,7 @@ TEST_F(FsWalkTest, AutoResolverMatchesWalk) {
   // Both resolvers give the same answer (code and message) for every corpus entry.
   for (const EscapeCase& c : EscapeCorpus(tree_)) {
     SCOPED_TRACE(Quoted(c.path));
-    auto wp = fs::ResolveWorkspacePath({tree_.ws()}, c.path);
+    auto wp = fs::ResolveWorkspacePath(Roots({tree_.ws()}), c.path);
     if (!wp.ok()) continue;
     absl::Status walk, kernel;
     {
@@ -514,44 +516,100 @@ TEST_F(FsWalkTest, AutoResolverMatchesWalk) {
 // ---------------------------------------------------------------------------
 // Roots, directories and atomic writes.
 
-TEST(FsRootTest, CacheReusesAndNoticesReplacement) {
+// A root is the directory that was opened, not its path: after
+// `mv r r_old; ln -s <outside> r`, and then with a new directory at "r",
+// calls given the root keep reading, writing and listing beneath r_old.
+TEST(FsRootTest, RootStaysTheDirectoryItOpened) {
   TempTree t;
-  t.Mkdir("r");
-  auto a = fs::RootCache::Global().Get(t.Abs("r"));
-  auto b = fs::RootCache::Global().Get(t.Abs("r"));
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->get(), b->get());
-  // Replaced by a new directory of the same name: a new handle.
+  t.Write("r/marker.txt", "original\n");
+  t.Write("out/marker.txt", "OUTSIDE\n");
+  t.Write("out/outside_only.txt", "OUTSIDE\n");
+  const WorkspaceRoots roots = Roots({t.Abs("r")});
+  BuiltinOptions options;
+  builtin::ViewFileTool view(options);
+  builtin::CreateFileTool create(options);
   ASSERT_EQ(rename(t.Abs("r").c_str(), t.Abs("r_old").c_str()), 0);
-  t.Write("r/new.txt", "n");
-  auto c = fs::RootCache::Global().Get(t.Abs("r"));
-  ASSERT_TRUE(c.ok());
-  EXPECT_NE(a->get(), c->get());
-  auto wp = fs::ResolveWorkspacePath({t.Abs("r")}, "new.txt");
-  ASSERT_TRUE(wp.ok());
-  EXPECT_TRUE(fs::OpenRegularFile(*wp).ok());
+  t.Symlink("r", t.Abs("out"));
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "r is a symlink out" : "r is a new directory");
+    for (const std::string& path : {std::string("marker.txt"), t.Abs("r/marker.txt")}) {
+      auto v = CallTool(view, absl::StrCat(R"({"file_path":)", Quoted(path), "}"), roots);
+      ASSERT_TRUE(v.ok()) << v.status();
+      EXPECT_EQ(Str(*v, "content"), "     1\toriginal\n");
+    }
+    const std::string name = absl::StrCat("new", round, ".txt");
+    auto c = CallTool(create, absl::StrCat(R"({"file_path":")", name, R"(","contents":"n"})"),
+                      roots);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(t.Read("r_old/" + name), "n");
+    EXPECT_FALSE(std::filesystem::exists(t.Abs("out/" + name)));
+    EXPECT_FALSE(std::filesystem::exists(t.Abs("r/" + name)));
+    auto dir = search::OpenConfined(roots, ".", "path");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    struct stat st;
+    EXPECT_EQ(fstatat(dir->fd.get(), "marker.txt", &st, 0), 0);
+    EXPECT_NE(fstatat(dir->fd.get(), "outside_only.txt", &st, 0), 0);
+    EXPECT_NE(fstatat(dir->fd.get(), "decoy.txt", &st, 0), 0);
+    if (round == 0) {
+      ASSERT_EQ(unlink(t.Abs("r").c_str()), 0);
+      t.Write("r/decoy.txt", "DECOY\n");
+    }
+  }
 }
 
-TEST(FsRootTest, MissingOrRelativeWorkspace) {
+// A session's workspace: a directory resolved beneath the daemon's root and
+// held as a root of its own.
+TEST(FsRootTest, OpenWithinHoldsADirectoryBeneathTheRoot) {
+  TempTree t;
+  t.Write("ws/proj/f", "p\n");
+  t.Write("ws/a.txt", "a file\n");
+  t.Mkdir("out");
+  t.Symlink("ws/in_link", "proj");
+  t.Symlink("ws/out_link", "../out");
+  const auto ws = testing::RootAt(t.Abs("ws"));
+  auto open = [&](absl::string_view path) {
+    auto wp = fs::ResolveWorkspacePath({ws}, path, "workspaces");
+    return wp.ok() ? fs::ConfinedRoot::OpenWithin(*wp) : wp.status();
+  };
+  for (absl::string_view path : {"proj", "in_link", "proj/", "./proj"}) {
+    auto proj = open(path);
+    ASSERT_TRUE(proj.ok()) << path << ": " << proj.status();
+    EXPECT_EQ((*proj)->path(), t.Abs("ws/proj")) << path;  // where the kernel found it
+    EXPECT_GT((*proj)->fd(), 2);
+    auto f = fs::ResolveWorkspacePath({*proj}, "f");
+    ASSERT_TRUE(f.ok());
+    EXPECT_TRUE(fs::OpenRegularFile(*f).ok());
+  }
+  auto file = open("a.txt");
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(file.status().message(), HasSubstr("'a.txt' is not a directory"));
+  EXPECT_EQ(ErrorCodeOf(open("out_link").status()), ErrorCode::kDenied);
+  EXPECT_EQ(ErrorCodeOf(open("../out").status()), ErrorCode::kDenied);
+  EXPECT_EQ(ErrorCodeOf(open(t.Abs("out")).status()), ErrorCode::kDenied);
+  EXPECT_EQ(open("missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(FsRootTest, MissingOrUnopenableWorkspace) {
   EXPECT_EQ(fs::ResolveWorkspacePath({}, "x").status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(fs::ResolveWorkspacePath({""}, "x").status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(fs::ResolveWorkspacePath({"relative/ws"}, "x").status().message(),
+  EXPECT_EQ(fs::ResolveWorkspacePath({nullptr}, "x").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(fs::ConfinedRoot::Open("relative/ws").status().message(),
               HasSubstr("not an absolute path"));
-  EXPECT_THAT(fs::ResolveWorkspacePath({"/nonexistent-toolexec-ws"}, "x").status().message(),
+  EXPECT_THAT(fs::ConfinedRoot::Open("/nonexistent-toolexec-ws").status().message(),
               HasSubstr("cannot be opened"));
 }
 
 TEST(FsRootTest, TrailingSlashRootAndPaths) {
   TempTree t;
   t.Write("f.txt", "x");
-  auto wp = fs::ResolveWorkspacePath({t.path() + "/"}, t.path() + "/f.txt");
+  auto wp = fs::ResolveWorkspacePath(Roots({t.path() + "/"}), t.path() + "/f.txt");
   ASSERT_TRUE(wp.ok()) << wp.status();
   EXPECT_EQ(wp->relative, "f.txt");
-  auto dir = fs::ResolveWorkspacePath({t.path()}, "sub/");
+  auto dir = fs::ResolveWorkspacePath(Roots({t.path()}), "sub/");
   ASSERT_TRUE(dir.ok());
   EXPECT_TRUE(dir->trailing_slash);
   EXPECT_EQ(dir->relative, "sub");
-  auto root = fs::ResolveWorkspacePath({t.path()}, t.path());
+  auto root = fs::ResolveWorkspacePath(Roots({t.path()}), t.path());
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(root->relative, ".");
   EXPECT_EQ(root->BaseName(), "");
@@ -560,16 +618,16 @@ TEST(FsRootTest, TrailingSlashRootAndPaths) {
 TEST(FsDirTest, OpenDirectoryAndMakeDirectories) {
   TempTree t;
   t.Write("file", "x");
-  auto base = fs::ResolveWorkspacePath({t.path()}, "x/y/z");
+  auto base = fs::ResolveWorkspacePath(Roots({t.path()}), "x/y/z");
   ASSERT_TRUE(base.ok());
   EXPECT_TRUE(absl::IsNotFound(fs::OpenDirectory(*base).status()));
   auto made = fs::MakeDirectories(*base);
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ(FdPath(made->get()), t.Abs("x/y/z"));
   EXPECT_TRUE(fs::MakeDirectories(*base).ok());  // idempotent
-  auto file = fs::ResolveWorkspacePath({t.path()}, "file");
+  auto file = fs::ResolveWorkspacePath(Roots({t.path()}), "file");
   EXPECT_THAT(fs::OpenDirectory(*file).status().message(), HasSubstr("is not a directory"));
-  auto under_file = fs::ResolveWorkspacePath({t.path()}, "file/sub");
+  auto under_file = fs::ResolveWorkspacePath(Roots({t.path()}), "file/sub");
   EXPECT_FALSE(fs::MakeDirectories(*under_file).ok());
 }
 
@@ -578,7 +636,7 @@ TEST(FsDirTest, MakeDirectoriesNeverCreatesOutside) {
   for (const char* p : {"link_out/new", "../new", "link_abs/new/deeper", "c1/new",
                         "evil_prefix_link/new", "dangling_out/x"}) {
     SCOPED_TRACE(p);
-    auto wp = fs::ResolveWorkspacePath({tree.ws()}, p);
+    auto wp = fs::ResolveWorkspacePath(Roots({tree.ws()}), p);
     ASSERT_TRUE(wp.ok());
     auto made = fs::MakeDirectories(*wp);
     EXPECT_FALSE(made.ok());
@@ -590,7 +648,7 @@ TEST(FsDirTest, MakeDirectoriesNeverCreatesOutside) {
 
 TEST(FsWriteTest, AtomicWriteCreatesReplacesAndCleansUp) {
   TempTree t;
-  auto wp = fs::ResolveWorkspacePath({t.path()}, ".");
+  auto wp = fs::ResolveWorkspacePath(Roots({t.path()}), ".");
   auto dir = fs::OpenDirectory(*wp);
   ASSERT_TRUE(dir.ok());
   fs::AtomicWriteOptions create;
@@ -614,7 +672,7 @@ TEST(FsWriteTest, AtomicWriteCreatesReplacesAndCleansUp) {
 TEST(FsWriteTest, ReplacesAPlantedSymlinkInsteadOfWritingThroughIt) {
   FsTree tree;
   tree.t.Symlink("ws/planted", "../outside/secret.txt");
-  auto wp = fs::ResolveWorkspacePath({tree.ws()}, ".");
+  auto wp = fs::ResolveWorkspacePath(Roots({tree.ws()}), ".");
   auto dir = fs::OpenDirectory(*wp);
   ASSERT_TRUE(dir.ok());
   fs::AtomicWriteOptions replace;
@@ -628,7 +686,7 @@ TEST(FsWriteTest, ReplacesAPlantedSymlinkInsteadOfWritingThroughIt) {
 TEST(FsWriteTest, ExpectDetectsAConcurrentChange) {
   TempTree t;
   t.Write("f", "v1");
-  auto dir = fs::OpenDirectory(*fs::ResolveWorkspacePath({t.path()}, "."));
+  auto dir = fs::OpenDirectory(*fs::ResolveWorkspacePath(Roots({t.path()}), "."));
   ASSERT_TRUE(dir.ok());
   struct stat st;
   ASSERT_EQ(fstatat(dir->get(), "f", &st, 0), 0);
@@ -646,7 +704,7 @@ TEST(FsWriteTest, ExpectDetectsAConcurrentChange) {
 TEST(FsWriteTest, RefusesFifosWithoutBlocking) {
   TempTree t;
   ASSERT_EQ(mkfifo(t.Abs("pipe").c_str(), 0644), 0);
-  auto wp = fs::ResolveWorkspacePath({t.path()}, "pipe");
+  auto wp = fs::ResolveWorkspacePath(Roots({t.path()}), "pipe");
   auto f = fs::OpenRegularFile(*wp);
   EXPECT_THAT(f.status().message(), HasSubstr("is a fifo"));
 }

@@ -109,7 +109,7 @@ class RunCommandTest : public ::testing::Test {
     registry_ = std::make_unique<ToolRegistry>();
     ASSERT_TRUE(RegisterCommandTools(*registry_, options_).ok());
     ToolRunner::Options ro;
-    ro.default_workspace = ws_;
+    ro.default_workspace = testing::RootAt(ws_);
     runner_ = std::make_unique<ToolRunner>(registry_.get(), ro);
   }
 
@@ -699,8 +699,8 @@ TEST_F(RunCommandTest, DroppingTheToolsEndsBackgroundCommandsTogether) {
 
 TEST_F(RunCommandTest, BackgroundBelongsToItsSessionAndDiesWithIt) {
   SessionManager sessions(registry_.get(), {});
-  auto a = sessions.Open(SessionOptions{.workspaces = {ws_}});
-  auto b = sessions.Open(SessionOptions{.workspaces = {ws_}});
+  auto a = sessions.Open(SessionOptions{.workspaces = testing::Roots({ws_})});
+  auto b = sessions.Open(SessionOptions{.workspaces = testing::Roots({ws_})});
   ASSERT_TRUE(a.ok() && b.ok());
   const std::string marker = UniqueMarker("session");
   auto started = Call("run_command",

@@ -37,8 +37,11 @@ TEST(BwrapArgv, IsolatesEveryCommand) {
                                      "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                                      "--unshare-net", "--die-with-parent", "--new-session"));
   std::vector<std::string> argv =
-      command::BwrapArgv("/usr/bin/bwrap", {"/ws"}, "/ws", /*network=*/false, "true");
+      command::BwrapArgv("/usr/bin/bwrap", {{7, "/ws"}}, "/ws", /*network=*/false, "true");
   EXPECT_NE(std::search(argv.begin(), argv.end(), flags.begin(), flags.end()), argv.end());
+  // The workspace is bound by its handle, not by its path.
+  const std::vector<std::string> bind = {"--bind-fd", "7", "/ws"};
+  EXPECT_NE(std::search(argv.begin(), argv.end(), bind.begin(), bind.end()), argv.end());
   // With the network allowed, only --unshare-net goes.
   std::vector<std::string> with_net;
   command::AppendIsolationFlags(/*network=*/true, &with_net);
@@ -57,7 +60,7 @@ class SandboxTest : public ::testing::Test {
     absl::Status registered = RegisterCommandTools(registry_, options);
     ASSERT_TRUE(registered.ok()) << registered;
     ToolRunner::Options ro;
-    ro.default_workspace = ws_.path();
+    ro.default_workspace = testing::RootAt(ws_.path());
     runner_ = std::make_unique<ToolRunner>(&registry_, ro);
   }
   void TearDown() override { registry_.Find("run_command")->tool->shutdown(); }

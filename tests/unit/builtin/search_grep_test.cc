@@ -20,7 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 GrepResult RunGrep(const TempWorkspace& ws, GrepRequest req, const std::string& path = ".") {
-  auto start = OpenConfined({ws.path()}, path, "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), path, "path");
   EXPECT_TRUE(start.ok()) << start.status();
   auto r = Grep(*start, req);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -234,7 +234,8 @@ TEST(SearchGrepTest, PathsInAnotherWorkspaceAreAbsolute) {
   TempWorkspace first;
   TempWorkspace second;
   second.Write("sub/f.txt", "needle\n");
-  auto start = OpenConfined({first.path(), second.path()}, second.Abs("sub"), "path");
+  auto start =
+      OpenConfined(testing::Roots({first.path(), second.path()}), second.Abs("sub"), "path");
   ASSERT_TRUE(start.ok()) << start.status();
   auto r = Grep(*start, Req("needle", OutputMode::kFilesWithMatches));
   ASSERT_TRUE(r.ok());
@@ -244,7 +245,7 @@ TEST(SearchGrepTest, PathsInAnotherWorkspaceAreAbsolute) {
 
 TEST(SearchGrepTest, InvalidRegex) {
   TempWorkspace ws;
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok());
   auto r = Grep(*start, Req("(unclosed"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -253,7 +254,7 @@ TEST(SearchGrepTest, InvalidRegex) {
 TEST(SearchGrepTest, CancelledBeforeOrDuring) {
   TempWorkspace ws;
   for (int i = 0; i < 200; ++i) ws.Write(absl::StrCat("d", i % 10, "/f", i), "needle\n");
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok());
   CancellationToken token;
   token.Cancel(CancelReason::kCancelled);

@@ -19,6 +19,7 @@
 
 #include "absl/strings/string_view.h"
 #include "tests/common/test_tools.h"
+#include "tests/unit/builtin/file_test_util.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
@@ -104,7 +105,7 @@ class SearchToolsHarness {
     absl::Status s = RegisterSearchTools(registry_, options);
     if (!s.ok()) throw std::runtime_error(s.ToString());
     ToolRunner::Options runner_options;
-    runner_options.default_workspace = std::move(root);
+    runner_options.default_workspace = testing::RootAt(root);
     runner_ = std::make_unique<ToolRunner>(&registry_, runner_options);
   }
 

@@ -43,7 +43,7 @@ struct Visited {
 // The workspace-relative paths a walk of `dir` visits (directories end in '/').
 std::vector<std::string> WalkPaths(const TempWorkspace& ws, const std::string& dir,
                                    WalkOptions options = {}, absl::Status* status = nullptr) {
-  auto start = OpenConfined({ws.path()}, dir, "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), dir, "path");
   EXPECT_TRUE(start.ok()) << start.status();
   Visited v;
   auto stats = Walk(*start, options, [&](const WalkEntry& e, int) {
@@ -261,7 +261,7 @@ TEST(SearchWalkerTest, MaxDepth) {
 TEST(SearchWalkerTest, StartMustBeADirectory) {
   TempWorkspace ws;
   ws.Write("f", "");
-  auto start = OpenConfined({ws.path()}, "f", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), "f", "path");
   ASSERT_TRUE(start.ok());
   EXPECT_EQ(Walk(*start, {}, [](const WalkEntry&, int) {}).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -272,7 +272,7 @@ TEST(SearchWalkerTest, CancellationStopsTheWalk) {
   for (int d = 0; d < 40; ++d) {
     for (int f = 0; f < 100; ++f) ws.Write("d" + std::to_string(d) + "/f" + std::to_string(f), "");
   }
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok());
   CancellationToken token;
   WalkOptions o;
@@ -340,7 +340,7 @@ TEST(SearchWalkerTest, ReadEntriesAndOpenSubdirNoFollow) {
   ws.Write("a/b/c.txt", "");
   ws.Symlink(outside.path(), "a/out");
   ws.Symlink("b", "a/in");
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok());
   UniqueFd b(OpenSubdirNoFollow(start->fd.get(), "a/b"));
   ASSERT_TRUE(b.valid());

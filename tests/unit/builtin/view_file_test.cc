@@ -372,7 +372,7 @@ TEST_F(ViewFileTest, ThroughTheRunner) {
 
   t_.Write("src/main.cc", Lines(1, 4));
   ToolRunner::Options ro;
-  ro.default_workspace = t_.path();
+  ro.default_workspace = testing::RootAt(t_.path());
   ToolRunner runner(&registry, ro);
   BatchRequest req;
   CallRequest ok;

@@ -45,6 +45,8 @@ struct ChildArgs {
   int stdout_fd;
   int stderr_fd;
   int cwd_fd;
+  const int* inherit_fds;
+  size_t inherit_count;
   const std::pair<int, rlim_t>* rlimits;
   size_t rlimit_count;
   pid_t parent;  // the supervisor's pid
@@ -272,6 +274,11 @@ int ChildMain(void* arg) {
   // Nothing of the daemon's leaks into the command, even an fd some library
   // opened without O_CLOEXEC.
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  // Except what the program is meant to have (the fd table is the child's
+  // own copy: the daemon's descriptors keep their close-on-exec flag).
+  for (size_t i = 0; i < a->inherit_count; ++i) {
+    if (fcntl(a->inherit_fds[i], F_SETFD, 0) != 0) ChildFail(a, "fcntl(F_SETFD) to inherit an fd");
+  }
   execve(a->path, a->argv, a->envp);
   ChildFail(a, "execve");
 }
@@ -494,6 +501,9 @@ void UniqueFd::Reset(int fd) {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
+  for (int fd : spec.inherit_fds) {
+    if (fd <= 2) return absl::InvalidArgumentError(absl::StrCat("cannot inherit fd ", fd));
+  }
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   UniqueFd child_in, child_out, child_err;
   if (spec.stdin_pipe) {
@@ -527,6 +537,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpe
   args.stdout_fd = child_out.get();
   args.stderr_fd = child_err.get();
   args.cwd_fd = spec.cwd_fd;
+  args.inherit_fds = spec.inherit_fds.data();
+  args.inherit_count = spec.inherit_fds.size();
   args.rlimits = spec.rlimits.data();
   args.rlimit_count = spec.rlimits.size();
 

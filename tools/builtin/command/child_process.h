@@ -58,6 +58,9 @@ struct SpawnSpec {
   std::vector<std::string> env;
   // The directory to fchdir() to; -1 keeps the daemon's.
   int cwd_fd = -1;
+  // Descriptors (above 2) left open across exec, under the same numbers;
+  // every other one is closed.
+  std::vector<int> inherit_fds;
   // A pipe for stdin when true, /dev/null otherwise.
   bool stdin_pipe = false;
   // setrlimit() in the child before exec (soft = hard = value).

@@ -164,10 +164,10 @@
 // path layer (tools/builtin/fs/confined.h: openat2 RESOLVE_BENEATH, or its
 // O_NOFOLLOW walk) and opened as a directory fd; the child fchdir()s to that
 // fd, so there is no check-then-use race. Under bwrap, which needs a path,
-// the fd's /proc/self/fd link gives it.
+// it is named inside its root's bind (below).
 //
 // Sandbox (sandbox: "bwrap"): bwrap --ro-bind / / --dev /dev --proc /proc
-// --tmpfs /tmp --bind <workspace> <workspace>, the isolation flags of
+// --tmpfs /tmp --bind-fd <root fd> <root path>, the isolation flags of
 // AppendIsolationFlags (sandbox.h: a user namespace mapping the daemon's ids
 // to themselves, --cap-drop ALL, --disable-userns, pid/ipc/uts[/net]
 // namespaces, --die-with-parent --new-session), --chdir <dir> -- /bin/bash -c

@@ -92,6 +92,7 @@ absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) 
   s.argv = spec.argv;
   s.env = spec.env;
   s.cwd_fd = spec.cwd_fd;
+  s.inherit_fds = spec.inherit_fds;
   s.stdin_pipe = spec.stdin_text.has_value();
   s.rlimits = spec.rlimits;
   auto child = ChildProcess::Spawn(s);

@@ -42,6 +42,9 @@ struct CommandSpec {
   std::vector<std::string> argv;
   std::vector<std::string> env;
   int cwd_fd = -1;                        // borrowed; must stay open until Start() returns
+  // Borrowed descriptors (above 2) the program inherits under the same
+  // numbers (e.g. bwrap's --bind-fd); must stay open until Start() returns.
+  std::vector<int> inherit_fds;
   std::optional<std::string> stdin_text;  // nullopt: /dev/null
   std::optional<std::chrono::milliseconds> wall_timeout;
   std::optional<std::chrono::milliseconds> idle_timeout;

@@ -32,15 +32,15 @@ void AppendIsolationFlags(bool network, std::vector<std::string>* argv) {
 }
 
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
-                                   const std::vector<std::string>& workspaces,
+                                   const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
                                    const std::string& command_line) {
   // Order matters: later mounts go on top, so /tmp is made private before the
   // workspaces are bound (a workspace under /tmp stays visible).
   std::vector<std::string> argv = {bwrap,  "--ro-bind", "/",     "/",       "--dev",
                                    "/dev", "--proc",    "/proc", "--tmpfs", "/tmp"};
-  for (const std::string& ws : workspaces) {
-    argv.insert(argv.end(), {"--bind", ws, ws});
+  for (const SandboxBind& ws : workspaces) {
+    argv.insert(argv.end(), {"--bind-fd", std::to_string(ws.fd), ws.path});
   }
   AppendIsolationFlags(network, &argv);
   if (!cwd.empty()) argv.insert(argv.end(), {"--chdir", cwd});

@@ -45,12 +45,20 @@ void AppendIsolationFlags(bool network, std::vector<std::string>* argv);
 // rather than failing every command later.
 absl::Status ProbeBwrap(const std::string& bwrap, bool network);
 
+// A workspace directory, by an open handle, and where the sandbox shows it.
+struct SandboxBind {
+  int fd;            // inherited by bwrap (see CommandSpec::inherit_fds)
+  std::string path;  // absolute
+};
+
 // bwrap's argv for running `command_line` with /bin/bash -c: / read-only,
-// each of `workspaces` bound read-write at the same path, private /tmp,
-// fresh /dev and /proc, isolated by AppendIsolationFlags (no network unless
-// `network`), cwd `cwd` (an absolute path inside a workspace).
+// each of `workspaces` bound read-write by its handle (--bind-fd) at its
+// path, so the sandbox shows the directory the handle holds whatever is at
+// that path now; private /tmp, fresh /dev and /proc, isolated by
+// AppendIsolationFlags (no network unless `network`), cwd `cwd` (an absolute
+// path inside a bound workspace).
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
-                                   const std::vector<std::string>& workspaces,
+                                   const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
                                    const std::string& command_line);
 

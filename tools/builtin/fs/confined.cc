@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -103,11 +104,26 @@ bool DirIsBeneath(int dir, const struct stat& root) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// UniqueFd, ConfinedRoot, RootCache
+// UniqueFd, ConfinedRoot
 
 void UniqueFd::reset(int fd) {
   if (fd_ >= 0) close(fd_);
   fd_ = fd;
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Make(std::string path,
+                                                                        UniqueFd fd) {
+  if (fd.get() <= STDERR_FILENO) {
+    // A daemon started with a standard stream closed hands out 0-2: move the
+    // handle up so a child process can inherit it under the same number.
+    UniqueFd lifted(fcntl(fd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
+    if (!lifted.valid()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("workspace root '", path, "': ", ErrnoText(errno)));
+    }
+    fd = std::move(lifted);
+  }
+  return std::shared_ptr<const ConfinedRoot>(new ConfinedRoot(std::move(path), std::move(fd)));
 }
 
 absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Open(absl::string_view path) {
@@ -123,47 +139,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Open(absl::str
     return absl::FailedPreconditionError(absl::StrCat(
         "workspace root '", normalized, "' cannot be opened as a directory: ", ErrnoText(err)));
   }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("workspace root '", normalized, "': ", ErrnoText(errno)));
-  }
-  return std::shared_ptr<const ConfinedRoot>(
-      new ConfinedRoot(std::move(normalized), std::move(fd), st.st_dev, st.st_ino));
-}
-
-RootCache& RootCache::Global() {
-  static RootCache* cache = new RootCache();
-  return *cache;
-}
-
-absl::StatusOr<std::shared_ptr<const ConfinedRoot>> RootCache::Get(absl::string_view path) {
-  std::string key(path);
-  std::shared_ptr<const ConfinedRoot> cached;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = roots_.find(key);
-    if (it != roots_.end()) cached = it->second;
-  }
-  if (cached != nullptr) {
-    // The directory may have been removed and recreated since: one stat tells.
-    struct stat st;
-    if (stat(cached->path().c_str(), &st) == 0 && st.st_dev == cached->dev() &&
-        st.st_ino == cached->ino()) {
-      return cached;
-    }
-  }
-  auto opened = ConfinedRoot::Open(path);
-  if (!opened.ok()) return opened.status();
-  absl::MutexLock lock(&mu_);
-  if (roots_.size() >= kMaxEntries) roots_.clear();
-  roots_[key] = *opened;
-  return *opened;
-}
-
-void RootCache::Clear() {
-  absl::MutexLock lock(&mu_);
-  roots_.clear();
+  return Make(std::move(normalized), std::move(fd));
 }
 
 // ---------------------------------------------------------------------------
@@ -190,9 +166,9 @@ WorkspacePath WorkspacePath::Parent() const {
   return WithRelative(slash == std::string::npos ? "." : absl::string_view(relative).substr(0, slash));
 }
 
-absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string>& workspaces,
-                                                   absl::string_view path,
-                                                   absl::string_view param) {
+absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
+    const std::vector<std::shared_ptr<const ConfinedRoot>>& workspaces, absl::string_view path,
+    absl::string_view param) {
   if (path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         param, " is empty; give a path relative to the workspace, e.g. \"src/main.cc\""));
@@ -212,7 +188,7 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string
                                                      "'); the limit is ", NAME_MAX));
     }
   }
-  if (workspaces.empty() || workspaces[0].empty()) {
+  if (workspaces.empty() || workspaces[0] == nullptr) {
     return absl::FailedPreconditionError(
         "no workspace is configured for this call (start toolexecd with --workspace, or open a "
         "session with workspaces)");
@@ -223,7 +199,8 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string
   if (path[0] == '/') {
     bool found = false;
     for (size_t i = 0; i < workspaces.size() && !found; ++i) {
-      std::vector<absl::string_view> root_comps = Components(workspaces[i]);
+      if (workspaces[i] == nullptr) continue;
+      std::vector<absl::string_view> root_comps = Components(workspaces[i]->path());
       if (root_comps.size() > comps.size()) continue;
       bool prefix = true;
       for (size_t k = 0; k < root_comps.size() && prefix; ++k) prefix = root_comps[k] == comps[k];
@@ -233,16 +210,18 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string
       rel.assign(comps.begin() + root_comps.size(), comps.end());
     }
     if (!found) {
+      std::vector<absl::string_view> names;
+      for (const auto& root : workspaces) {
+        if (root != nullptr) names.push_back(root->path());
+      }
       return Denied(path, absl::StrCat("it is not beneath the workspace ",
-                                       workspaces.size() == 1 ? "" : "roots ",
-                                       absl::StrJoin(workspaces, ", "),
+                                       names.size() == 1 ? "" : "roots ",
+                                       absl::StrJoin(names, ", "),
                                        "; give a path relative to the workspace"));
     }
   }
-  auto root = RootCache::Global().Get(workspaces[chosen]);
-  if (!root.ok()) return root.status();
   WorkspacePath wp;
-  wp.root = *std::move(root);
+  wp.root = workspaces[chosen];
   wp.is_default_root = chosen == 0;
   wp.relative = rel.empty() ? "." : absl::StrJoin(rel, "/");
   wp.display = DisplayOf(*wp.root, wp.relative, wp.is_default_root);
@@ -536,8 +515,12 @@ absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFina
   return file;
 }
 
-absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path) {
-  auto fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY);
+namespace {
+
+// OpenBeneath(path, flags | O_DIRECTORY), saying plainly when the last
+// component is not a directory.
+absl::StatusOr<UniqueFd> OpenDirectoryWith(const WorkspacePath& path, int flags) {
+  auto fd = OpenBeneath(path, flags | O_DIRECTORY);
   if (!fd.ok() && absl::IsFailedPrecondition(fd.status())) {
     // ENOTDIR on the last component: say plainly that it is a file.
     auto any = OpenBeneath(path, O_PATH);
@@ -548,6 +531,37 @@ absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path) {
     }
   }
   return fd;
+}
+
+// Where the kernel says the open file `fd` is ("" if it cannot tell).
+std::string FdPath(int fd) {
+  char link[64];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  char buf[PATH_MAX];
+  ssize_t n = readlink(link, buf, sizeof(buf));
+  if (n <= 0 || n >= static_cast<ssize_t>(sizeof(buf)) || buf[0] != '/') return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path) {
+  return OpenDirectoryWith(path, O_RDONLY);
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::OpenWithin(
+    const WorkspacePath& dir) {
+  auto fd = OpenDirectoryWith(dir, O_PATH);
+  if (!fd.ok()) return fd.status();
+  // Named by where the kernel found it (as realpath(3) would name it), or by
+  // the lexical path when /proc cannot tell.
+  std::string path = FdPath(fd->get());
+  if (path.empty() || absl::EndsWith(path, " (deleted)")) {
+    path = dir.relative == "." ? dir.root->path()
+                               : absl::StrCat(dir.root->path() == "/" ? "" : dir.root->path(),
+                                              "/", dir.relative);
+  }
+  return Make(std::move(path), *std::move(fd));
 }
 
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path) {

@@ -27,6 +27,14 @@
 // and a directory the caller opened can be moved out of the workspace by
 // someone else afterwards, taking later writes beneath it along.
 //
+// Roots. Each workspace root is a directory handle opened once (the
+// daemon's at start-up, a session's at OpenSession, the latter beneath the
+// daemon's) and carried to every call (CallInfo::workspaces); nothing here
+// reopens a root by its path. Replacing the root's path after it was opened
+// (`mv proj proj.orig; ln -s /elsewhere proj`) changes nothing a call sees:
+// it keeps resolving beneath the directory it was given. The root's path name
+// is kept only to name paths to the model and to recognise absolute paths.
+//
 // Choosing the root. A call may have several workspace roots (the session's;
 // the first is the default). A relative path resolves against the first root.
 // An absolute path must name a root by whole-component prefix ("/ws/a" is in
@@ -55,7 +63,7 @@
 // Messages name paths by their display form (relative to the default root).
 //
 // Thread safety: every function is safe to call concurrently. ConfinedRoot is
-// immutable; RootCache is internally synchronized.
+// immutable.
 #ifndef TOOLEXEC_TOOLS_BUILTIN_FS_CONFINED_H_
 #define TOOLEXEC_TOOLS_BUILTIN_FS_CONFINED_H_
 
@@ -69,12 +77,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 
 namespace toolexec::fs {
 
@@ -108,6 +113,8 @@ class UniqueFd final {
   int fd_ = -1;
 };
 
+struct WorkspacePath;
+
 // One workspace root: an O_PATH|O_DIRECTORY handle to it, opened once.
 // Immutable; shared by every call that uses the root.
 class ConfinedRoot final {
@@ -115,40 +122,27 @@ class ConfinedRoot final {
   // Opens `path` (absolute; trusted configuration, so symlinks in it are
   // followed). FailedPrecondition if it is not an existing directory.
   static absl::StatusOr<std::shared_ptr<const ConfinedRoot>> Open(absl::string_view path);
+  // Opens the directory `dir`, resolved beneath its own root like any path,
+  // as a root of its own (a session's workspace inside the daemon's). Its
+  // path() is where the kernel found it. Errors as OpenDirectory's: DENIED for
+  // a path that leaves dir.root, NotFound, FailedPrecondition "'x' is not a
+  // directory".
+  static absl::StatusOr<std::shared_ptr<const ConfinedRoot>> OpenWithin(const WorkspacePath& dir);
 
-  // Absolute, without a trailing slash (except "/").
+  // Absolute, without a trailing slash (except "/"). A name only: what is
+  // there now may be another directory than fd().
   const std::string& path() const { return path_; }
-  // O_PATH|O_DIRECTORY|O_CLOEXEC; valid for this object's life. Usable as the
-  // dirfd of *at() calls, never for reading.
+  // O_PATH|O_DIRECTORY|O_CLOEXEC, above 2 (so it can be handed to a child
+  // process as it is); valid for this object's life. Usable as the dirfd of
+  // *at() calls, never for reading.
   int fd() const { return fd_.get(); }
-  dev_t dev() const { return dev_; }
-  ino_t ino() const { return ino_; }
 
  private:
-  ConfinedRoot(std::string path, UniqueFd fd, dev_t dev, ino_t ino)
-      : path_(std::move(path)), fd_(std::move(fd)), dev_(dev), ino_(ino) {}
+  ConfinedRoot(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  static absl::StatusOr<std::shared_ptr<const ConfinedRoot>> Make(std::string path, UniqueFd fd);
 
   std::string path_;
   UniqueFd fd_;
-  dev_t dev_;
-  ino_t ino_;
-};
-
-// Root handles by path, so a call does not reopen its root. A hit is checked
-// with one stat(2) of the path: if the directory was replaced (different
-// device/inode), the handle is reopened. Thread-safe.
-class RootCache final {
- public:
-  // The process-wide cache the tools use.
-  static RootCache& Global();
-
-  absl::StatusOr<std::shared_ptr<const ConfinedRoot>> Get(absl::string_view path);
-  void Clear();
-
- private:
-  static constexpr size_t kMaxEntries = 256;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const ConfinedRoot>> roots_ ABSL_GUARDED_BY(mu_);
 };
 
 // A user-supplied path mapped onto one root; nothing is opened yet.
@@ -177,11 +171,10 @@ struct WorkspacePath {
 // Checks `path` lexically (InvalidArgument: empty, NUL, > PATH_MAX, a component
 // > NAME_MAX; `param` names the argument in messages) and maps it onto one of
 // `workspaces` (see "Choosing the root"). DENIED for an absolute path outside
-// every root; FailedPrecondition when `workspaces` is empty or a root cannot be
-// opened.
-absl::StatusOr<WorkspacePath> ResolveWorkspacePath(const std::vector<std::string>& workspaces,
-                                                   absl::string_view path,
-                                                   absl::string_view param = "file_path");
+// every root; FailedPrecondition when `workspaces` is empty.
+absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
+    const std::vector<std::shared_ptr<const ConfinedRoot>>& workspaces, absl::string_view path,
+    absl::string_view param = "file_path");
 
 // Whether a final symlink is followed (it must still stay inside the root).
 enum class FollowFinal { kYes, kNo };

@@ -66,8 +66,9 @@ bool PathLess(absl::string_view a, absl::string_view b) {
   return a.size() < b.size();
 }
 
-absl::StatusOr<ConfinedPath> OpenConfined(const std::vector<std::string>& workspaces,
-                                          absl::string_view path, absl::string_view param) {
+absl::StatusOr<ConfinedPath> OpenConfined(
+    const std::vector<std::shared_ptr<const fs::ConfinedRoot>>& workspaces, absl::string_view path,
+    absl::string_view param) {
   if (path.empty()) path = ".";
   absl::StatusOr<fs::WorkspacePath> wp = fs::ResolveWorkspacePath(workspaces, path, param);
   if (!wp.ok()) return wp.status();

@@ -42,8 +42,9 @@ struct ConfinedPath {
 // fs's convention (DENIED for an escape, NotFound, InvalidArgument for a
 // malformed path), plus InvalidArgument for something that is neither a
 // directory nor a regular file.
-absl::StatusOr<ConfinedPath> OpenConfined(const std::vector<std::string>& workspaces,
-                                          absl::string_view path, absl::string_view param);
+absl::StatusOr<ConfinedPath> OpenConfined(
+    const std::vector<std::shared_ptr<const fs::ConfinedRoot>>& workspaces, absl::string_view path,
+    absl::string_view param);
 
 // Joins a root-relative directory and a name ("" + "a" = "a").
 std::string JoinRelative(absl::string_view dir, absl::string_view name);
