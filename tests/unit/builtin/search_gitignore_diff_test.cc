@@ -332,7 +332,7 @@ TEST(SearchGitignoreDiffTest, WalkerListsWhatGitLists) {
     const std::string start_arg =
         start_rel == ws_rel ? "." : start_rel.substr(ws_rel.empty() ? 0 : ws_rel.size() + 1);
     std::set<std::string> walked;
-    auto start = OpenConfined({ws_abs}, start_arg, "path");
+    auto start = OpenConfined(testing::Roots({ws_abs}), start_arg, "path");
     ASSERT_TRUE(start.ok()) << start.status();
     absl::Mutex mu;
     WalkOptions options;

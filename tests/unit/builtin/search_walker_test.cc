@@ -298,7 +298,7 @@ TEST(SearchWalkerTest, AnExceptionInAnyWorkerReachesTheCaller) {
   for (int d = 0; d < 20; ++d) {
     for (int f = 0; f < 20; ++f) ws.Write("d" + std::to_string(d) + "/f" + std::to_string(f), "x");
   }
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok()) << start.status();
   for (int throwing_worker : {0, 1, 3}) {
     WalkOptions o;
@@ -324,7 +324,7 @@ TEST(SearchWalkerTest, WalksWithFewerWorkersWhenThreadsCannotStart) {
     if (!testing::StopNewThreads()) return 2;
     WalkOptions o;
     o.threads = 8;
-    auto start = OpenConfined({ws.path()}, ".", "path");
+    auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
     if (!start.ok()) return 3;
     std::atomic<int> visited{0};
     absl::StatusOr<WalkStats> stats = Walk(*start, o, [&](const WalkEntry&, int) { ++visited; });
@@ -374,7 +374,7 @@ TEST(SearchWalkerTest, RepositoryIgnoreFilesAboveTheWorkspace) {
     repo.Write(std::string("sub/ws/") + f, "");
   }
   auto walk = [&](const std::string& start) {
-    auto root = OpenConfined({repo.Abs("sub/ws")}, start, "path");
+    auto root = OpenConfined(testing::Roots({repo.Abs("sub/ws")}), start, "path");
     EXPECT_TRUE(root.ok()) << root.status();
     std::vector<std::string> paths;
     absl::Mutex mu;
@@ -439,7 +439,7 @@ TEST(SearchWalkerTest, DeepChainOfIgnoreFilesStaysFast) {
   TempWorkspace ws;
   MakeChain(ws.path(), kLevels, {"f.txt", "x.log", "keep.log", "build"},
             "*.log\n!keep.log\nbuild/\n/local\nd/*/never\n[[:digit:]]*.o\n");
-  auto start = OpenConfined({ws.path()}, ".", "path");
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
   ASSERT_TRUE(start.ok());
   CancellationToken token;
   absl::Notification done;

@@ -328,9 +328,12 @@ int SupervisorMain(void* arg) {
   SupervisorReport* report = a->report;
   ChildArgs* leader_args = a->leader;
   const int ready = a->ready_fd;
-  int keep[5] = {ready, leader_args->stdin_fd, leader_args->stdout_fd, leader_args->stderr_fd,
-                 leader_args->cwd_fd};
-  CloseAllBut(keep, 5);
+  // The leader's fds, and those it inherits, stay open until it is started.
+  int keep[5 + SpawnSpec::kMaxInheritFds] = {ready, leader_args->stdin_fd, leader_args->stdout_fd,
+                                             leader_args->stderr_fd, leader_args->cwd_fd};
+  int kept = 5;
+  for (size_t i = 0; i < leader_args->inherit_count; ++i) keep[kept++] = leader_args->inherit_fds[i];
+  CloseAllBut(keep, kept);
   // SIGCHLD must not be ignored (children would be reaped by the kernel,
   // statuses lost) and the end signal must not be discarded.
   struct sigaction dfl;
@@ -363,8 +366,8 @@ int SupervisorMain(void* arg) {
   report->leader = leader;
   // The command's ends of its pipes belong to the command alone: output ends
   // when the command's processes are gone, not when the supervisor is.
-  for (int fd : keep) {
-    if (fd >= 0 && fd != ready) RawSyscall(SYS_close, fd);
+  for (int i = 0; i < kept; ++i) {
+    if (keep[i] >= 0 && keep[i] != ready) RawSyscall(SYS_close, keep[i]);
   }
   RawSyscall(SYS_close, ready);
   Supervise(leader, report);
@@ -501,6 +504,10 @@ void UniqueFd::Reset(int fd) {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
+  if (spec.inherit_fds.size() > SpawnSpec::kMaxInheritFds) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot inherit more than ",
+                                                   SpawnSpec::kMaxInheritFds, " fds"));
+  }
   for (int fd : spec.inherit_fds) {
     if (fd <= 2) return absl::InvalidArgumentError(absl::StrCat("cannot inherit fd ", fd));
   }

@@ -59,8 +59,9 @@ struct SpawnSpec {
   // The directory to fchdir() to; -1 keeps the daemon's.
   int cwd_fd = -1;
   // Descriptors (above 2) left open across exec, under the same numbers;
-  // every other one is closed.
+  // every other one is closed. At most kMaxInheritFds.
   std::vector<int> inherit_fds;
+  static constexpr size_t kMaxInheritFds = 16;
   // A pipe for stdin when true, /dev/null otherwise.
   bool stdin_pipe = false;
   // setrlimit() in the child before exec (soft = hard = value).
