@@ -1,5 +1,5 @@
 // bench_command: what run_command costs per call over spawning a process
-// directly (issue 4).
+// directly.
 //
 // One process, one run, five targets measured in interleaved order (one call
 // of each per iteration, so machine noise hits all alike):

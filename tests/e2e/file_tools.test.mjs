@@ -1,4 +1,4 @@
-// End-to-end test of the built-in file tools (issue 3): the real toolexecd
+// End-to-end test of the built-in file tools: the real toolexecd
 // driven from Node.js by @grpc/grpc-js, the service discovered by server
 // reflection only (grpc-reflection-js), through the helpers e2e.test.mjs uses
 // too (helpers.mjs).

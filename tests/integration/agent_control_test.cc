@@ -1,4 +1,4 @@
-// Issue 5 through a real daemon: artifacts (S10), finish/exit_loop (S8),
+// The agent-control tools through a real daemon: artifacts (S10), finish/exit_loop (S8),
 // declared tools (S9), subagents (S7) and child sessions (S11).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// command_status (issue 4; design in tools/builtin/command/command.h).
+// command_status (design in tools/builtin/command/command.h).
 #include <algorithm>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-// kill_command (issue 4; design in tools/builtin/command/command.h).
+// kill_command (design in tools/builtin/command/command.h).
 #include <memory>
 #include <string>
 #include <utility>

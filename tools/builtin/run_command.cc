@@ -1,4 +1,4 @@
-// run_command (issue 4; design in tools/builtin/command/command.h).
+// run_command (design in tools/builtin/command/command.h).
 #include <sys/resource.h>
 #include <unistd.h>
 

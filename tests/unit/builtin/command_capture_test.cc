@@ -1,4 +1,4 @@
-// The bounded, UTF-8-clean output capture of run_command (issue 4).
+// The bounded, UTF-8-clean output capture of run_command.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

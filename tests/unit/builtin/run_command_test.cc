@@ -1,5 +1,5 @@
 // run_command, command_status, kill_command through the ToolRunner, as the
-// daemon runs them (issue 4). Process leaks are checked by scanning /proc for
+// daemon runs them. Process leaks are checked by scanning /proc for
 // a marker each test puts in its commands' environment.
 #include <arpa/inet.h>
 #include <fcntl.h>
