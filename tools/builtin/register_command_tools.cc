@@ -1,4 +1,4 @@
-// RegisterCommandTools and CommandConfig::Create (issue 4; design in
+// RegisterCommandTools and CommandConfig::Create (design in
 // tools/builtin/command/command.h).
 #include <unistd.h>
 
