@@ -1,7 +1,13 @@
 #include "server/config.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -10,6 +16,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "tools/builtin/fs/confined.h"
 
 namespace toolexec {
 namespace {
@@ -23,14 +30,82 @@ class CollectErrors final : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors;
 };
 
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The whole file, if it is a regular file of at most kMaxConfigFileBytes.
+absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it).
+  fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+  }
+  const std::string too_big = absl::StrCat("config file ", path, " is larger than ",
+                                           kMaxConfigFileBytes, " bytes (4 MiB)");
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config file ", path, " is ", FileKind(st.st_mode), "; give a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+    return absl::InvalidArgumentError(too_big);
+  }
+  // Read up to one byte past the cap: the file may grow after fstat.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::NotFoundError(
+          absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+    }
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxConfigFileBytes) return absl::InvalidArgumentError(too_big);
+  text.resize(got);
+  return text;
+}
+
+// One numeric option's effective value and its allowed range.
+struct RangeCheck {
+  const char* name;  // "config.field (--flag)" or "config.field"
+  uint64_t value;
+  uint64_t min;
+  uint64_t max;
+  const char* unit;  // "" or " ms (30 days)" etc., after the maximum
+};
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kMaxMilliseconds = uint64_t{30} * 24 * 3600 * 1000;  // 30 days
+constexpr const char* kMsUnit = " ms (30 days)";
+
+// Milliseconds of a duration option; UINT64_MAX for an infinite or negative
+// one (out of every range).
+uint64_t ToMs(absl::Duration d) {
+  if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  auto read = ReadConfigText(path);
+  if (!read.ok()) return read.status();
+  const std::string& text = *read;
   v1::DaemonConfig config;
   if (absl::EndsWith(path, ".json")) {
     google::protobuf::util::JsonParseOptions options;
@@ -72,10 +147,12 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
   if (l.max_concurrent_calls()) options->max_concurrent_calls = l.max_concurrent_calls();
   if (l.max_pending_calls()) options->max_pending_calls = l.max_pending_calls();
   if (l.default_call_timeout_ms()) {
-    options->default_call_timeout = absl::Milliseconds(l.default_call_timeout_ms());
+    options->default_call_timeout = MillisecondsOption(l.default_call_timeout_ms());
   }
-  if (l.max_call_timeout_ms()) options->max_call_timeout = absl::Milliseconds(l.max_call_timeout_ms());
-  if (l.drain_grace_ms()) options->drain_grace = absl::Milliseconds(l.drain_grace_ms());
+  if (l.max_call_timeout_ms()) {
+    options->max_call_timeout = MillisecondsOption(l.max_call_timeout_ms());
+  }
+  if (l.drain_grace_ms()) options->drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
   const v1::ToolSelection& sel = config.builtin_tools();
   options->builtin_enabled.assign(sel.enabled().begin(), sel.enabled().end());
@@ -89,10 +166,12 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
   if (f.search_max_results()) b.search_max_results = f.search_max_results();
   if (f.max_file_bytes()) b.max_file_bytes = f.max_file_bytes();
   const v1::RunCommandConfig& r = config.run_command();
-  if (r.default_timeout_ms()) b.command_default_timeout = absl::Milliseconds(r.default_timeout_ms());
-  if (r.max_timeout_ms()) b.command_max_timeout = absl::Milliseconds(r.max_timeout_ms());
+  if (r.default_timeout_ms()) {
+    b.command_default_timeout = MillisecondsOption(r.default_timeout_ms());
+  }
+  if (r.max_timeout_ms()) b.command_max_timeout = MillisecondsOption(r.max_timeout_ms());
   if (r.capture_bytes()) b.command_capture_bytes = r.capture_bytes();
-  if (r.kill_grace_ms()) b.command_kill_grace = absl::Milliseconds(r.kill_grace_ms());
+  if (r.kill_grace_ms()) b.command_kill_grace = MillisecondsOption(r.kill_grace_ms());
   b.sandbox = r.sandbox();
   b.sandbox_network = r.sandbox_network();
   b.allow_env.assign(r.allow_env().begin(), r.allow_env().end());
@@ -116,23 +195,83 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
         {sa.name(), sa.description(), {sa.enabled_tools().begin(), sa.enabled_tools().end()},
          {sa.disabled_tools().begin(), sa.disabled_tools().end()}});
   }
-  if (config.sessions().max_depth()) options->session_max_depth = config.sessions().max_depth();
+  if (uint32_t depth = config.sessions().max_depth()) {  // an int: saturate, not wrap
+    options->session_max_depth =
+        static_cast<int>(std::min<uint32_t>(depth, std::numeric_limits<int>::max()));
+  }
   if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
-    options->session_idle_ttl = absl::Milliseconds(config.sessions().idle_ttl_ms());
+    options->session_idle_ttl = MillisecondsOption(config.sessions().idle_ttl_ms());
   }
-  if (options->max_concurrent_calls > 4096) {
+  return absl::OkStatus();
+}
+
+absl::Duration MillisecondsOption(uint64_t ms) {
+  if (ms > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InfiniteDuration();
+  }
+  return absl::Milliseconds(static_cast<int64_t>(ms));
+}
+
+absl::Status ValidateOptions(const DaemonOptions& o) {
+  const BuiltinOptions& b = o.builtin;
+  const RangeCheck checks[] = {
+      {"limits.max_calls_per_batch (--max_calls_per_batch)", o.max_calls_per_batch, 1, 1 << 20,
+       ""},
+      // Each running call holds a thread.
+      {"limits.max_concurrent_calls (--max_concurrent_calls)", o.max_concurrent_calls, 1, 4096,
+       ""},
+      {"limits.max_pending_calls (--max_pending_calls)", o.max_pending_calls, 1, 1 << 20, ""},
+      {"limits.default_call_timeout_ms (--call_timeout_ms)", ToMs(o.default_call_timeout), 1,
+       kMaxMilliseconds, kMsUnit},
+      {"limits.max_call_timeout_ms (--max_call_timeout_ms)", ToMs(o.max_call_timeout), 1,
+       kMaxMilliseconds, kMsUnit},
+      {"limits.drain_grace_ms (--drain_grace_ms)", ToMs(o.drain_grace), 0, kMaxMilliseconds,
+       kMsUnit},
+      {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
+      {"sessions.max_depth", static_cast<uint64_t>(o.session_max_depth), 1, 100, ""},
+      {"sessions.idle_ttl_ms (--session_idle_ttl_ms)", ToMs(o.session_idle_ttl), 0,
+       kMaxMilliseconds, kMsUnit},
+      {"file_tools.view_max_lines", b.view_max_lines, 1, 10000000, ""},
+      // A result must fit in one gRPC message.
+      {"file_tools.view_max_bytes", b.view_max_bytes, 1, 64 * kMiB, " bytes (64 MiB)"},
+      {"file_tools.list_max_entries", b.list_max_entries, 1, 1000000, ""},
+      {"file_tools.search_max_results", b.search_max_results, 1, 1000000, ""},
+      {"file_tools.max_file_bytes", b.max_file_bytes, 1, 1024 * kMiB, " bytes (1 GiB)"},
+      {"run_command.default_timeout_ms", ToMs(b.command_default_timeout), 1, kMaxMilliseconds,
+       kMsUnit},
+      {"run_command.max_timeout_ms", ToMs(b.command_max_timeout), 1, kMaxMilliseconds, kMsUnit},
+      {"run_command.capture_bytes", b.command_capture_bytes, 1, 64 * kMiB, " bytes (64 MiB)"},
+      {"run_command.kill_grace_ms", ToMs(b.command_kill_grace), 0, kMaxMilliseconds, kMsUnit},
+      // 0 = not limited, for each rlimit.
+      {"run_command.rlimit_cpu_seconds", b.rlimit_cpu_seconds, 0, 30 * 24 * 3600,
+       " s (30 days)"},
+      // x86-64's user address space.
+      {"run_command.rlimit_address_space_bytes", b.rlimit_address_space_bytes, 0,
+       uint64_t{1} << 47, " bytes (128 TiB)"},
+      // Linux's default fs.nr_open.
+      {"run_command.rlimit_open_files", b.rlimit_open_files, 0, 1 << 20, ""},
+      // Linux's PID_MAX_LIMIT.
+      {"run_command.rlimit_processes", b.rlimit_processes, 0, 1 << 22, ""},
+      {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
+  };
+  for (const RangeCheck& c : checks) {
+    if (c.value >= c.min && c.value <= c.max) continue;
+    // A duration at UINT64_MAX is a saturated one: the exact count is gone.
+    std::string shown = c.value == std::numeric_limits<uint64_t>::max() && c.unit == kMsUnit
+                            ? std::string("too large")
+                            : absl::StrCat(c.value);
+    return absl::InvalidArgumentError(absl::StrCat(c.name, " is ", shown, "; allowed ", c.min,
+                                                   " to ", c.max, c.unit));
+  }
+  if (o.max_pending_calls < o.max_calls_per_batch) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "limits.max_concurrent_calls is ", options->max_concurrent_calls,
-        "; at most 4096 (each running call holds a thread)"));
+        "limits.max_pending_calls (", o.max_pending_calls,
+        ") must be at least limits.max_calls_per_batch (", o.max_calls_per_batch, ")"));
   }
-  if (options->max_pending_calls < options->max_calls_per_batch) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "limits.max_pending_calls (", options->max_pending_calls,
-        ") must be at least limits.max_calls_per_batch (", options->max_calls_per_batch, ")"));
-  }
-  if (options->default_call_timeout > options->max_call_timeout) {
+  if (o.default_call_timeout > o.max_call_timeout) {
     return absl::InvalidArgumentError(
-        "limits.default_call_timeout_ms must not exceed limits.max_call_timeout_ms");
+        "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
+        "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
   return absl::OkStatus();
 }

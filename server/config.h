@@ -3,23 +3,44 @@
 #ifndef TOOLEXEC_SERVER_CONFIG_H_
 #define TOOLEXEC_SERVER_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/service_core.h"
 #include "toolexec/v1/config.pb.h"
 
 namespace toolexec {
 
+// The largest config file LoadConfigFile reads.
+inline constexpr uint64_t kMaxConfigFileBytes = 4 << 20;
+
 // Reads `path`: JSON when it ends in ".json", text proto otherwise. Unknown
-// fields are errors. InvalidArgument names the file, line and column.
+// fields are errors. InvalidArgument names the file, line and column; a path
+// that is not a regular file (a directory, FIFO or device) or is larger than
+// kMaxConfigFileBytes is refused without reading it (a FIFO does not block).
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 
 // Copies every field the config sets (non-empty, non-zero) into `options`.
-// InvalidArgument for out-of-range values or an unknown log level.
+// InvalidArgument for an unknown log level or a nameless subagent; the
+// ranges are ValidateOptions' job.
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);
+
+// A millisecond count from the config file or a flag as a Duration. Counts
+// past what a Duration holds become InfiniteDuration(), so ValidateOptions
+// refuses them instead of seeing a wrapped value.
+absl::Duration MillisecondsOption(uint64_t ms);
+
+// Checks every numeric option of `options` against its documented range
+// (config.proto and the README's flag table give them) and the relations
+// between them. InvalidArgument names the config field and the flag (where
+// there is one) and the allowed range; nothing is clamped. toolexecd runs it
+// once, after the config file and the flags are both applied, so both are
+// held to the same ranges.
+absl::Status ValidateOptions(const DaemonOptions& options);
 
 }  // namespace toolexec
 

@@ -103,23 +103,19 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
     options.max_pending_calls = absl::GetFlag(FLAGS_max_pending_calls);
   }
   if (OnCommandLine("call_timeout_ms")) {
-    options.default_call_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_call_timeout_ms));
+    options.default_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_call_timeout_ms));
   }
   if (OnCommandLine("max_call_timeout_ms")) {
-    options.max_call_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_max_call_timeout_ms));
+    options.max_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_max_call_timeout_ms));
   }
   if (OnCommandLine("drain_grace_ms")) {
-    options.drain_grace = absl::Milliseconds(absl::GetFlag(FLAGS_drain_grace_ms));
+    options.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));
   }
   if (OnCommandLine("session_idle_ttl_ms")) {
-    options.session_idle_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_session_idle_ttl_ms));
+    options.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
   }
-  if (options.max_calls_per_batch == 0 || options.max_concurrent_calls == 0) {
-    return absl::InvalidArgumentError("max_calls_per_batch and max_concurrent_calls must be > 0");
-  }
-  if (options.max_pending_calls < options.max_calls_per_batch) {
-    return absl::InvalidArgumentError("max_pending_calls must be at least max_calls_per_batch");
-  }
+  // The config file's values and the flags' are held to the same ranges.
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   // The workspace: absolute and real, so confinement compares real paths.
   std::error_code ec;
   std::filesystem::path ws = options.workspace.empty()

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # toolexecd refuses to start on a bad config: non-zero exit, the reason on
-# stderr (S1 duplicate names, S7 subagents, S9 declarations, bad values).
+# stderr (S1 duplicate names, S7 subagents, S9 declarations, bad values, a
+# config path that is not a small regular file, a number out of its range).
 set -u
 toolexecd="$1"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
+passes=0
 
-expect_refused() {  # name, config text, expected stderr substring
-  local name="$1" config="$2" want="$3"
-  printf '%s\n' "$config" > "$dir/$name.textproto"
+# Runs toolexecd with the given arguments; it must exit non-zero within the
+# time limit (a hung or serving daemon is killed and fails the check) with
+# `want` on stderr. Memory is capped so that an unbounded read fails fast.
+expect_exit_refused() {  # name, expected stderr substring, toolexecd arguments...
+  local name="$1" want="$2"
+  shift 2
   local out rc
-  out=$(timeout 20 "$toolexecd" --config="$dir/$name.textproto" --workspace="$dir" \
-        --listen=127.0.0.1:0 2>&1 >/dev/null)
+  out=$(ulimit -v 1048576; timeout 10 "$toolexecd" --workspace="$dir" --listen=127.0.0.1:0 \
+        "$@" 2>&1 >/dev/null)
   rc=$?
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
     echo "FAIL $name: exit $rc, expected a refusal"; failures=$((failures + 1)); return
@@ -20,7 +25,13 @@ expect_refused() {  # name, config text, expected stderr substring
   if ! grep -qF -- "$want" <<<"$out"; then
     echo "FAIL $name: stderr lacks '$want': $out"; failures=$((failures + 1)); return
   fi
-  echo "ok   $name: exit $rc: $out"
+  echo "ok   $name: exit $rc: $out"; passes=$((passes + 1))
+}
+
+expect_refused() {  # name, config text, expected stderr substring
+  local name="$1" config="$2" want="$3"
+  printf '%s\n' "$config" > "$dir/$name.textproto"
+  expect_exit_refused "$name" "$want" --config="$dir/$name.textproto"
 }
 
 expect_refused subagent_both_lists \
@@ -38,13 +49,100 @@ expect_refused bad_finish_schema \
 expect_refused missing_bwrap_or_bad_sandbox \
   'run_command { sandbox: "chroot" }' "sandbox"
 
+# The config path must name a regular file of at most 4 MiB; it is neither
+# read without limit nor waited on.
+expect_exit_refused config_dev_zero "is a device" --config=/dev/zero
+mkfifo "$dir/fifo.textproto"
+expect_exit_refused config_fifo "is a FIFO" --config="$dir/fifo.textproto"
+mkdir "$dir/conf.d"
+expect_exit_refused config_directory "is a directory" --config="$dir/conf.d"
+head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' > "$dir/huge.textproto"
+expect_exit_refused config_too_large "larger than 4194304 bytes" --config="$dir/huge.textproto"
+
+# Every numeric option past its range, from the config file: the message
+# names the field; nothing is clamped.
+u64_max=18446744073709551615
+u32_max=4294967295
+while read -r section field value; do
+  expect_refused "range_${section}_${field}" "$section { $field: $value }" "$section.$field"
+done <<RANGES
+limits max_calls_per_batch $u32_max
+limits max_concurrent_calls 4097
+limits max_pending_calls $u32_max
+limits default_call_timeout_ms $u64_max
+limits max_call_timeout_ms 10000000000000
+limits drain_grace_ms $u64_max
+limits max_sessions $u32_max
+sessions max_depth $u32_max
+sessions idle_ttl_ms 10000000000000
+file_tools view_max_lines $u32_max
+file_tools view_max_bytes $u64_max
+file_tools list_max_entries $u32_max
+file_tools search_max_results $u32_max
+file_tools max_file_bytes $u64_max
+run_command default_timeout_ms 10000000000000
+run_command max_timeout_ms $u64_max
+run_command capture_bytes $u64_max
+run_command kill_grace_ms 10000000000000
+run_command rlimit_cpu_seconds $u64_max
+run_command rlimit_address_space_bytes $u64_max
+run_command rlimit_open_files $u64_max
+run_command rlimit_processes $u64_max
+RANGES
+expect_refused range_web_search_max_uses 'control_tools { web_search { max_uses: 4294967295 } }' \
+  "control_tools.web_search.max_uses"
+# The message gives the value and the range.
+expect_refused range_message 'file_tools { max_file_bytes: 1073741825 }' \
+  "file_tools.max_file_bytes is 1073741825; allowed 1 to 1073741824"
+
+# The same ranges for the flags, named as flags.
+while read -r flag value; do
+  expect_exit_refused "range_flag_${flag}_$value" "--$flag" "--$flag=$value"
+done <<RANGES
+max_calls_per_batch 0
+max_calls_per_batch $u32_max
+max_concurrent_calls 4097
+max_pending_calls $u32_max
+call_timeout_ms $u64_max
+max_call_timeout_ms 10000000000000
+drain_grace_ms $u64_max
+session_idle_ttl_ms 10000000000000
+RANGES
+
+check() {  # name, command...: the command must succeed
+  local name="$1"
+  shift
+  if "$@" >/dev/null 2>&1; then passes=$((passes + 1)); else
+    echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+
 # --check_config agrees: 1 on a bad config, 0 on a good one.
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1
-[ $? -eq 1 ] || { echo "FAIL check_config on a bad config did not exit 1"; failures=$((failures + 1)); }
+check "check_config exits 1 on a bad config" test $? -eq 1
 printf 'subagents { name: "reader" }\n' > "$dir/good.textproto"
-"$toolexecd" --check_config --config="$dir/good.textproto" --workspace="$dir" >/dev/null 2>&1 ||
-  { echo "FAIL check_config on a good config"; failures=$((failures + 1)); }
+check "check_config on a good config" \
+  timeout 10 "$toolexecd" --check_config --config="$dir/good.textproto" --workspace="$dir"
+# Each range's maximum is allowed.
+cat > "$dir/at_limits.textproto" <<CONFIG
+limits { max_calls_per_batch: 1048576 max_pending_calls: 1048576 max_concurrent_calls: 4096
+         default_call_timeout_ms: 2592000000 max_call_timeout_ms: 2592000000
+         drain_grace_ms: 2592000000 max_sessions: 1000000 }
+sessions { max_depth: 100 idle_ttl_ms: 2592000000 }
+file_tools { view_max_lines: 10000000 view_max_bytes: 67108864 list_max_entries: 1000000
+             search_max_results: 1000000 max_file_bytes: 1073741824 }
+run_command { default_timeout_ms: 2592000000 max_timeout_ms: 2592000000 capture_bytes: 67108864
+              kill_grace_ms: 2592000000 rlimit_cpu_seconds: 2592000
+              rlimit_address_space_bytes: 140737488355328 rlimit_open_files: 1048576
+              rlimit_processes: 4194304 }
+control_tools { web_search { max_uses: 10000 } }
+CONFIG
+check "check_config with every option at its maximum" \
+  timeout 10 "$toolexecd" --check_config --config="$dir/at_limits.textproto" --workspace="$dir"
+check "check_config with the flags at their maximum" \
+  timeout 10 "$toolexecd" --check_config --workspace="$dir" --max_calls_per_batch=1048576 \
+  --max_pending_calls=1048576 --max_concurrent_calls=4096 --call_timeout_ms=2592000000 \
+  --max_call_timeout_ms=2592000000 --drain_grace_ms=2592000000 --session_idle_ttl_ms=0
 
-echo "$((9 - failures)) passed, $failures failed"
+echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
