@@ -44,11 +44,13 @@ constexpr char kSchema[] = R"json({
     "timeout_ms": {
       "type": "integer",
       "minimum": 1,
+      "maximum": 2592000000,
       "description": "Wall-clock limit in milliseconds (default 120000, capped by the daemon's configuration). On timeout the command's process group gets SIGTERM, then SIGKILL; the output so far is returned with timed_out \"wall\"."
     },
     "idle_timeout_ms": {
       "type": "integer",
       "minimum": 1,
+      "maximum": 2592000000,
       "description": "End the command if it prints nothing for this long (timed_out \"idle\")."
     },
     "env": {

@@ -226,6 +226,22 @@ TEST_F(RunCommandTest, InvalidArguments) {
   EXPECT_EQ(Run(R"({"command_line":"   "})").error->code, ErrorCode::kInvalidArguments);
 }
 
+TEST_F(RunCommandTest, TimeoutsBeyondThirtyDaysAreInvalidNotImmediate) {
+  // 10^13 ms overflowed the clock and ended a 1 s command at once as idle.
+  for (const char* arg : {"timeout_ms", "idle_timeout_ms"}) {
+    auto r = Run(absl::StrCat(R"({"command_line":"sleep 0.2; echo ok",")", arg,
+                              R"(":10000000000000})"));
+    ASSERT_TRUE(r.error.has_value()) << arg;
+    EXPECT_EQ(r.error->code, ErrorCode::kInvalidArguments) << arg;
+    EXPECT_THAT(r.error_message, HasSubstr(arg));
+  }
+  // The largest allowed value runs the command normally.
+  auto ok = Sh("sleep 0.2; echo ok", R"("idle_timeout_ms":2592000000,"timeout_ms":2592000000)");
+  ASSERT_TRUE(ok.ok()) << ok.error_message;
+  EXPECT_EQ(Str(ok.payload, "timed_out"), "");
+  EXPECT_EQ(Str(ok.payload, "stdout"), "ok\n");
+}
+
 TEST_F(RunCommandTest, StdoutAndStderrSeparateAndInterleaved) {
   auto r =
       Sh("echo out1; sleep 0.05; echo err1 >&2; sleep 0.05; echo out2; sleep 0.05; "
