@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -302,6 +303,92 @@ TEST(SearchGrepTest, BinaryDecisionDoesNotDependOnEarlierFiles) {
     const std::string name = absl::StrCat("mixed", i, ".txt");
     EXPECT_EQ(Paths(RunGrep(ws, req, name)), std::vector<std::string>{name});
   }
+}
+
+// A file whose second line is 50 MB long with a match far from its start.
+void WriteLongLineFile(const TempWorkspace& ws) {
+  std::string long_line(50'000'000, 'a');
+  long_line.replace(20'000'000, 6, "needle");
+  long_line.replace(long_line.size() - 6, 6, "needle");
+  ws.Write("long.txt", "context before\n" + long_line + "\nneedle after\ntail\n");
+}
+
+// Concurrent greps of the long line (content, count and files modes; the file
+// named or found by a walk) all find the right lines while the buffers they
+// hold together stay within the budget.
+void GrepLongLineConcurrently(const TempWorkspace& ws, int greps) {
+  ResetGrepBufferPeak();
+  std::vector<GrepResult> results(static_cast<size_t>(greps));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < greps; ++i) {
+    threads.emplace_back([&ws, &results, i] {
+      GrepRequest req = Req("needle", static_cast<OutputMode>(i % 3));
+      req.context_lines = 1;
+      req.max_line_bytes = 100;
+      req.threads = 2;
+      results[static_cast<size_t>(i)] = RunGrep(ws, req, i % 2 == 0 ? "long.txt" : ".");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const GrepBufferUsage usage = GrepBuffers();
+  EXPECT_LE(usage.peak, usage.budget);
+  EXPECT_EQ(usage.held, 0u);  // returned when the calls ended
+  const std::string head(100, 'a');
+  for (int i = 0; i < greps; ++i) {
+    const GrepResult& r = results[static_cast<size_t>(i)];
+    ASSERT_EQ(r.files.size(), 1u) << i;
+    switch (static_cast<OutputMode>(i % 3)) {
+      case OutputMode::kContent:
+        EXPECT_THAT(Lines(r), ElementsAre("long.txt-1-context before", "long.txt:2:" + head,
+                                          "long.txt:3:needle after", "long.txt-4-tail"));
+        EXPECT_TRUE(r.files[0].lines[1].cut);
+        EXPECT_EQ(r.total_matches, 2u);
+        break;
+      case OutputMode::kCount:
+        EXPECT_EQ(r.files[0].matches, 2u);
+        break;
+      case OutputMode::kFilesWithMatches:
+        EXPECT_EQ(r.files[0].path, "long.txt");
+        break;
+    }
+  }
+}
+
+TEST(SearchGrepTest, ConcurrentGrepsOfALongLineStayWithinTheBufferBudget) {
+  TempWorkspace ws;
+  WriteLongLineFile(ws);
+  GrepLongLineConcurrently(ws, 16);
+}
+
+TEST(SearchGrepTest, LongLineAsContextAndPastTheCap) {
+  // Lines over kMaxLineBytes as after-context, and matching after the cap is
+  // reached (counted, not stored).
+  TempWorkspace ws;
+  const std::string long_line(kMaxLineBytes + (3 << 20), 'b');
+  ws.Write("f.txt", "needle 1\n" + long_line + "\nx\n" + long_line + "needle\nneedle 4\n");
+  GrepRequest req = Req("needle");
+  req.context_lines = 1;
+  req.max_line_bytes = 10;
+  req.max_results = 1;
+  GrepResult r = RunGrep(ws, req);
+  EXPECT_THAT(Lines(r), ElementsAre("f.txt:1:needle 1", "f.txt-2-bbbbbbbbbb"));
+  EXPECT_TRUE(r.files[0].lines[1].cut);
+  EXPECT_EQ(r.total_matches, 3u);
+  req.max_results = 10;
+  EXPECT_THAT(Lines(RunGrep(ws, req)),
+              ElementsAre("f.txt:1:needle 1", "f.txt-2-bbbbbbbbbb", "f.txt-3-x",
+                          "f.txt:4:bbbbbbbbbb", "f.txt:5:needle 4"));
+  EXPECT_EQ(RunGrep(ws, Req("needle", OutputMode::kCount)).files[0].matches, 3u);
+}
+
+TEST(SearchGrepTest, ConcurrentGrepsShareASmallBudget) {
+  // Room for five first buffers: the others wait, and none can grow, so the
+  // long line is searched in windows of the first buffer's size.
+  TempWorkspace ws;
+  WriteLongLineFile(ws);
+  SetGrepBufferBudget(6 << 20);
+  GrepLongLineConcurrently(ws, 16);
+  SetGrepBufferBudget(kDefaultGrepBufferBudget);
 }
 
 }  // namespace

@@ -25,8 +25,13 @@ namespace toolexec::search {
 namespace {
 
 constexpr size_t kBlockBytes = 1 << 20;
-// A line longer than this is split (the buffer would otherwise grow without bound).
-constexpr size_t kMaxBufferBytes = 64 << 20;
+// Kept from one window of a long line to the next, so a match up to this long
+// across the edge is still found.
+constexpr size_t kOverlapBytes = 4 << 10;
+// What a search starts with: a block and an overlap.
+constexpr size_t kBaseBufferBytes = kBlockBytes + kOverlapBytes;
+// The largest buffer: a line up to kMaxLineBytes is held whole.
+constexpr size_t kMaxBufferBytes = kMaxLineBytes + kBlockBytes;
 // The largest UTF-16 file transcoded (and so held in memory) for a search.
 constexpr size_t kMaxUtf16Bytes = 16 << 20;
 
@@ -76,6 +81,18 @@ size_t Utf8SequenceLength(absl::string_view s, size_t i) {
   return len;
 }
 
+// The start of the `count` lines before the line at text[pos], or of as many
+// as text holds (*found of them).
+size_t LinesBefore(absl::string_view text, size_t pos, uint64_t count, uint64_t* found) {
+  *found = 0;
+  while (*found < count && pos > 0) {
+    const void* nl = pos >= 2 ? memrchr(text.data(), '\n', pos - 1) : nullptr;
+    pos = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+    ++*found;
+  }
+  return pos;
+}
+
 // Appends s as valid UTF-8, stopping before `max_bytes` of output; returns
 // false if it stopped early.
 bool AppendUtf8(absl::string_view s, size_t max_bytes, std::string* out) {
@@ -90,11 +107,136 @@ bool AppendUtf8(absl::string_view s, size_t max_bytes, std::string* out) {
   return true;
 }
 
+// The process-wide account of buffer bytes (see grep.h).
+class BufferBudget {
+ public:
+  enum class Wait { kAcquired, kCancelled, kNeverFits };
+
+  // Blocks until `bytes` fit in the budget or the token trips.
+  Wait Acquire(size_t bytes, const CancellationToken* cancellation) {
+    absl::MutexLock lock(&mu_);
+    while (held_ + bytes > limit_) {
+      if (bytes > limit_) return Wait::kNeverFits;
+      if (cancellation != nullptr && cancellation->cancelled()) return Wait::kCancelled;
+      // Timed, to notice cancellation (a token cannot signal this condition).
+      freed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+    }
+    Take(bytes);
+    return Wait::kAcquired;
+  }
+
+  bool TryAcquire(size_t bytes) {
+    absl::MutexLock lock(&mu_);
+    if (held_ + bytes > limit_) return false;
+    Take(bytes);
+    return true;
+  }
+
+  void Release(size_t bytes) {
+    if (bytes == 0) return;
+    absl::MutexLock lock(&mu_);
+    held_ -= bytes;
+    freed_.SignalAll();
+  }
+
+  GrepBufferUsage Usage() {
+    absl::MutexLock lock(&mu_);
+    return {held_, peak_, limit_};
+  }
+  void ResetPeak() {
+    absl::MutexLock lock(&mu_);
+    peak_ = held_;
+  }
+  void SetLimit(size_t bytes) {
+    absl::MutexLock lock(&mu_);
+    limit_ = std::max(bytes, kBaseBufferBytes);
+    freed_.SignalAll();
+  }
+
+ private:
+  void Take(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    held_ += bytes;
+    peak_ = std::max(peak_, held_);
+  }
+
+  absl::Mutex mu_;
+  absl::CondVar freed_;
+  size_t limit_ ABSL_GUARDED_BY(mu_) = kDefaultGrepBufferBudget;
+  size_t held_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t peak_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+BufferBudget& Budget() {
+  static BufferBudget* const budget = new BufferBudget;
+  return *budget;
+}
+
+// Bytes of the budget, given back when it goes.
+class Reservation {
+ public:
+  Reservation() = default;
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  ~Reservation() { Budget().Release(bytes_); }
+
+  BufferBudget::Wait Acquire(size_t bytes, const CancellationToken* cancellation) {
+    const BufferBudget::Wait w = Budget().Acquire(bytes, cancellation);
+    if (w == BufferBudget::Wait::kAcquired) bytes_ += bytes;
+    return w;
+  }
+  bool TryAcquire(size_t bytes) {
+    if (!Budget().TryAcquire(bytes)) return false;
+    bytes_ += bytes;
+    return true;
+  }
+  void Release(size_t bytes) {
+    Budget().Release(bytes);
+    bytes_ -= bytes;
+  }
+
+ private:
+  size_t bytes_ = 0;
+};
+
+// A search's read buffer: charged to the budget, freed with the search.
+class ReadBuffer {
+ public:
+  // Waits for the budget (false if cancelled first).
+  bool Init(const CancellationToken* cancellation) {
+    if (reservation_.Acquire(kBaseBufferBytes, cancellation) != BufferBudget::Wait::kAcquired) {
+      return false;
+    }
+    data_.reset(new char[kBaseBufferBytes]);
+    size_ = kBaseBufferBytes;
+    return true;
+  }
+
+  // Doubles the buffer (up to kMaxBufferBytes), keeping its first `filled`
+  // bytes; false at the largest size or when the budget has no room.
+  bool Grow(size_t filled) {
+    if (size_ >= kMaxBufferBytes) return false;
+    const size_t size = std::min(size_ * 2, kMaxBufferBytes);
+    if (!reservation_.TryAcquire(size)) return false;
+    std::unique_ptr<char[]> bigger(new char[size]);
+    memcpy(bigger.get(), data_.get(), filled);
+    data_ = std::move(bigger);
+    reservation_.Release(size_);
+    size_ = size;
+    return true;
+  }
+
+  char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  Reservation reservation_;  // outlives data_ (declared first, destroyed last)
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
 struct Worker {
   std::unique_ptr<LineMatcher> owned;
   const LineMatcher* matcher = nullptr;
-  std::unique_ptr<char[]> buf;
-  size_t cap = 0;
 };
 
 // The results of all workers: bounded by the cap, sorted by path.
@@ -213,28 +355,31 @@ class FileSearch {
   }
 
   Outcome Run(int fd, uint64_t size_hint) {
-    if (w_.buf == nullptr) {
-      w_.cap = kBlockBytes;
-      w_.buf.reset(new char[w_.cap]);
-    }
+    ReadBuffer buf;
+    if (!buf.Init(req_.cancellation)) return Outcome::kCancelled;
     size_t filled = 0;
     size_t search_from = 0;
     uint64_t total_read = 0;
     bool eof = false;
     while (!eof) {
-      // Every read asks for exactly kBlockBytes, whatever the buffer grew to
-      // for earlier files, so what is read before a decision depends only on
-      // the file.
-      if (w_.cap - filled < kBlockBytes && !Grow(filled)) {
-        // A single line of about kMaxBufferBytes: search it as it is.
-        if (Process(absl::string_view(w_.buf.get(), filled), search_from, false)) {
-          return Outcome::kDone;
-        }
-        filled = search_from = 0;
+      // Every read asks for exactly kBlockBytes, whatever the buffer grew to,
+      // so what is read before a decision depends only on the file.
+      if (buf.size() - filled < kBlockBytes && (long_line_ || !buf.Grow(filled))) {
+        // [search_from, filled) is the start of a line that does not fit
+        // (every complete line before it was searched): search it as a
+        // window and keep only its last kOverlapBytes.
+        const absl::string_view text(buf.data(), filled);
+        if (!long_line_) BeginLongLine(text, search_from);
+        if (SearchWindow(text.substr(search_from))) return Outcome::kDone;
+        if (req_.cancellation && req_.cancellation->cancelled()) return Outcome::kCancelled;
+        const size_t keep = std::min(kOverlapBytes, filled - search_from);
+        memmove(buf.data(), buf.data() + filled - keep, keep);
+        filled = keep;
+        search_from = 0;
       }
       // pread: the descriptor may be the caller's (a single-file search), whose offset stays put.
       const ssize_t n =
-          pread(fd, w_.buf.get() + filled, kBlockBytes, static_cast<off_t>(total_read));
+          pread(fd, buf.data() + filled, kBlockBytes, static_cast<off_t>(total_read));
       if (n < 0) {
         if (errno == EINTR) continue;
         return Outcome::kUnreadable;
@@ -243,12 +388,12 @@ class FileSearch {
         eof = true;
       } else {
         if (total_read == 0 && n >= 2) {
-          const auto b0 = static_cast<unsigned char>(w_.buf[0]);
-          const auto b1 = static_cast<unsigned char>(w_.buf[1]);
+          const auto b0 = static_cast<unsigned char>(buf.data()[0]);
+          const auto b1 = static_cast<unsigned char>(buf.data()[1]);
           big_endian_ = b0 == 0xFE && b1 == 0xFF;
           if (big_endian_ || (b0 == 0xFF && b1 == 0xFE)) return Outcome::kUtf16;
         }
-        if (memchr(w_.buf.get() + filled, '\0', static_cast<size_t>(n)) != nullptr) {
+        if (memchr(buf.data() + filled, '\0', static_cast<size_t>(n)) != nullptr) {
           return Outcome::kBinary;
         }
         filled += static_cast<size_t>(n);
@@ -258,11 +403,27 @@ class FileSearch {
       }
       size_t region_end = filled;
       if (!eof) {
-        const void* nl = memrchr(w_.buf.get() + search_from, '\n', filled - search_from);
+        const void* nl = memrchr(buf.data() + search_from, '\n', filled - search_from);
         if (nl == nullptr) continue;  // no complete line yet: read more
-        region_end = static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
+        region_end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
       }
-      if (Process(absl::string_view(w_.buf.get(), region_end), search_from, eof)) {
+      if (long_line_) {
+        // The long line ends at the first '\n' (or at the end of the file);
+        // the lines after it start the buffer afresh.
+        const void* nl = memchr(buf.data() + search_from, '\n', region_end - search_from);
+        const size_t end = nl == nullptr
+                               ? region_end
+                               : static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
+        if (EndLongLine(absl::string_view(buf.data() + search_from, end - search_from))) {
+          return Outcome::kDone;
+        }
+        const size_t next = std::min(end + 1, region_end);
+        memmove(buf.data(), buf.data() + next, filled - next);
+        filled -= next;
+        region_end -= next;
+        search_from = 0;
+      }
+      if (Process(absl::string_view(buf.data(), region_end), search_from, eof)) {
         return Outcome::kDone;
       }
       if (eof) break;
@@ -271,13 +432,13 @@ class FileSearch {
       size_t keep = region_end;
       if (req_.mode == OutputMode::kContent) {
         for (int k = 0; k < req_.context_lines && keep > 0; ++k) {
-          const void* nl = memrchr(w_.buf.get(), '\n', keep - 1);
+          const void* nl = memrchr(buf.data(), '\n', keep - 1);
           keep = nl == nullptr
                      ? 0
-                     : static_cast<size_t>(static_cast<const char*>(nl) - w_.buf.get()) + 1;
+                     : static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
         }
       }
-      memmove(w_.buf.get(), w_.buf.get() + keep, filled - keep);
+      memmove(buf.data(), buf.data() + keep, filled - keep);
       filled -= keep;
       search_from = region_end - keep;
     }
@@ -285,14 +446,77 @@ class FileSearch {
   }
 
  private:
-  bool Grow(size_t filled) {
-    if (w_.cap >= kMaxBufferBytes + kBlockBytes) return false;
-    const size_t cap = std::min(w_.cap * 2, kMaxBufferBytes + kBlockBytes);
-    std::unique_ptr<char[]> bigger(new char[cap]);
-    memcpy(bigger.get(), w_.buf.get(), filled);
-    w_.buf = std::move(bigger);
-    w_.cap = cap;
+  // A line longer than kMaxLineBytes starts at text[from] (line number
+  // line_): keeps its head for display and the lines before-context needs,
+  // which the buffer is about to drop.
+  void BeginLongLine(absl::string_view text, size_t from) {
+    long_line_ = true;
+    long_line_matched_ = false;
+    head_ = std::string(text.substr(from, std::min(text.size() - from, req_.max_line_bytes)));
+    before_.clear();
+    if (req_.mode != OutputMode::kContent || counting_only_ || stored_ >= req_.max_results) return;
+    const uint64_t before =
+        std::min(static_cast<uint64_t>(req_.context_lines), line_ - 1 - last_stored_);
+    uint64_t back = 0;
+    size_t start = LinesBefore(text, from, before, &back);
+    for (uint64_t k = 0; k < back; ++k) {
+      const void* nl = memchr(text.data() + start, '\n', from - start);
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+      GrepLine line;
+      line.number = line_ - back + k;
+      line.is_context = true;
+      line.text = DisplayLine(text.substr(start, end - start), req_.max_line_bytes, &line.cut);
+      before_.push_back(std::move(line));
+      start = end + 1;
+    }
+  }
+
+  // Searches a window of the long line (no '\n' in it) unless the line
+  // matched already. True when the file needs no more reading.
+  bool SearchWindow(absl::string_view window) {
+    if (long_line_matched_ || !w_.matcher->AnyLine(window, 0)) return false;
+    long_line_matched_ = true;
+    if (req_.mode != OutputMode::kFilesWithMatches) return false;
+    out_.matches = 1;
     return true;
+  }
+
+  // The long line ends with `window`: counts or stores it as Process does
+  // any line. True when the file needs no more reading.
+  bool EndLongLine(absl::string_view window) {
+    if (SearchWindow(window)) return true;
+    long_line_ = false;
+    const uint64_t number = line_++;
+    const bool storing = req_.mode == OutputMode::kContent && !counting_only_;
+    if (!long_line_matched_) {
+      if (storing && pending_after_ > 0) {
+        StoreHead(number, true);
+        --pending_after_;
+      }
+      return false;
+    }
+    ++out_.matches;
+    if (!storing) return false;
+    pending_after_ = 0;
+    if (stored_ < req_.max_results) {
+      for (GrepLine& line : before_) out_.lines.push_back(std::move(line));
+      StoreHead(number, false);
+      ++stored_;
+      pending_after_ = static_cast<uint64_t>(req_.context_lines);
+    }
+    before_.clear();
+    if (stored_ >= req_.max_results && pending_after_ == 0) counting_only_ = true;
+    return false;
+  }
+
+  void StoreHead(uint64_t number, bool context) {
+    GrepLine line;
+    line.number = number;
+    line.is_context = context;
+    line.text = DisplayLine(head_, req_.max_line_bytes, &line.cut);
+    line.cut = true;  // the line is longer than any buffer
+    out_.lines.push_back(std::move(line));
+    last_stored_ = number;
   }
 
   void Store(absl::string_view text, size_t start, size_t end, uint64_t number, bool context) {
@@ -358,16 +582,9 @@ class FileSearch {
       if (stored_ < req_.max_results) {
         // Before-context: lines not stored yet, found walking back from the
         // match (the buffer keeps `context` lines before each block).
-        const uint64_t before = std::min(context, number - 1 - last_stored_);
-        size_t start = ls;
         uint64_t back = 0;
-        while (back < before && start > 0) {
-          const void* nl = start >= 2 ? memrchr(text.data(), '\n', start - 1) : nullptr;
-          start = nl == nullptr
-                      ? 0
-                      : static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1;
-          ++back;
-        }
+        const size_t start =
+            LinesBefore(text, ls, std::min(context, number - 1 - last_stored_), &back);
         StoreForward(text, start, back, number - back);
         Store(text, ls, le, number, false);
         ++stored_;
@@ -399,6 +616,11 @@ class FileSearch {
   uint64_t stored_ = 0;         // matching lines stored
   bool counting_only_ = false;  // the cap is reached and no context is pending
   bool big_endian_ = false;
+  // A line longer than kMaxLineBytes, searched in windows (see grep.h).
+  bool long_line_ = false;
+  bool long_line_matched_ = false;
+  std::string head_;              // its first max_line_bytes bytes
+  std::vector<GrepLine> before_;  // its before-context, stored if it matches
 };
 
 // Appends code point `cp` as UTF-8.
@@ -420,11 +642,15 @@ void AppendCodePoint(uint32_t cp, std::string* out) {
   }
 }
 
+// The most UTF-8 bytes `utf16_bytes` of UTF-16 become (3 per unit, or per
+// odd last byte).
+size_t Utf8Capacity(size_t utf16_bytes) { return (utf16_bytes + 1) / 2 * 3; }
+
 // UTF-16 (after its byte order mark) as UTF-8; unpaired surrogates and an odd
 // last byte become U+FFFD, as ripgrep's transcoder does.
 std::string Utf16ToUtf8(absl::string_view bytes, bool big_endian) {
   std::string out;
-  out.reserve(bytes.size() + bytes.size() / 2);
+  out.reserve(Utf8Capacity(bytes.size()));
   auto unit = [&](size_t i) {
     const auto b0 = static_cast<unsigned char>(bytes[i]);
     const auto b1 = static_cast<unsigned char>(bytes[i + 1]);
@@ -473,13 +699,27 @@ void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker
   GrepFile file;
   FileSearch search(request, worker, file);
   FileSearch::Outcome outcome = search.Run(fd, static_cast<uint64_t>(st.st_size));
+  Reservation utf16;  // the file and its transcoding, charged to the budget
   if (outcome == FileSearch::Outcome::kUtf16) {
     // Transcoded to UTF-8 and searched in memory, as ripgrep does; one too
     // big to hold is binary.
-    std::optional<std::string> raw =
-        ReadAll(fd, static_cast<uint64_t>(st.st_size), 2, kMaxUtf16Bytes);
-    outcome = raw ? search.RunText(Utf16ToUtf8(*raw, search.big_endian()))
-                  : FileSearch::Outcome::kBinary;
+    outcome = FileSearch::Outcome::kBinary;
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size >= 2 && size <= kMaxUtf16Bytes) {
+      const size_t raw_bytes = static_cast<size_t>(size) - 2;
+      switch (utf16.Acquire(raw_bytes + Utf8Capacity(raw_bytes), request.cancellation)) {
+        case BufferBudget::Wait::kAcquired:
+          if (std::optional<std::string> raw = ReadAll(fd, size, 2, kMaxUtf16Bytes)) {
+            outcome = search.RunText(Utf16ToUtf8(*raw, search.big_endian()));
+          }
+          break;
+        case BufferBudget::Wait::kCancelled:
+          outcome = FileSearch::Outcome::kCancelled;
+          break;
+        case BufferBudget::Wait::kNeverFits:
+          break;
+      }
+    }
   }
   switch (outcome) {
     case FileSearch::Outcome::kDone:
@@ -567,5 +807,11 @@ absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& re
   }
   return collector.Finish(request.context_lines);
 }
+
+GrepBufferUsage GrepBuffers() { return Budget().Usage(); }
+
+void ResetGrepBufferPeak() { Budget().ResetPeak(); }
+
+void SetGrepBufferBudget(size_t bytes) { Budget().SetLimit(bytes); }
 
 }  // namespace toolexec::search

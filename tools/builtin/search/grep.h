@@ -2,9 +2,10 @@
 // in parallel (walker.h), searches each file with a LineMatcher, and collects
 // a deterministic, capped result.
 //
-// Files: read with pread() calls of exactly 1 MiB into a per-worker buffer
-// (a file is processed block by block at line boundaries, so a huge file is
-// never held whole, and cancellation is checked between blocks). The binary
+// Files: read with pread() calls of exactly 1 MiB into a buffer the search
+// of that file owns (a file is processed block by block at line boundaries,
+// so a huge file is never held whole, and cancellation is checked between
+// blocks). The binary
 // rule: a file with a NUL byte in any block read is binary and skipped, as
 // ripgrep does when walking; blocks are read in order and the first 1 MiB
 // (or the whole smaller file) is always checked before any match is reported.
@@ -15,6 +16,24 @@
 // the file. A file that starts with a UTF-16 byte order mark (LE or BE) is
 // transcoded to UTF-8 and searched, as ripgrep does (line numbers and text
 // are the transcoded ones); one over 16 MiB is counted as binary.
+//
+// Memory: the buffer starts at 1 MiB + 4 KiB and doubles while a line does
+// not fit, up to kMaxLineBytes + 1 MiB. A line longer than kMaxLineBytes is
+// not held whole: it is searched in windows of the buffer's size that
+// overlap by 4 KiB, and counts once however many windows match; its text is
+// its first max_line_bytes bytes, always reported `cut`. A match that spans
+// more than the overlap at a window edge is not found, '^' and '$' also
+// match at window edges, and such a line is never before-context of a later
+// match (ripgrep holds the whole line instead).
+// Every buffer, and the file and transcoding of a UTF-16 file, is charged to
+// one process-wide budget (kDefaultGrepBufferBudget), so concurrent searches
+// together never hold more. A search that finds no room for its first
+// buffer waits until another search frees some (polling its cancellation
+// token every 50 ms); growth never waits: without room, the line is searched
+// in windows of the buffer it has. Nothing waits while holding budget, so
+// waiting cannot deadlock. A UTF-16 file that cannot fit in the budget at all
+// is counted as binary. Memory is freed when the file's search ends: nothing
+// is kept between files or calls.
 //
 // Results are sorted by path, then line number, whatever order the workers
 // finished in, and capped at max_results: the first files (files and count
@@ -38,6 +57,11 @@
 namespace toolexec::search {
 
 enum class OutputMode { kFilesWithMatches, kContent, kCount };
+
+// Lines up to this long are held whole; longer ones are searched in windows.
+inline constexpr size_t kMaxLineBytes = 4 << 20;
+// The most file data all searches in the process hold at once.
+inline constexpr size_t kDefaultGrepBufferBudget = 256 << 20;
 
 struct GrepRequest {
   MatcherOptions matcher;
@@ -89,6 +113,18 @@ std::string DisplayLine(absl::string_view line, size_t max_bytes, bool* cut);
 
 // Valid UTF-8 for a path or name (invalid bytes become U+FFFD).
 std::string SanitizeUtf8(absl::string_view text);
+
+// The bytes of file data the grep engine holds, process-wide, across every
+// call and worker.
+struct GrepBufferUsage {
+  size_t held = 0;    // allocated now
+  size_t peak = 0;    // most held at once since the last ResetGrepBufferPeak()
+  size_t budget = 0;  // the most ever held at once
+};
+GrepBufferUsage GrepBuffers();
+void ResetGrepBufferPeak();
+// Changes the budget (at least one first buffer, 1 MiB + 4 KiB).
+void SetGrepBufferBudget(size_t bytes);
 
 }  // namespace toolexec::search
 
