@@ -46,6 +46,11 @@ absl::StatusOr<std::shared_ptr<const CommandConfig>> CommandConfig::Create(
                                                    options.sandbox,
                                                    "\"; use \"\" (no sandbox) or \"bwrap\""));
   }
+  if (options.rlimit_processes > 0) {
+    auto pids = PidsCgroups::Find(options.rlimit_processes);
+    if (!pids.ok()) return pids.status();
+    config->pids = *std::move(pids);
+  }
   return std::shared_ptr<const CommandConfig>(std::move(config));
 }
 

@@ -187,7 +187,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
     spec.rlimits.emplace_back(RLIMIT_AS, opt.rlimit_address_space_bytes);
   }
   if (opt.rlimit_open_files > 0) spec.rlimits.emplace_back(RLIMIT_NOFILE, opt.rlimit_open_files);
-  if (opt.rlimit_processes > 0) spec.rlimits.emplace_back(RLIMIT_NPROC, opt.rlimit_processes);
+  spec.pids = config_->pids;
 
   if (config_->bwrap_path.empty()) {
     spec.argv = {"/bin/bash", "-c", command_line};

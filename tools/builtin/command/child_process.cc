@@ -49,6 +49,7 @@ struct ChildArgs {
   size_t inherit_count;
   const std::pair<int, rlim_t>* rlimits;
   size_t rlimit_count;
+  int cgroup_procs_fd;  // -1: none
   pid_t parent;  // the supervisor's pid
   // Set by the child when a step fails.
   int error;
@@ -261,6 +262,17 @@ int ChildMain(void* arg) {
     errno = ESRCH;
     ChildFail(a, "the supervisor exited");
   }
+  if (a->cgroup_procs_fd >= 0) {
+    // Into the command's pids cgroup before anything runs: all it starts
+    // counts against pids.max.
+    char digits[16];
+    char* p = digits + sizeof(digits);
+    for (long pid = syscall(SYS_getpid); pid > 0; pid /= 10) {
+      *--p = static_cast<char>('0' + pid % 10);
+    }
+    const ssize_t len = digits + sizeof(digits) - p;
+    if (write(a->cgroup_procs_fd, p, len) != len) ChildFail(a, "joining the pids cgroup");
+  }
   if (dup2(a->stdin_fd, 0) < 0 || dup2(a->stdout_fd, 1) < 0 || dup2(a->stderr_fd, 2) < 0) {
     ChildFail(a, "dup2");
   }
@@ -329,9 +341,10 @@ int SupervisorMain(void* arg) {
   ChildArgs* leader_args = a->leader;
   const int ready = a->ready_fd;
   // The leader's fds, and those it inherits, stay open until it is started.
-  int keep[5 + SpawnSpec::kMaxInheritFds] = {ready, leader_args->stdin_fd, leader_args->stdout_fd,
-                                             leader_args->stderr_fd, leader_args->cwd_fd};
-  int kept = 5;
+  int keep[6 + SpawnSpec::kMaxInheritFds] = {ready, leader_args->stdin_fd, leader_args->stdout_fd,
+                                             leader_args->stderr_fd, leader_args->cwd_fd,
+                                             leader_args->cgroup_procs_fd};
+  int kept = 6;
   for (size_t i = 0; i < leader_args->inherit_count; ++i) keep[kept++] = leader_args->inherit_fds[i];
   CloseAllBut(keep, kept);
   // SIGCHLD must not be ignored (children would be reaped by the kernel,
@@ -548,6 +561,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpe
   args.inherit_count = spec.inherit_fds.size();
   args.rlimits = spec.rlimits.data();
   args.rlimit_count = spec.rlimits.size();
+  args.cgroup_procs_fd = spec.cgroup_procs_fd;
 
   void* region = mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

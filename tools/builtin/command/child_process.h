@@ -66,6 +66,9 @@ struct SpawnSpec {
   bool stdin_pipe = false;
   // setrlimit() in the child before exec (soft = hard = value).
   std::vector<std::pair<int, rlim_t>> rlimits;
+  // A cgroup's cgroup.procs (open for writing) the leader moves itself into
+  // before exec; -1: none.
+  int cgroup_procs_fd = -1;
 };
 
 // How a process ended, as waitid reported it.

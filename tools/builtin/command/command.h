@@ -36,6 +36,9 @@
 //   lives as long as the registry holding them. Each entry owns a CommandRun
 //   and the thread pumping it, plus the unread-output log command_status
 //   reads.
+// * CommandCgroup (pids_cgroup.h): with rlimit_processes, the command's own
+//   pids cgroup, made from CommandConfig's PidsCgroups and owned by the
+//   CommandRun, which removes it once the tree is reaped.
 // * ChildReaper (reaper.h): process-wide. Keeps the daemon a subreaper as a
 //   second line (see Reaping) and, at start-up, kills what commands of a
 //   daemon that is gone left running.
@@ -154,7 +157,9 @@
 // daemon that ignores SIGPIPE does not pass that on), an empty signal mask,
 // setsid(), PR_SET_PDEATHSIG(SIGKILL) (if the supervisor dies, so does the
 // leader), the pipes on 0/1/2, fchdir() to the working directory's fd,
-// setrlimit() for each configured limit, every other fd marked
+// setrlimit() for each configured limit (rlimit_processes is not one:
+// it is the command's own pids cgroup, which the leader joins before the
+// dup2s, see pids_cgroup.h), every other fd marked
 // close-on-exec, then execve. A failure in the leader or the supervisor is
 // reported through the shared memory and the call fails (a command that
 // failed to start is a tool failure; a non-zero exit is a successful call
@@ -203,6 +208,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/command/pids_cgroup.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec::command {
@@ -214,10 +220,14 @@ struct CommandConfig {
   std::vector<std::string> base_env;
   // Absolute path of bwrap when options.sandbox == "bwrap", else empty.
   std::string bwrap_path;
+  // Where each command's pids cgroup is made when rlimit_processes is set,
+  // else null.
+  std::shared_ptr<const PidsCgroups> pids;
 
-  // Validates the options (an unknown sandbox value, or "bwrap" that is not
-  // installed or cannot create namespaces here, is an error that names the
-  // fix), snapshots and scrubs the environment.
+  // Validates the options (an unknown sandbox value, "bwrap" that is not
+  // installed or cannot create namespaces here, or rlimit_processes where no
+  // pids cgroup can be made, is an error that names the fix), snapshots and
+  // scrubs the environment.
   static absl::StatusOr<std::shared_ptr<const CommandConfig>> Create(const BuiltinOptions& options);
 };
 

@@ -95,14 +95,23 @@ absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) 
   s.inherit_fds = spec.inherit_fds;
   s.stdin_pipe = spec.stdin_text.has_value();
   s.rlimits = spec.rlimits;
+  std::unique_ptr<CommandCgroup> cgroup;
+  if (spec.pids != nullptr) {
+    auto created = spec.pids->Create();
+    if (!created.ok()) return created.status();
+    cgroup = std::move(*created);
+    s.cgroup_procs_fd = cgroup->procs_fd();
+  }
   auto child = ChildProcess::Spawn(s);
   if (!child.ok()) return child.status();
-  return std::unique_ptr<CommandRun>(
-      new CommandRun(std::move(spec), std::move(*child), wake_fd.Release()));
+  return std::unique_ptr<CommandRun>(new CommandRun(std::move(spec), std::move(cgroup),
+                                                    std::move(*child), wake_fd.Release()));
 }
 
-CommandRun::CommandRun(CommandSpec spec, std::unique_ptr<ChildProcess> child, int wake_fd)
+CommandRun::CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
+                       std::unique_ptr<ChildProcess> child, int wake_fd)
     : spec_(std::move(spec)),
+      cgroup_(std::move(cgroup)),
       child_(std::move(child)),
       wake_(wake_fd),
       pid_(child_->pid()),
@@ -277,6 +286,9 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       // rest of the tree; what is left is output still in the pipes.
       if (auto st = child_->TryReap()) exit_status = *st;
       if (!child_->supervised_to_the_end()) SweepAdopted(spec_.marker);
+      // Nothing of the tree is left in its pids cgroup (a background
+      // command's entry outlives its processes; its cgroup does not).
+      if (child_->reaped()) cgroup_.reset();
       exited = true;
       drain_deadline = now + kDrainAfterExit;
       child_->stdin_fd().Reset();

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/builtin/command/child_process.h"
+#include "tools/builtin/command/pids_cgroup.h"
 
 namespace toolexec::command {
 
@@ -53,6 +54,9 @@ struct CommandSpec {
   // bwrap: SIGTERM spares the leader (bwrap itself).
   bool sandboxed = false;
   std::vector<std::pair<int, rlim_t>> rlimits;
+  // When set, the command runs in a pids cgroup of its own, made from this
+  // (rlimit_processes; see pids_cgroup.h).
+  std::shared_ptr<const PidsCgroups> pids;
   // "TOOLEXEC_RUN_ID=<id>", also present in `env`: how adopted escapees of
   // this command are recognised when its tree is killed.
   std::string marker;
@@ -103,9 +107,13 @@ class CommandRun final {
   Clock::time_point started() const { return started_; }
 
  private:
-  CommandRun(CommandSpec spec, std::unique_ptr<ChildProcess> child, int wake_fd);
+  CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
+             std::unique_ptr<ChildProcess> child, int wake_fd);
 
   const CommandSpec spec_;
+  // Removed by Wait() once the tree is reaped; else, declared before
+  // child_, after the ChildProcess destructor has reaped it.
+  std::unique_ptr<CommandCgroup> cgroup_;
   std::unique_ptr<ChildProcess> child_;
   UniqueFd wake_;  // eventfd written by RequestStop
   const pid_t pid_;

@@ -26,6 +26,12 @@
 #include "tools/runtime/executor.h"
 
 namespace toolexec::command {
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 namespace {
 
 // A zombie in the daemon's own session that nobody claims within this long
@@ -34,11 +40,6 @@ namespace {
 constexpr absl::Duration kForeignZombieGrace = absl::Seconds(2);
 
 constexpr char kRunIdName[] = "TOOLEXEC_RUN_ID=";
-
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // Fields of /proc/<pid>/stat after the command name; 0 if unreadable.
 struct Stat {
@@ -67,7 +68,8 @@ std::string PidNamespace(pid_t pid) {
   return n > 0 ? std::string(buf, n) : std::string();
 }
 
-// Whether the daemon named by a run id ("<pid>-<start>-<n>") still runs.
+}  // namespace
+
 bool OwnerAlive(absl::string_view run_id) {
   std::vector<absl::string_view> parts = absl::StrSplit(run_id, '-');
   int pid = 0;
@@ -78,6 +80,8 @@ bool OwnerAlive(absl::string_view run_id) {
   }
   return ReadStat(pid).start_ticks == start;
 }
+
+namespace {
 
 // SIGKILLs every process whose TOOLEXEC_RUN_ID names a daemon that is gone:
 // command processes an earlier daemon left when it died together with its

@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace toolexec::command {
@@ -61,6 +62,13 @@ class ChildReaper final {
 // daemon's pid and start time (clock ticks since boot, as in /proc/<pid>/stat)
 // tell a later daemon whether the one that ran the command is gone.
 std::string NewRunId();
+
+// Whether the daemon named by a run id ("<pid>-<start>-<n>") still runs
+// (true for what is not a run id: not ours to judge).
+bool OwnerAlive(absl::string_view run_id);
+
+// The whole of a small file (/proc, cgroup files); "" if unreadable.
+std::string ReadSmallFile(const std::string& path);
 
 }  // namespace toolexec::command
 
