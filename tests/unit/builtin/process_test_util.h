@@ -4,12 +4,11 @@
 #define TOOLEXEC_TESTS_UNIT_BUILTIN_PROCESS_TEST_UTIL_H_
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -19,9 +18,21 @@
 
 namespace toolexec::testing {
 
+// The contents of a /proc file, or what could be read of it: "" when the
+// process is gone (a read of an exited process's file fails with ESRCH, which
+// std::ifstream turns into an exception).
 inline std::string ReadProcFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
 }
 
 // Live (non-zombie) processes other than this one whose environment or
