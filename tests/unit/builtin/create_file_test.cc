@@ -175,6 +175,16 @@ TEST_F(CreateFileTest, DirectoriesAndBadNames) {
   EXPECT_THAT(CreateAt("fifo", "x", true).status().message(), HasSubstr("not a regular file"));
 }
 
+TEST_F(CreateFileTest, PathEndingInDotNamesADirectory) {
+  for (const char* path : {"x/.", "y/./", "z/.."}) {
+    SCOPED_TRACE(path);
+    auto r = CreateAt(path, "x");
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kInvalidArguments);
+    EXPECT_THAT(r.status().message(), HasSubstr("names a directory"));
+  }
+  EXPECT_TRUE(t_.ListAll().empty());
+}
+
 TEST_F(CreateFileTest, ContentsOverTheLimit) {
   options_.max_file_bytes = 10;
   auto r = CreateAt("big", std::string(11, 'x'));

@@ -309,6 +309,19 @@ TEST_F(ViewFileTest, ErrorsAreClear) {
   EXPECT_EQ(ErrorCodeOf(no_path.status()), ErrorCode::kInvalidArguments);
 }
 
+// Like open(2): a path ending in "/" (or "/.") must name a directory.
+TEST_F(ViewFileTest, TrailingSlashOnAFileIsNotADirectory) {
+  t_.Write("a.txt", "hello\n");
+  for (const char* path : {"a.txt/", "a.txt/."}) {
+    SCOPED_TRACE(path);
+    auto r = ViewPath(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
+    EXPECT_THAT(r.status().message(), HasSubstr("'a.txt' is not a directory"));
+  }
+  EXPECT_TRUE(ViewPath("a.txt").ok());
+}
+
 TEST_F(ViewFileTest, UnreadableFileIsAToolFailure) {
   t_.Write("secret", "x", 0000);
   // Root reads anything (CAP_DAC_OVERRIDE): run the call, which happens on

@@ -225,7 +225,7 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
   wp.is_default_root = chosen == 0;
   wp.relative = rel.empty() ? "." : absl::StrJoin(rel, "/");
   wp.display = DisplayOf(*wp.root, wp.relative, wp.is_default_root);
-  wp.trailing_slash = path.back() == '/';
+  wp.trailing_slash = path.back() == '/' || path == "." || absl::EndsWith(path, "/.");
   return wp;
 }
 
@@ -499,6 +499,10 @@ absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFina
   if (S_ISDIR(file.st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("'", path.display, "' is a directory, not a file"));
+  }
+  if (path.trailing_slash) {  // as open(2): "a.txt/" is ENOTDIR
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", path.display, "' is not a directory, but the path ends in '/'; drop the '/'"));
   }
   if (!S_ISREG(file.st.st_mode)) {
     const char* kind = S_ISFIFO(file.st.st_mode)   ? "a fifo"
