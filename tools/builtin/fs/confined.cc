@@ -568,9 +568,52 @@ absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::OpenWithin(
   return Make(std::move(path), *std::move(fd));
 }
 
+namespace {
+
+// What MakeDirectories(path) would fail with, found before it creates
+// anything. Existing directories are resolved by the kernel as usual. The
+// first missing name, and each name after it until a ".." leaves it again,
+// will be a new plain directory, so ".." over those is lexical; a ".." that
+// climbs out of them goes back to the resolver on the existing directory it
+// returns to. A path that leaves the workspace is thus refused before the
+// first mkdirat (unless the tree changes between this check and the creation;
+// the creation itself still resolves every step beneath the root).
+absl::Status CheckBeforeCreating(const WorkspacePath& path) {
+  std::vector<absl::string_view> comps = Components(path.relative);
+  std::vector<absl::string_view> base;  // an existing directory
+  size_t i = 0;
+  while (i < comps.size()) {
+    base.push_back(comps[i]);
+    auto dir = OpenDirectory(path.WithRelative(absl::StrJoin(base, "/")));
+    if (dir.ok()) {
+      ++i;
+      continue;
+    }
+    if (ErrorCodeOf(dir.status()) == ErrorCode::kDenied && comps[i] == "..") {
+      return Denied(path.display, "its '..' climbs above the workspace root");
+    }
+    if (!absl::IsNotFound(dir.status())) return dir.status();
+    base.pop_back();
+    // comps[i] is missing (never a "..": the parent of a directory exists).
+    size_t fresh = 0;
+    for (; i < comps.size(); ++i) {
+      if (comps[i] != "..") {
+        ++fresh;
+      } else if (--fresh == 0) {
+        break;  // back in `base`
+      }
+    }
+    ++i;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path) {
   auto existing = OpenDirectory(path);
   if (existing.ok() || !absl::IsNotFound(existing.status())) return existing;
+  if (absl::Status s = CheckBeforeCreating(path); !s.ok()) return s;
   auto cur = OpenDirectory(path.WithRelative("."));
   if (!cur.ok()) return cur.status();
   std::string prefix;

@@ -213,7 +213,9 @@ absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path);
 
 // OpenDirectory, creating each missing directory of `path` (mode 0777 & ~umask)
 // on the way. Every component is created with mkdirat() in a directory handle
-// already resolved beneath the root, then reopened beneath the root.
+// already resolved beneath the root, then reopened beneath the root. A path
+// that would leave the root ("new/../../x") is refused before anything is
+// created.
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path);
 
 // The identity of a file at one moment, to detect that it changed.
