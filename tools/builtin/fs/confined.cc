@@ -493,9 +493,17 @@ absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags, Follo
 absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFinal follow) {
   // O_NONBLOCK: opening a fifo for reading must not wait for a writer.
   auto fd = OpenBeneath(path, O_RDONLY | O_NONBLOCK, follow);
-  if (!fd.ok()) return fd.status();
   OpenedFile file;
-  if (fstat(fd->get(), &file.st) != 0) return ErrnoStatus(errno, path.display);
+  if (!fd.ok()) {
+    // A socket cannot be opened at all (ENXIO): look at what is there instead.
+    absl::StatusOr<UniqueFd> any = fd.status();
+    if (absl::IsUnknown(fd.status())) any = OpenBeneath(path, O_PATH, follow);
+    if (!any.ok() || fstat(any->get(), &file.st) != 0 || S_ISREG(file.st.st_mode)) {
+      return fd.status();
+    }
+  } else if (fstat(fd->get(), &file.st) != 0) {
+    return ErrnoStatus(errno, path.display);
+  }
   if (S_ISDIR(file.st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("'", path.display, "' is a directory, not a file"));
@@ -513,6 +521,7 @@ absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFina
     return absl::FailedPreconditionError(
         absl::StrCat("'", path.display, "' is ", kind, ", not a regular file"));
   }
+  if (!fd.ok()) return fd.status();
   int fl = fcntl(fd->get(), F_GETFL);
   if (fl >= 0) fcntl(fd->get(), F_SETFL, fl & ~O_NONBLOCK);
   file.fd = *std::move(fd);
