@@ -228,6 +228,22 @@ TEST_F(AgentControlTest, Subagents) {
   }
   req.set_subagent("nobody");
   EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // The model sees which subagents it can start.
+  auto tools = client_->ListTools({});
+  ASSERT_TRUE(tools.ok());
+  const v1::ToolDeclaration* start = nullptr;
+  for (const auto& t : tools->tools()) {
+    if (t.name() == "start_subagent") start = &t;
+  }
+  ASSERT_NE(start, nullptr);
+  EXPECT_THAT(start->description(), HasSubstr("\n- reader: reads"));
+  EXPECT_THAT(start->description(), HasSubstr("\n- helper: helps"));
+  const auto& names = start->parameters().fields().at("properties").struct_value().fields()
+                          .at("name").struct_value().fields().at("enum").list_value().values();
+  ASSERT_EQ(names.size(), 2);
+  EXPECT_EQ(names[0].string_value(), "reader");
+  EXPECT_EQ(names[1].string_value(), "helper");
   req.set_subagent("reader");
   req.add_enabled_tools("wait");
   EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);
