@@ -164,6 +164,19 @@ TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
   int64_t v = 0;
   ASSERT_TRUE(Save(s, "plan.md", "v3", &v).ok());
   EXPECT_EQ(v, 3);
+  {
+    // A MIME type with a newline would split the stored header: refused.
+    grpc::ClientContext ctx;
+    v1::SaveArtifactRequest req;
+    req.set_session_id(s);
+    req.set_name("plan.md");
+    req.mutable_artifact()->set_text("v4");
+    req.mutable_artifact()->set_mime_type("text/markdown\ndata x");
+    v1::SaveArtifactResponse resp;
+    grpc::Status bad = artifacts_->SaveArtifact(&ctx, req, &resp);
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(bad.error_message(), HasSubstr("mime_type"));
+  }
   auto r = Call("load_artifacts", R"({"artifact_names":["plan.md"]})", s);
   EXPECT_EQ(r.payload().struct_value().fields().at("artifacts").list_value().values(0)
                 .struct_value().fields().at("content").string_value(),
