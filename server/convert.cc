@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
@@ -156,6 +157,15 @@ absl::Status JsonToStructAt(const JsonValue& in, Struct* out, int depth) {
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+std::string StatusLogFields(const grpc::Status& status) {
+  std::string out = absl::StrCat(
+      "status=", absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+  if (!status.error_message().empty()) {
+    absl::StrAppend(&out, " msg=\"", absl::CEscape(status.error_message()), "\"");
+  }
+  return out;
 }
 
 absl::StatusOr<Json> StructToJson(const Struct& in) {

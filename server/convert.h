@@ -25,6 +25,10 @@ inline constexpr int kMaxWireJsonDepth = 30;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// A finished RPC's status as log fields: `status=CANCELLED msg="..."` (the
+// message C-escaped and quoted; no msg field when it is empty).
+std::string StatusLogFields(const grpc::Status& status);
+
 // Struct/Value -> JSON. Whole doubles within +-2^53 become integers, so "3"
 // sent through a Struct validates against {"type":"integer"}. Fails past
 // kMaxJsonDepth.

@@ -85,6 +85,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   // workspace, resolves beneath this handle, whatever happens to the path.
   auto workspace_root = fs::ConfinedRoot::Open(options.workspace);
   if (!workspace_root.ok()) return workspace_root.status();
+  // start_subagent's declaration names the configured subagents.
+  for (const auto& sa : options.subagents) {
+    options.builtin.subagents.push_back({sa.name, sa.description});
+  }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
   const DaemonOptions& o = d->options_;
   if (absl::Status s = RegisterDaemonTools(o, d->registry_); !s.ok()) return s;

@@ -248,10 +248,9 @@ void ExecuteBatchReactor::OnDone() {
   if (spdlog::should_log(spdlog::level::info)) {
     absl::MutexLock lock(&mu_);
     auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
-    spdlog::info("ExecuteBatch peer={} calls={} results={} failed={} status={} {}ms={:.2f}",
-                 context_->peer(), calls_, results_, failures_,
-                 absl::StatusCodeToString(static_cast<absl::StatusCode>(final_status_.error_code())),
-                 final_status_.error_message(), ms);
+    spdlog::info("ExecuteBatch peer={} calls={} results={} failed={} {} ms={:.2f}",
+                 context_->peer(), calls_, results_, failures_, StatusLogFields(final_status_),
+                 ms);
   }
   delete this;
 }

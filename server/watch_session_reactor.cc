@@ -136,10 +136,8 @@ void WatchSessionReactor::OnDone() {
       spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
                    context_->peer(), dropped_);
     }
-    spdlog::info("WatchSession peer={} session={} sent={} status={} {}", context_->peer(),
-                 session_ ? session_->id() : "", sent_,
-                 absl::StatusCodeToString(static_cast<absl::StatusCode>(final_status_.error_code())),
-                 final_status_.error_message());
+    spdlog::info("WatchSession peer={} session={} sent={} {}", context_->peer(),
+                 session_ ? session_->id() : "", sent_, StatusLogFields(final_status_));
   }
   delete this;
 }

@@ -164,6 +164,19 @@ TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
   int64_t v = 0;
   ASSERT_TRUE(Save(s, "plan.md", "v3", &v).ok());
   EXPECT_EQ(v, 3);
+  {
+    // A MIME type with a newline would split the stored header: refused.
+    grpc::ClientContext ctx;
+    v1::SaveArtifactRequest req;
+    req.set_session_id(s);
+    req.set_name("plan.md");
+    req.mutable_artifact()->set_text("v4");
+    req.mutable_artifact()->set_mime_type("text/markdown\ndata x");
+    v1::SaveArtifactResponse resp;
+    grpc::Status bad = artifacts_->SaveArtifact(&ctx, req, &resp);
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(bad.error_message(), HasSubstr("mime_type"));
+  }
   auto r = Call("load_artifacts", R"({"artifact_names":["plan.md"]})", s);
   EXPECT_EQ(r.payload().struct_value().fields().at("artifacts").list_value().values(0)
                 .struct_value().fields().at("content").string_value(),
@@ -228,6 +241,22 @@ TEST_F(AgentControlTest, Subagents) {
   }
   req.set_subagent("nobody");
   EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // The model sees which subagents it can start.
+  auto tools = client_->ListTools({});
+  ASSERT_TRUE(tools.ok());
+  const v1::ToolDeclaration* start = nullptr;
+  for (const auto& t : tools->tools()) {
+    if (t.name() == "start_subagent") start = &t;
+  }
+  ASSERT_NE(start, nullptr);
+  EXPECT_THAT(start->description(), HasSubstr("\n- reader: reads"));
+  EXPECT_THAT(start->description(), HasSubstr("\n- helper: helps"));
+  const auto& names = start->parameters().fields().at("properties").struct_value().fields()
+                          .at("name").struct_value().fields().at("enum").list_value().values();
+  ASSERT_EQ(names.size(), 2);
+  EXPECT_EQ(names[0].string_value(), "reader");
+  EXPECT_EQ(names[1].string_value(), "helper");
   req.set_subagent("reader");
   req.add_enabled_tools("wait");
   EXPECT_EQ(client_->OpenSession(req).status().code(), absl::StatusCode::kInvalidArgument);

@@ -69,6 +69,24 @@ TEST_P(ArtifactStoreTest, VersionsFromOneNewestFirst) {
   EXPECT_EQ(store_->Save(a_, "../x", Text("x")).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A MIME type is one line of printable text: a control character (which
+// would also split the disk backend's header line) is refused by every backend.
+TEST_P(ArtifactStoreTest, RefusesAMimeTypeWithControlCharacters) {
+  for (const char* bad : {"text/plain\nevil", "text/plain\r", "a\tb", "x\x7f"}) {
+    Artifact a = Text("body\n");
+    a.mime_type = bad;
+    auto saved = store_->Save(a_, "m.txt", a);
+    EXPECT_EQ(saved.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(saved.status().message()), ::testing::HasSubstr("mime_type"));
+  }
+  EXPECT_EQ(store_->Versions(a_, "m.txt").status().code(), absl::StatusCode::kNotFound);
+  Artifact ok = Text("body\n");
+  ok.mime_type = "text/plain; charset=utf-8";
+  ASSERT_TRUE(store_->Save(a_, "m.txt", ok).ok());
+  EXPECT_EQ(store_->Load(a_, "m.txt", 0)->first.mime_type, "text/plain; charset=utf-8");
+  EXPECT_EQ(store_->Load(a_, "m.txt", 0)->first.text, "body\n");
+}
+
 TEST_P(ArtifactStoreTest, DeleteOneOrAll) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->Save(a_, "f", Text("v")).ok());
   ASSERT_TRUE(store_->Delete(a_, "f", 2).ok());

@@ -56,6 +56,16 @@ TEST(ConvertTest, SuccessHasNoException) {
   EXPECT_EQ(out.id(), "c1");
 }
 
+// The per-RPC log lines end "status=<CODE>[ msg=\"...\"] ms=<n>": the message
+// is quoted and escaped, so it never runs into the next field.
+TEST(ConvertTest, StatusLogFieldsKeepTheMessageApart) {
+  EXPECT_EQ(StatusLogFields(grpc::Status::OK), "status=OK");
+  EXPECT_EQ(StatusLogFields(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")),
+            "status=CANCELLED msg=\"cancelled\"");
+  EXPECT_EQ(StatusLogFields(grpc::Status(grpc::StatusCode::UNAVAILABLE, "a \"b\"\nc")),
+            "status=UNAVAILABLE msg=\"a \\\"b\\\"\\nc\"");
+}
+
 TEST(ConvertTest, ErrorCodesMapOneToOne) {
   ToolCallResult r;
   r.status = ResultStatus::kTimeout;

@@ -47,6 +47,13 @@ struct BuiltinOptions {
   // start_subagent, search_web, read_url_content, generate_image (the
   // harness), google_search, url_context, web_search (the model provider).
   std::vector<std::string> declared_tools;
+  // The configured subagents, listed in start_subagent's declaration (names
+  // as an enum, descriptions in its text). Empty: a generic declaration.
+  struct Subagent {
+    std::string name;
+    std::string description;
+  };
+  std::vector<Subagent> subagents;
   // Anthropic web_search options (provider_config).
   std::vector<std::string> web_search_allowed_domains;
   std::vector<std::string> web_search_blocked_domains;

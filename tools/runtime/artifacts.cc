@@ -94,11 +94,26 @@ absl::Status DeleteNotFound(const ArtifactScope& scope, absl::string_view name, 
   return NotFound(name, version);
 }
 
+// What every backend's Save checks. A MIME type is one line of printable
+// text (RFC 6838 allows no control characters), which also keeps the disk
+// backend's one-line header intact.
+absl::Status ValidateSave(absl::string_view name, const Artifact& artifact) {
+  if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+  for (char c : artifact.mime_type) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid mime_type '", absl::CHexEscape(artifact.mime_type),
+          "': it must not contain control characters such as a newline"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 class InMemoryArtifactStore final : public ArtifactStore {
  public:
   absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
                                const Artifact& artifact) override {
-    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    if (auto s = ValidateSave(name, artifact); !s.ok()) return s;
     auto space = WriteSpace(scope, name);
     if (!space.ok()) return space.status();
     absl::MutexLock lock(&mu_);
@@ -213,7 +228,7 @@ class DirectoryArtifactStore final : public ArtifactStore {
 
   absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
                                const Artifact& artifact) override {
-    if (auto s = ValidateArtifactName(name); !s.ok()) return s;
+    if (auto s = ValidateSave(name, artifact); !s.ok()) return s;
     auto dir = WriteDir(scope, name);
     if (!dir.ok()) return dir.status();
     absl::MutexLock lock(&mu_);  // version allocation and the rename are one step

@@ -74,7 +74,8 @@ absl::Status ValidateArtifactName(absl::string_view name);
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
-  // Returns the new version (1 for the first save of a name).
+  // Returns the new version (1 for the first save of a name). InvalidArgument
+  // for a bad name or a mime_type with a control character (e.g. a newline).
   virtual absl::StatusOr<int64_t> Save(const ArtifactScope& scope, absl::string_view name,
                                        const Artifact& artifact) = 0;
   // version 0 = latest. NotFound when absent.

@@ -13,6 +13,7 @@ namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ControlToolsTest : public ::testing::Test {
  protected:
@@ -122,6 +123,34 @@ TEST_F(ControlToolsTest, DeclaredToolsAreNotExecutableHere) {
             R"({"type":"web_search_20250305","name":"web_search","allowed_domains":["example.com"],"max_uses":3})");
   EXPECT_EQ(registry_.Find("ask_question")->tool->executor(), ToolExecutor::kHarness);
   EXPECT_EQ(registry_.Find("google_search")->tool->provider_config(), R"({"google_search":{}})");
+}
+
+// The model can only pick a subagent it is told about: start_subagent lists
+// the configured ones, names as an enum and each description in the text.
+TEST(DeclaredToolsConfigTest, StartSubagentListsTheConfiguredSubagents) {
+  BuiltinOptions options;
+  options.declared_tools = {"start_subagent"};
+  ToolRegistry plain;
+  ASSERT_TRUE(RegisterDeclaredTools(plain, options).ok());
+  const Tool& bare = *plain.Find("start_subagent")->tool;
+  EXPECT_EQ(bare.description(), "Starts a named subagent on a task and returns its result.");
+  EXPECT_THAT(bare.parameters_schema(), Not(HasSubstr("enum")));
+
+  options.subagents = {{"researcher", "Reads the code and answers questions."},
+                       {"tester", "Runs the tests \"fast\"."}};
+  ToolRegistry registry;
+  ASSERT_TRUE(RegisterDeclaredTools(registry, options).ok());
+  const Tool& tool = *registry.Find("start_subagent")->tool;
+  EXPECT_THAT(tool.description(), HasSubstr("- researcher: Reads the code and answers questions."));
+  EXPECT_THAT(tool.description(), HasSubstr("- tester: Runs the tests \"fast\"."));
+  auto schema = ParseJson(tool.parameters_schema());
+  ASSERT_TRUE(schema.ok()) << tool.parameters_schema();
+  const JsonValue& name = (*schema)["properties"]["name"];
+  ASSERT_TRUE(name.HasMember("enum"));
+  ASSERT_EQ(name["enum"].Size(), 2u);
+  EXPECT_STREQ(name["enum"][0].GetString(), "researcher");
+  EXPECT_STREQ(name["enum"][1].GetString(), "tester");
+  EXPECT_STREQ((*schema)["required"][0].GetString(), "name");
 }
 
 TEST(DeclaredToolsConfigTest, UnknownOrConflictingOptionsAreErrors) {

@@ -175,6 +175,34 @@ TEST_F(CreateFileTest, DirectoriesAndBadNames) {
   EXPECT_THAT(CreateAt("fifo", "x", true).status().message(), HasSubstr("not a regular file"));
 }
 
+TEST_F(CreateFileTest, PathEndingInDotNamesADirectory) {
+  for (const char* path : {"x/.", "y/./", "z/.."}) {
+    SCOPED_TRACE(path);
+    auto r = CreateAt(path, "x");
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kInvalidArguments);
+    EXPECT_THAT(r.status().message(), HasSubstr("names a directory"));
+  }
+  EXPECT_TRUE(t_.ListAll().empty());
+}
+
+// A write that is refused as leaving the workspace creates nothing, not even
+// the directories on its way out.
+TEST_F(CreateFileTest, DeniedWriteCreatesNoDirectories) {
+  t_.Mkdir("a");
+  for (const char* path : {"n1/n2/../../../e", "n1/../../e", "a/n1/../../../e",
+                           "n1/n2/../../n3/../../e"}) {
+    SCOPED_TRACE(path);
+    auto r = CreateAt(path, "x");
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kDenied) << r.status();
+    EXPECT_EQ(t_.ListAll(), std::vector<std::string>{"a"});
+  }
+  // Climbing back inside still works, creating what the path passes through.
+  auto inside = CreateAt("n1/n2/../../e", "x");
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_EQ(t_.Read("e"), "x");
+  EXPECT_TRUE(t_.Exists("n1/n2"));
+}
+
 TEST_F(CreateFileTest, ContentsOverTheLimit) {
   options_.max_file_bytes = 10;
   auto r = CreateAt("big", std::string(11, 'x'));

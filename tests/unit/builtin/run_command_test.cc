@@ -579,6 +579,16 @@ TEST_F(RunCommandTest, InvalidUtf8IsReplacedAndReported) {
   EXPECT_EQ(Int(r.payload, "invalid_utf8_bytes"), 3);
 }
 
+// stdout_bytes and stderr_bytes count what the command wrote, not the text
+// after each invalid byte became a 3-byte U+FFFD.
+TEST_F(RunCommandTest, ByteCountsAreOfTheBytesWritten) {
+  auto r = Sh("printf '\\xff\\xfe\\xfd'; printf 'x\\xe2\\x82' >&2");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Str(r.payload, "stdout"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(Int(r.payload, "stdout_bytes"), 3);
+  EXPECT_EQ(Int(r.payload, "stderr_bytes"), 3);
+}
+
 TEST_F(RunCommandTest, ProgressArrivesBeforeTheResultInSeqOrder) {
   Recorder rec;
   BatchRequest req;

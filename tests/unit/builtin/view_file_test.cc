@@ -2,8 +2,11 @@
 // S6 read_only, S13 display and compact summary).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -307,6 +310,35 @@ TEST_F(ViewFileTest, ErrorsAreClear) {
   EXPECT_THAT(outside.status().message(), HasSubstr("is outside the workspace"));
   auto no_path = View("{}");
   EXPECT_EQ(ErrorCodeOf(no_path.status()), ErrorCode::kInvalidArguments);
+}
+
+// Like open(2): a path ending in "/" (or "/.") must name a directory.
+TEST_F(ViewFileTest, TrailingSlashOnAFileIsNotADirectory) {
+  t_.Write("a.txt", "hello\n");
+  for (const char* path : {"a.txt/", "a.txt/."}) {
+    SCOPED_TRACE(path);
+    auto r = ViewPath(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
+    EXPECT_THAT(r.status().message(), HasSubstr("'a.txt' is not a directory"));
+  }
+  EXPECT_TRUE(ViewPath("a.txt").ok());
+}
+
+// Opened with O_NONBLOCK, a socket fails with ENXIO; say what it is instead.
+TEST_F(ViewFileTest, SocketIsNamedAsASocket) {
+  int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::string where = t_.Abs("sock");
+  ASSERT_LT(where.size(), sizeof(addr.sun_path));
+  memcpy(addr.sun_path, where.c_str(), where.size() + 1);
+  ASSERT_EQ(bind(sock, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)), 0);
+  auto r = ViewPath("sock");
+  close(sock);
+  EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kToolFailed);
+  EXPECT_THAT(r.status().message(), HasSubstr("'sock' is a socket, not a regular file"));
 }
 
 TEST_F(ViewFileTest, UnreadableFileIsAToolFailure) {

@@ -52,7 +52,7 @@ struct Stream {
   bool is_stderr;
   Utf8Sanitizer utf8;
   HeadTail capture;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // read from the pipe: what the command wrote
 
   Stream(UniqueFd* f, bool err, size_t limit) : fd(f), is_stderr(err), capture(limit) {}
 };
@@ -310,8 +310,8 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   o.stdout_text = out.capture.Render();
   o.stderr_text = err.capture.Render();
   o.combined = combined.Render();
-  o.stdout_bytes = out.capture.total_bytes();
-  o.stderr_bytes = err.capture.total_bytes();
+  o.stdout_bytes = out.bytes;
+  o.stderr_bytes = err.bytes;
   o.truncated = out.capture.truncated() || err.capture.truncated() || combined.truncated();
   o.invalid_utf8_bytes = out.utf8.invalid_bytes() + err.utf8.invalid_bytes();
   o.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - start);

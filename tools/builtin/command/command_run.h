@@ -68,7 +68,7 @@ struct CommandOutcome {
   std::string stdout_text;  // head + marker + tail, valid UTF-8
   std::string stderr_text;
   std::string combined;       // both, in arrival order, bounded the same way
-  uint64_t stdout_bytes = 0;  // bytes read (after UTF-8 repair)
+  uint64_t stdout_bytes = 0;  // bytes the command wrote (before UTF-8 repair)
   uint64_t stderr_bytes = 0;
   bool truncated = false;
   uint64_t invalid_utf8_bytes = 0;

@@ -56,11 +56,30 @@ constexpr Declaration kDeclarations[] = {
 class DeclaredTool final : public Tool {
  public:
   DeclaredTool(const Declaration& d, std::string provider_config)
-      : d_(d), provider_config_(std::move(provider_config)) {}
+      : d_(d), provider_config_(std::move(provider_config)), description_(d.description),
+        schema_(d.schema) {}
+
+  // start_subagent: the model can only choose a subagent it is told about, so
+  // the declaration lists them (names as an enum, descriptions in the text).
+  void ListSubagents(const std::vector<BuiltinOptions::Subagent>& subagents) {
+    if (subagents.empty()) return;
+    absl::StrAppend(&description_, " The subagents (pass one as name):");
+    auto schema = ParseJson(schema_);  // a constant of this file: always valid
+    if (!schema.ok()) return;
+    auto& a = schema->GetAllocator();
+    JsonValue names(rapidjson::kArrayType);
+    for (const auto& sa : subagents) {
+      absl::StrAppend(&description_, "\n- ", sa.name, sa.description.empty() ? "" : ": ",
+                      sa.description);
+      names.PushBack(JsonValue(sa.name, a), a);
+    }
+    (*schema)["properties"]["name"].AddMember("enum", names, a);
+    schema_ = ToJsonString(*schema);
+  }
 
   std::string name() const override { return d_.name; }
-  std::string description() const override { return d_.description; }
-  std::string parameters_schema() const override { return d_.schema; }
+  std::string description() const override { return description_; }
+  std::string parameters_schema() const override { return schema_; }
   ToolExecutor executor() const override { return d_.executor; }
   ToolType tool_type() const override { return d_.type; }
   std::string provider_config() const override { return provider_config_; }
@@ -75,6 +94,8 @@ class DeclaredTool final : public Tool {
  private:
   const Declaration& d_;
   std::string provider_config_;
+  std::string description_;
+  std::string schema_;
 };
 
 std::string JsonStrings(const std::vector<std::string>& items) {
@@ -121,7 +142,9 @@ absl::StatusOr<std::unique_ptr<Tool>> MakeDeclaredTool(const std::string& name,
       }
       config += "}";
     }
-    return std::make_unique<DeclaredTool>(d, std::move(config));
+    auto tool = std::make_unique<DeclaredTool>(d, std::move(config));
+    if (name == "start_subagent") tool->ListSubagents(options.subagents);
+    return tool;
   }
   return absl::InvalidArgumentError(absl::StrCat("cannot declare unknown tool '", name,
                                                  "'; declarable tools: ",

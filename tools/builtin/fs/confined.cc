@@ -225,7 +225,7 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
   wp.is_default_root = chosen == 0;
   wp.relative = rel.empty() ? "." : absl::StrJoin(rel, "/");
   wp.display = DisplayOf(*wp.root, wp.relative, wp.is_default_root);
-  wp.trailing_slash = path.back() == '/';
+  wp.trailing_slash = path.back() == '/' || path == "." || absl::EndsWith(path, "/.");
   return wp;
 }
 
@@ -493,12 +493,24 @@ absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags, Follo
 absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFinal follow) {
   // O_NONBLOCK: opening a fifo for reading must not wait for a writer.
   auto fd = OpenBeneath(path, O_RDONLY | O_NONBLOCK, follow);
-  if (!fd.ok()) return fd.status();
   OpenedFile file;
-  if (fstat(fd->get(), &file.st) != 0) return ErrnoStatus(errno, path.display);
+  if (!fd.ok()) {
+    // A socket cannot be opened at all (ENXIO): look at what is there instead.
+    absl::StatusOr<UniqueFd> any = fd.status();
+    if (absl::IsUnknown(fd.status())) any = OpenBeneath(path, O_PATH, follow);
+    if (!any.ok() || fstat(any->get(), &file.st) != 0 || S_ISREG(file.st.st_mode)) {
+      return fd.status();
+    }
+  } else if (fstat(fd->get(), &file.st) != 0) {
+    return ErrnoStatus(errno, path.display);
+  }
   if (S_ISDIR(file.st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("'", path.display, "' is a directory, not a file"));
+  }
+  if (path.trailing_slash) {  // as open(2): "a.txt/" is ENOTDIR
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", path.display, "' is not a directory, but the path ends in '/'; drop the '/'"));
   }
   if (!S_ISREG(file.st.st_mode)) {
     const char* kind = S_ISFIFO(file.st.st_mode)   ? "a fifo"
@@ -509,6 +521,7 @@ absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFina
     return absl::FailedPreconditionError(
         absl::StrCat("'", path.display, "' is ", kind, ", not a regular file"));
   }
+  if (!fd.ok()) return fd.status();
   int fl = fcntl(fd->get(), F_GETFL);
   if (fl >= 0) fcntl(fd->get(), F_SETFL, fl & ~O_NONBLOCK);
   file.fd = *std::move(fd);
@@ -564,9 +577,52 @@ absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::OpenWithin(
   return Make(std::move(path), *std::move(fd));
 }
 
+namespace {
+
+// What MakeDirectories(path) would fail with, found before it creates
+// anything. Existing directories are resolved by the kernel as usual. The
+// first missing name, and each name after it until a ".." leaves it again,
+// will be a new plain directory, so ".." over those is lexical; a ".." that
+// climbs out of them goes back to the resolver on the existing directory it
+// returns to. A path that leaves the workspace is thus refused before the
+// first mkdirat (unless the tree changes between this check and the creation;
+// the creation itself still resolves every step beneath the root).
+absl::Status CheckBeforeCreating(const WorkspacePath& path) {
+  std::vector<absl::string_view> comps = Components(path.relative);
+  std::vector<absl::string_view> base;  // an existing directory
+  size_t i = 0;
+  while (i < comps.size()) {
+    base.push_back(comps[i]);
+    auto dir = OpenDirectory(path.WithRelative(absl::StrJoin(base, "/")));
+    if (dir.ok()) {
+      ++i;
+      continue;
+    }
+    if (ErrorCodeOf(dir.status()) == ErrorCode::kDenied && comps[i] == "..") {
+      return Denied(path.display, "its '..' climbs above the workspace root");
+    }
+    if (!absl::IsNotFound(dir.status())) return dir.status();
+    base.pop_back();
+    // comps[i] is missing (never a "..": the parent of a directory exists).
+    size_t fresh = 0;
+    for (; i < comps.size(); ++i) {
+      if (comps[i] != "..") {
+        ++fresh;
+      } else if (--fresh == 0) {
+        break;  // back in `base`
+      }
+    }
+    ++i;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path) {
   auto existing = OpenDirectory(path);
   if (existing.ok() || !absl::IsNotFound(existing.status())) return existing;
+  if (absl::Status s = CheckBeforeCreating(path); !s.ok()) return s;
   auto cur = OpenDirectory(path.WithRelative("."));
   if (!cur.ok()) return cur.status();
   std::string prefix;

@@ -154,7 +154,7 @@ struct WorkspacePath {
   // How to name the path to the model: `relative` for the default (first)
   // root, "<root>/<relative>" for another root, so it can be passed back as is.
   std::string display;
-  // The path ended in "/" (it must name a directory).
+  // The path ended in "/" or "/." (it must name a directory, as for open(2)).
   bool trailing_slash = false;
   // `root` is the call's first (default) workspace.
   bool is_default_root = true;
@@ -196,7 +196,7 @@ absl::Status RefuseFinalSymlink(const WorkspacePath& path, absl::string_view too
 
 // A regular file opened O_RDONLY, with its stat. Refuses directories ("is a
 // directory"), fifos, sockets and devices ("is not a regular file") without
-// blocking on a fifo.
+// blocking on a fifo, and a path with a trailing slash ("is not a directory").
 struct OpenedFile {
   UniqueFd fd;
   struct stat st;
@@ -213,7 +213,9 @@ absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path);
 
 // OpenDirectory, creating each missing directory of `path` (mode 0777 & ~umask)
 // on the way. Every component is created with mkdirat() in a directory handle
-// already resolved beneath the root, then reopened beneath the root.
+// already resolved beneath the root, then reopened beneath the root. A path
+// that would leave the root ("new/../../x") is refused before anything is
+// created.
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path);
 
 // The identity of a file at one moment, to detect that it changed.
