@@ -2,13 +2,14 @@
 
 #include <new>
 
-#include <cmath>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "tools/runtime/json.h"
 
 namespace toolexec {
 namespace {
@@ -29,8 +30,8 @@ absl::Status ConvertValue(const Value& in, JsonValue* out, Json::AllocatorType& 
       return absl::OkStatus();
     case Value::kNumberValue: {
       double d = in.number_value();
-      if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) <= 9007199254740992.0) {
-        out->SetInt64(static_cast<int64_t>(d));
+      if (std::optional<int64_t> i = IntegralValue(d); i.has_value()) {
+        out->SetInt64(*i);
       } else {
         out->SetDouble(d);
       }

@@ -1,10 +1,11 @@
 #include <charconv>
-#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tools/examples/examples.h"
+#include "tools/runtime/json.h"
 
 namespace toolexec::examples {
 namespace {
@@ -25,10 +26,7 @@ constexpr char kSchema[] = R"json({
 // that reads back as the same double ("2.5", "0.30000000000000004"), so the
 // model is never shown a rounded sum.
 std::string FormatNumber(double x) {
-  constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
-  if (std::trunc(x) == x && std::fabs(x) <= kMaxExactInteger) {
-    return absl::StrCat(static_cast<int64_t>(x));
-  }
+  if (std::optional<int64_t> i = IntegralValue(x); i.has_value()) return absl::StrCat(*i);
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), x);
   return std::string(buf, end);  // 64 bytes always fit a shortest double

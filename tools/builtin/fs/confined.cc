@@ -546,7 +546,8 @@ absl::StatusOr<UniqueFd> OpenDirectoryWith(const WorkspacePath& path, int flags)
   return fd;
 }
 
-// Where the kernel says the open file `fd` is ("" if it cannot tell).
+}  // namespace
+
 std::string FdPath(int fd) {
   char link[64];
   snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -555,8 +556,6 @@ std::string FdPath(int fd) {
   if (n <= 0 || n >= static_cast<ssize_t>(sizeof(buf)) || buf[0] != '/') return "";
   return std::string(buf, static_cast<size_t>(n));
 }
-
-}  // namespace
 
 absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path) {
   return OpenDirectoryWith(path, O_RDONLY);
@@ -570,9 +569,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::OpenWithin(
   // the lexical path when /proc cannot tell.
   std::string path = FdPath(fd->get());
   if (path.empty() || absl::EndsWith(path, " (deleted)")) {
-    path = dir.relative == "." ? dir.root->path()
-                               : absl::StrCat(dir.root->path() == "/" ? "" : dir.root->path(),
-                                              "/", dir.relative);
+    path = DisplayOf(*dir.root, dir.relative, /*is_default=*/false);
   }
   return Make(std::move(path), *std::move(fd));
 }

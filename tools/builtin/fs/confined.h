@@ -176,6 +176,10 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
     const std::vector<std::shared_ptr<const ConfinedRoot>>& workspaces, absl::string_view path,
     absl::string_view param = "file_path");
 
+// Where the kernel says the open file `fd` is, through /proc/self/fd: an
+// absolute path, or "" when it cannot tell (no /proc, not a path).
+std::string FdPath(int fd);
+
 // Whether a final symlink is followed (it must still stay inside the root).
 enum class FollowFinal { kYes, kNo };
 

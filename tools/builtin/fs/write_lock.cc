@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -69,14 +70,21 @@ bool Free(WaitState* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   return !w->entry->held || w->cancel->cancelled();
 }
 
+// The lock's key for `name` in the directory `dir_fd`; nullopt (errno set)
+// when the directory cannot be stat'ed.
+std::optional<Key> KeyOf(int dir_fd, absl::string_view name) {
+  struct stat st;
+  if (fstat(dir_fd, &st) != 0) return std::nullopt;
+  return Key{st.st_dev, st.st_ino, std::string(name)};
+}
+
 }  // namespace
 
 absl::StatusOr<FileWriteLock> FileWriteLock::Acquire(int dir_fd, absl::string_view name,
                                                      const CancellationToken& cancel,
                                                      absl::string_view display) {
-  struct stat st;
-  if (fstat(dir_fd, &st) != 0) return ErrnoStatus(errno, display);
-  Key key{st.st_dev, st.st_ino, std::string(name)};
+  auto key = KeyOf(dir_fd, name);
+  if (!key.has_value()) return ErrnoStatus(errno, display);
   Table& table = GlobalTable();
   // Cancellation wakes the waiters: releasing the mutex re-evaluates their
   // conditions. Registered before waiting, without the mutex held (an already
@@ -87,7 +95,7 @@ absl::StatusOr<FileWriteLock> FileWriteLock::Acquire(int dir_fd, absl::string_vi
   bool cancelled = false;
   {
     absl::MutexLock lock(&table.mu);
-    auto it = table.entries.try_emplace(std::move(key)).first;
+    auto it = table.entries.try_emplace(*std::move(key)).first;
     entry = &it->second;
     entry->key = &it->first;
     ++entry->users;
@@ -124,11 +132,11 @@ size_t FileWriteLock::KeysInUse() {
 }
 
 int FileWriteLock::UsersForTesting(int dir_fd, absl::string_view name) {
-  struct stat st;
-  if (fstat(dir_fd, &st) != 0) return -1;
+  auto key = KeyOf(dir_fd, name);
+  if (!key.has_value()) return -1;
   Table& table = GlobalTable();
   absl::MutexLock lock(&table.mu);
-  auto it = table.entries.find(Key{st.st_dev, st.st_ino, std::string(name)});
+  auto it = table.entries.find(*key);
   return it == table.entries.end() ? 0 : it->second.users;
 }
 

@@ -1,12 +1,10 @@
 #include "tools/builtin/search/confine.h"
 
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,17 +13,6 @@
 
 namespace toolexec::search {
 namespace {
-
-// The real path of an open descriptor, via /proc; empty if unavailable.
-std::string FdPath(int fd) {
-  char link[64];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  std::string buf(PATH_MAX + 1, '\0');
-  const ssize_t n = readlink(link, buf.data(), buf.size());
-  if (n <= 0 || static_cast<size_t>(n) >= buf.size()) return "";
-  buf.resize(static_cast<size_t>(n));
-  return buf;
-}
 
 // Lexical normalisation of a path the kernel already resolved beneath the
 // root (the fallback when /proc is not mounted).
@@ -88,8 +75,8 @@ absl::StatusOr<ConfinedPath> OpenConfined(
   out.fd = *std::move(fd);
   if (!wp->is_default_root) out.display_prefix = absl::StrCat(wp->root->path(), "/");
   // The kernel's view of both descriptors, so "a/link/.." reports where it is.
-  const std::string real_root = FdPath(out.root->fd());
-  const std::string real = FdPath(out.fd.get());
+  const std::string real_root = fs::FdPath(out.root->fd());
+  const std::string real = fs::FdPath(out.fd.get());
   absl::string_view r = real;
   if (!real_root.empty() && !real.empty() && absl::ConsumePrefix(&r, real_root) &&
       (r.empty() || r.front() == '/' || real_root == "/")) {
