@@ -474,8 +474,13 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   std::string out_bytes;
   out_bytes.reserve(static_cast<size_t>(out_size));
   if (bom) out_bytes.append(kBom.data(), kBom.size());
-  if (crlf_mode) {
-    out_bytes += absl::StrReplaceAll(text, {{"\n", "\r\n"}});
+  if (crlf_mode) {  // into the reserved buffer: no second copy of the text
+    size_t from = 0;
+    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
+      out_bytes.append(text, from, nl - from).append("\r\n");
+      from = nl + 1;
+    }
+    out_bytes.append(text, from, std::string::npos);
   } else {
     out_bytes += text;
   }
