@@ -93,7 +93,6 @@ class ChildProcess final {
 
   // The leader's pid (also its session and process group id).
   pid_t pid() const { return pid_; }
-  pid_t supervisor_pid() const { return supervisor_; }
   // Readable (POLLIN) once the command has ended: its leader exited and the
   // rest of its tree was killed and reaped. -1 on kernels without pidfd (then
   // poll with a short timeout and call Ended/TryReap).

@@ -43,7 +43,6 @@ class CommandCgroup final {
 
   // Its cgroup.procs, open for writing, close-on-exec.
   int procs_fd() const { return procs_.get(); }
-  const std::string& path() const { return path_; }
 
  private:
   const std::string path_;
@@ -62,8 +61,6 @@ class PidsCgroups final {
   // daemon's pid and start time, so a later daemon knows it is stale), with
   // pids.max set. Thread-safe.
   absl::StatusOr<std::unique_ptr<CommandCgroup>> Create() const;
-
-  const std::string& parent() const { return parent_; }
 
  private:
   PidsCgroups(std::string parent, uint64_t max) : parent_(std::move(parent)), max_(max) {}

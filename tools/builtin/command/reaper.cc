@@ -140,7 +140,7 @@ absl::Status ChildReaper::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return start_status_;
   started_ = true;
-  leftovers_killed_ = KillLeftovers();
+  KillLeftovers();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     start_status_ = absl::InternalError(
         absl::StrCat("prctl(PR_SET_CHILD_SUBREAPER) failed: ", std::strerror(errno),
@@ -160,11 +160,6 @@ absl::Status ChildReaper::Start() {
 uint64_t ChildReaper::orphans_reaped() const {
   absl::MutexLock lock(&mu_);
   return orphans_reaped_;
-}
-
-uint64_t ChildReaper::leftovers_killed() const {
-  absl::MutexLock lock(&mu_);
-  return leftovers_killed_;
 }
 
 bool ChildReaper::ReapIfOrphan(pid_t pid) {

@@ -40,10 +40,8 @@ class ChildReaper final {
   // thread. Idempotent; returns the first attempt's status.
   absl::Status Start();
 
-  // Orphans reaped so far, and leftovers of earlier daemons killed at Start
-  // (for tests and diagnostics).
+  // Orphans reaped so far (for tests and diagnostics).
   uint64_t orphans_reaped() const;
-  uint64_t leftovers_killed() const;
 
  private:
   ChildReaper() = default;
@@ -52,7 +50,6 @@ class ChildReaper final {
 
   mutable absl::Mutex mu_;
   uint64_t orphans_reaped_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t leftovers_killed_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status start_status_ ABSL_GUARDED_BY(mu_);
   pid_t own_sid_ = 0;
