@@ -154,6 +154,12 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
   }
   if (l.drain_grace_ms()) options->drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
+  if (config.model_content_default_chars()) {
+    options->model_content_default_chars = config.model_content_default_chars();
+  }
+  if (config.model_content_max_chars()) {
+    options->model_content_max_chars = config.model_content_max_chars();
+  }
   const v1::ToolSelection& sel = config.builtin_tools();
   options->builtin_enabled.assign(sel.enabled().begin(), sel.enabled().end());
   options->builtin_disabled.assign(sel.disabled().begin(), sel.disabled().end());
@@ -228,6 +234,12 @@ absl::Status ValidateOptions(const DaemonOptions& o) {
       {"limits.drain_grace_ms (--drain_grace_ms)", ToMs(o.drain_grace), 0, kMaxMilliseconds,
        kMsUnit},
       {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
+      // 4M characters are at most 16 MiB of UTF-8: a result must fit in one message.
+      {"model_content_max_chars (--model_content_max_chars)", o.model_content_max_chars,
+       kMinModelContentChars, 4000000, ""},
+      {"model_content_default_chars (--model_content_default_chars)",
+       o.model_content_default_chars, kMinModelContentChars, o.model_content_max_chars,
+       " (model_content_max_chars)"},
       {"sessions.max_depth", static_cast<uint64_t>(o.session_max_depth), 1, 100, ""},
       {"sessions.idle_ttl_ms (--session_idle_ttl_ms)", ToMs(o.session_idle_ttl), 0,
        kMaxMilliseconds, kMsUnit},

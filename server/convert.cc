@@ -255,6 +255,7 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
   d->set_is_truncated(r.display.is_truncated);
   d->set_full_length(r.display.full_length);
   out->set_compact_summary(Utf8(r.compact_summary, &scratch));
+  out->set_model_content(Utf8(r.model_content, &scratch));
   auto* a = out->mutable_actions();
   a->set_escalate(r.actions.escalate);
   a->set_skip_summarization(r.actions.skip_summarization);
@@ -296,6 +297,7 @@ void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
   r.actions = EventActions();
   r.display = DisplayResult();
   r.compact_summary = std::string();
+  r.model_content = std::string();
   std::string message =
       problem.empty()
           ? absl::StrCat("tool '", r.name,
@@ -308,6 +310,7 @@ void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
   r.error = ToolCallError{message, r.name, r.error ? r.error->server_name : "", code};
   r.display = DisplayResult{r.name, message, ContentType::kPlainText, false, message.size()};
   r.compact_summary = absl::StrCat("[", r.name, ": error]");
+  r.model_content = FailureModelContent(code, r.name, message, kDefaultModelContentChars);
   FillResult(r, out);
   (*out->mutable_payload()->mutable_struct_value()->mutable_fields())["error"].set_string_value(
       message);

@@ -115,6 +115,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   runner_options.max_pending_calls = o.max_pending_calls;
   runner_options.default_workspace = *workspace_root;
   runner_options.artifacts = d->artifacts_.get();
+  runner_options.model_content_default_chars = o.model_content_default_chars;
+  runner_options.model_content_max_chars = o.model_content_max_chars;
   try {
     d->runner_ = std::make_unique<ToolRunner>(&d->registry_, runner_options);
   } catch (const std::system_error& e) {  // its timer thread could not start

@@ -52,6 +52,7 @@ void ExecuteBatchReactor::Begin(const v1::ExecuteBatchRequest& request) {
     }
     batch.timeout = timeout;
   }
+  batch.model_content_max_chars = request.model_content_max_chars();
   batch.calls.reserve(request.calls_size());
   for (const auto& call : request.calls()) batch.calls.push_back(FromProto(call));
 

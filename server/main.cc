@@ -47,6 +47,10 @@ ABSL_FLAG(uint32_t, max_pending_calls, 16384,
           "Most calls running or queued; a batch past it gets RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request sets none.");
 ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
+ABSL_FLAG(uint32_t, model_content_default_chars, 30000,
+          "Characters of model_content per call when the batch asks for none.");
+ABSL_FLAG(uint32_t, model_content_max_chars, 200000,
+          "Most characters of model_content a batch may ask for per call.");
 ABSL_FLAG(uint64_t, drain_grace_ms, 30000,
           "On SIGTERM, how long in-flight batches may run before they are cancelled.");
 ABSL_FLAG(uint64_t, session_idle_ttl_ms,
@@ -107,6 +111,12 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   }
   if (OnCommandLine("max_call_timeout_ms")) {
     options.max_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_max_call_timeout_ms));
+  }
+  if (OnCommandLine("model_content_default_chars")) {
+    options.model_content_default_chars = absl::GetFlag(FLAGS_model_content_default_chars);
+  }
+  if (OnCommandLine("model_content_max_chars")) {
+    options.model_content_max_chars = absl::GetFlag(FLAGS_model_content_max_chars);
   }
   if (OnCommandLine("drain_grace_ms")) {
     options.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));

@@ -39,6 +39,10 @@ struct DaemonOptions {
   // stops waiting for them (a tool may ignore cancellation).
   absl::Duration tool_stop_grace = absl::Seconds(5);
   uint32_t max_sessions = 10000;
+  // model_content characters per call: when a batch asks for none, and the
+  // most it may ask for.
+  uint32_t model_content_default_chars = kDefaultModelContentChars;
+  uint32_t model_content_max_chars = kDefaultModelContentMaxChars;
   // Largest request or response message (tool arguments such as file contents).
   int max_message_bytes = 64 << 20;
 

@@ -65,10 +65,12 @@ inline Json J(const std::string& text) {
 inline ToolCallResult RunOneCall(ToolRunner& runner, const std::string& name,
                                  const std::string& args_json,
                                  std::shared_ptr<Session> session = nullptr,
-                                 std::optional<absl::Duration> timeout = std::nullopt) {
+                                 std::optional<absl::Duration> timeout = std::nullopt,
+                                 size_t model_content_max_chars = 0) {
   BatchRequest req;
   req.session = std::move(session);
   req.timeout = timeout;
+  req.model_content_max_chars = model_content_max_chars;
   req.calls.push_back(CallRequest{.id = "1", .name = name, .args_json = args_json});
   auto r = runner.Run(std::move(req));
   if (!r.ok()) throw std::runtime_error(r.status().ToString());

@@ -91,6 +91,13 @@ run_command rlimit_processes $u64_max
 RANGES
 expect_refused range_web_search_max_uses 'control_tools { web_search { max_uses: 4294967295 } }' \
   "control_tools.web_search.max_uses"
+expect_refused range_model_content_max_chars 'model_content_max_chars: 4000001' \
+  "(--model_content_max_chars) is 4000001; allowed 200 to 4000000"
+expect_refused range_model_content_default_chars 'model_content_default_chars: 199' \
+  "model_content_default_chars"
+expect_refused model_content_default_over_max \
+  'model_content_default_chars: 5000 model_content_max_chars: 1000' \
+  "(--model_content_default_chars) is 5000; allowed 200 to 1000"
 # The message gives the value and the range.
 expect_refused range_message 'file_tools { max_file_bytes: 1073741825 }' \
   "file_tools.max_file_bytes is 1073741825; allowed 1 to 1073741824"
@@ -107,6 +114,8 @@ call_timeout_ms $u64_max
 max_call_timeout_ms 10000000000000
 drain_grace_ms $u64_max
 session_idle_ttl_ms 10000000000000
+model_content_default_chars 199
+model_content_max_chars 4000001
 RANGES
 
 check() {  # name, command...: the command must succeed
@@ -136,6 +145,7 @@ run_command { default_timeout_ms: 2592000000 max_timeout_ms: 2592000000 capture_
               rlimit_address_space_bytes: 140737488355328 rlimit_open_files: 1048576
               rlimit_processes: 4194304 }
 control_tools { web_search { max_uses: 10000 } }
+model_content_default_chars: 4000000 model_content_max_chars: 4000000
 CONFIG
 check "check_config with every option at its maximum" \
   timeout 10 "$toolexecd" --check_config --config="$dir/at_limits.textproto" --workspace="$dir"

@@ -121,6 +121,11 @@ DisplayResult Tool::display(const JsonValue& input, const JsonValue& result) con
                      kDefaultDisplayBytes);
 }
 
+std::string Tool::model_content(const JsonValue& /*input*/, const JsonValue& result,
+                                const ModelContentBudget& budget) const {
+  return DefaultModelContent(result, budget.max_chars);
+}
+
 std::string Tool::compact_summary(const JsonValue& input, const JsonValue& result, bool ok) const {
   return absl::StrCat("[", name(), ok ? ": completed]" : ": error]");
 }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/model_content.h"
 
 namespace toolexec {
 
@@ -130,6 +131,14 @@ class Tool {
   // "[<name>: error]".
   virtual std::string compact_summary(const JsonValue& input, const JsonValue& result,
                                       bool ok) const;
+
+  // The text a harness sends the model as this successful call's result
+  // (model_content.h), at most budget.max_chars characters; the runner cuts a
+  // longer one in the middle. Default: the payload as JSON. Say what the
+  // result means and, when something was left out, how to get it. Failures
+  // are rendered by the runtime (FailureModelContent).
+  virtual std::string model_content(const JsonValue& input, const JsonValue& result,
+                                    const ModelContentBudget& budget) const;
 
   // S12: what this call needs permission for. Default: nothing.
   virtual std::vector<PermissionRequirement> required_permissions(

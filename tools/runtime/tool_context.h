@@ -27,6 +27,7 @@
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/model_content.h"
 
 namespace toolexec {
 
@@ -66,6 +67,8 @@ struct CallInfo {
   absl::Time deadline = absl::InfiniteFuture();
   // The daemon's artifact store (may be null in embedded use).
   ArtifactStore* artifacts = nullptr;
+  // How much text the result may carry for the model (model_content.h).
+  ModelContentBudget model_content;
 };
 
 class ToolContext final {

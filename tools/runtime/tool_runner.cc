@@ -35,6 +35,25 @@ Json ShapePayload(Json out) {
   return payload;
 }
 
+size_t EffectiveBudget(size_t requested, const ToolRunner::Options& options) {
+  size_t chars = requested == 0 ? options.model_content_default_chars : requested;
+  return std::max(std::min(chars, options.model_content_max_chars), kMinModelContentChars);
+}
+
+// The tool's rendering of a success, held to the budget; the default
+// rendering if the tool's throws.
+std::string SuccessModelContent(const Tool& tool, const JsonValue& args, const JsonValue& payload,
+                                const ModelContentBudget& budget) {
+  std::string text;
+  try {
+    text = tool.model_content(args, payload, budget);
+  } catch (...) {
+    return DefaultModelContent(payload, budget.max_chars);
+  }
+  if (Utf8Chars(text) <= budget.max_chars) return text;
+  return CutMiddle(text, budget.max_chars, "the result was cut to fit");
+}
+
 std::string CancelMessage(CancelReason reason) {
   return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
                                            : "call cancelled by the client";
@@ -50,6 +69,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
         timeout_(std::min(request.timeout.value_or(runner->options_.default_timeout),
                           runner->options_.max_timeout)),
         start_(absl::Now()),
+        budget_{EffectiveBudget(request.model_content_max_chars, runner->options_)},
         result_observer_(observer),
         observer_(observer) {
     calls_.reserve(request.calls.size());
@@ -189,6 +209,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     info.step_id = req.step_id;
     info.deadline = start_ + timeout_;
     info.artifacts = runner_->options_.artifacts;
+    info.model_content = budget_;
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();
@@ -215,6 +236,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     r.actions = ctx.TakeActions();
     r.display = tool.display(*args, r.payload);
     r.compact_summary = tool.compact_summary(*args, r.payload, true);
+    r.model_content = SuccessModelContent(tool, *args, r.payload, budget_);
     return r;
   }
 
@@ -249,6 +271,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     r.display.content = r.error_message;
     r.display.full_length = r.display.content.size();
     r.compact_summary = absl::StrCat("[", name, ": error]");
+    r.model_content = FailureModelContent(code, name, message, budget_.max_chars);
     if (rt != nullptr) {
       static const JsonValue kNoArgs(rapidjson::kObjectType);
       try {
@@ -342,6 +365,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   const std::shared_ptr<Session> session_;
   const absl::Duration timeout_;
   const absl::Time start_;
+  const ModelContentBudget budget_;
   BatchObserver* const result_observer_;  // used only by the single deliverer
   std::vector<std::unique_ptr<Call>> calls_;
 

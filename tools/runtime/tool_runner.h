@@ -81,6 +81,9 @@ struct ToolCallResult {
   EventActions actions;
   DisplayResult display;
   std::string compact_summary;
+  // The text to send the model as the result, within the call's budget:
+  // Tool::model_content for a success, FailureModelContent for a failure.
+  std::string model_content;
   absl::Duration duration;
 
   bool ok() const { return status == ResultStatus::kSuccess; }
@@ -102,6 +105,9 @@ struct BatchRequest {
   std::shared_ptr<Session> session;  // may be null
   std::vector<CallRequest> calls;
   std::optional<absl::Duration> timeout;  // per call; unset = the runner's default
+  // Characters of model_content per call; 0 = the runner's default. Capped
+  // at the runner's maximum, raised to kMinModelContentChars.
+  size_t model_content_max_chars = 0;
 };
 
 struct ProgressEvent {
@@ -162,6 +168,10 @@ class ToolRunner final {
     std::shared_ptr<const fs::ConfinedRoot> default_workspace;
     // Given to every call's context (may be null).
     ArtifactStore* artifacts = nullptr;
+    // model_content budget (characters) of a call whose batch asks for none,
+    // and the most a batch may ask for.
+    size_t model_content_default_chars = kDefaultModelContentChars;
+    size_t model_content_max_chars = kDefaultModelContentMaxChars;
   };
 
   // `registry` must outlive the runner.
