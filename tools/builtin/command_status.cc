@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
+#include "tools/builtin/command/result.h"
 #include "tools/builtin/json_fields.h"
 #include "tools/runtime/tool_context.h"
 
@@ -49,6 +50,10 @@ class CommandStatusTool final : public Tool {
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
     return ProcessTitle(name(), input);
+  }
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override {
+    return CommandModelContent(input, result, budget.max_chars);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {

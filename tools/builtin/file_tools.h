@@ -46,7 +46,8 @@ inline constexpr size_t kFileDisplayMaxBytes = 16 * 1024;
 // view_file{file_path*, start_line=1, end_line}: the lines start_line..end_line
 // (1-based, inclusive) of a text file, numbered like `cat -n`
 // ("     1\t<line>\n"; "\r" of CRLF lines kept; no "\n" after a last line that
-// has none), capped at view_max_lines lines and view_max_bytes bytes.
+// has none), capped at view_max_lines lines, view_max_bytes bytes and the
+// call's model_content budget of characters (less 200 for the marker).
 // Result: {path, content, start_line, end_line, total_lines, truncated,
 //   [next_start_line, hint] when truncated, size_bytes, sha256 (of the whole
 //   file, for edit_file's expected_sha256), line_endings ("lf", "crlf",
@@ -64,6 +65,10 @@ class ViewFileTool final : public Tool {
   bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  // The numbered lines, then "[showing lines 1–400 of 1,186; continue with
+  // start_line=401]" when cut.
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;

@@ -12,16 +12,30 @@
 #include "tools/builtin/search/grep.h"
 #include "tools/builtin/search/search_tools.h"
 #include "tools/builtin/search/walker.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::KeepWithinChars;
+using search_support::ListingModelContent;
 using search_support::PathArg;
 using search_support::Quoted;
+using search_support::StringLineChars;
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
+
+// The paths of a result, one a line.
+std::string PathsText(const JsonValue& result) {
+  std::string text;
+  if (!result.IsObject() || !result.HasMember("paths") || !result["paths"].IsArray()) return text;
+  for (const JsonValue& p : result["paths"].GetArray()) {
+    if (p.IsString()) absl::StrAppend(&text, absl::string_view(p.GetString(), p.GetStringLength()), "\n");
+  }
+  return text;
+}
 
 bool HasGlobSyntax(absl::string_view pattern) {
   return pattern.find_first_of("*?[{/") != absl::string_view::npos;
@@ -144,12 +158,14 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
   for (const std::string& p : paths) {
     list.PushBack(JsonValue(p.data(), static_cast<rapidjson::SizeType>(p.size()), alloc), alloc);
   }
+  const size_t shown =
+      paths.size() - KeepWithinChars(list, ctx.info().model_content.TextChars(), StringLineChars);
   result.AddMember("paths", list, alloc);
   result.AddMember("count", total, alloc);
-  result.AddMember("truncated", total > paths.size(), alloc);
-  if (total > paths.size()) {
+  result.AddMember("truncated", total > shown, alloc);
+  if (total > shown) {
     AddString(result, result, "hint",
-              absl::StrCat("showing the first ", paths.size(), " of ", total,
+              absl::StrCat("showing the first ", GroupDigits(shown), " of ", GroupDigits(total),
                            " paths; narrow the pattern or directory_path"));
   } else if (total == 0 && !HasGlobSyntax(pattern)) {
     AddString(result, result, "hint",
@@ -163,15 +179,17 @@ std::string FindFileTool::display_title(const JsonValue& input) const {
   return absl::StrCat(Quoted(StringField(input, "pattern")), " in ", DirectoryOf(input));
 }
 
+std::string FindFileTool::model_content(const JsonValue& /*input*/, const JsonValue& result,
+                                        const ModelContentBudget& /*budget*/) const {
+  return ListingModelContent(result, PathsText(result), "No path matches.");
+}
+
 DisplayResult FindFileTool::display(const JsonValue& input, const JsonValue& result) const {
   std::string text;
   if (result.IsObject() && result.HasMember("error")) {
     text = StringField(result, "error");
   } else if (result.IsObject() && result.HasMember("paths") && result["paths"].IsArray()) {
-    for (const JsonValue& p : result["paths"].GetArray()) {
-      if (p.IsString())
-        absl::StrAppend(&text, absl::string_view(p.GetString(), p.GetStringLength()), "\n");
-    }
+    text = PathsText(result);
     if (BoolField(result, "truncated")) {
       absl::StrAppend(&text, "... (", UintField(result, "count"), " in all)\n");
     }

@@ -8,16 +8,21 @@
 #include "tools/builtin/search/glob.h"
 #include "tools/builtin/search/grep.h"
 #include "tools/builtin/search/search_tools.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::KeepWithinChars;
+using search_support::ListingModelContent;
+using search_support::MatchChars;
 using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::PathArg;
 using search_support::Quoted;
+using search_support::StringLineChars;
 
 constexpr int kMaxContextLines = 100;
 
@@ -25,6 +30,34 @@ std::string PathOf(const JsonValue& input) { return PathArg(input, "path"); }
 
 std::string ModeOf(const JsonValue& input) {
   return StringField(input, "output_mode", "files_with_matches");
+}
+
+std::string CountLine(const JsonValue& c) {
+  return absl::StrCat(StringField(c, "file"), ":", UintField(c, "count"), "\n");
+}
+
+// Matching lines among `matches` (the rest are context lines).
+size_t CountMatchLines(const JsonValue& matches) {
+  size_t n = 0;
+  for (const JsonValue& m : matches.GetArray()) n += !BoolField(m, "context");
+  return n;
+}
+
+// The result's lines, as ripgrep prints them for its output mode.
+std::string ResultText(const JsonValue& result) {
+  std::string text;
+  if (!result.IsObject()) return text;
+  if (result.HasMember("matches")) return MatchesText(result["matches"]);
+  if (result.HasMember("files") && result["files"].IsArray()) {
+    for (const JsonValue& f : result["files"].GetArray()) {
+      if (f.IsString()) {
+        absl::StrAppend(&text, absl::string_view(f.GetString(), f.GetStringLength()), "\n");
+      }
+    }
+  } else if (result.HasMember("counts") && result["counts"].IsArray()) {
+    for (const JsonValue& c : result["counts"].GetArray()) text += CountLine(c);
+  }
+  return text;
 }
 
 }  // namespace
@@ -146,6 +179,9 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
   AddString(result, result, "pattern", pattern);
   AddString(result, result, "path", search::SanitizeUtf8(start->Display(start->relative)));
   AddString(result, result, "output_mode", mode_arg);
+  // Entries past the model_content budget are dropped too (KeepWithinChars).
+  const size_t budget = ctx.info().model_content.TextChars();
+  bool truncated = r->truncated;
   std::string shown;
   switch (request.mode) {
     case search::OutputMode::kFilesWithMatches: {
@@ -155,19 +191,21 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
             JsonValue(f.path.data(), static_cast<rapidjson::SizeType>(f.path.size()), alloc),
             alloc);
       }
+      truncated |= KeepWithinChars(files, budget, StringLineChars) > 0;
+      shown = absl::StrCat("the first ", GroupDigits(files.Size()), " of ",
+                           GroupDigits(r->total_files), " matching files");
       result.AddMember("files", files, alloc);
       result.AddMember("num_files", r->total_files, alloc);
-      shown =
-          absl::StrCat("the first ", r->files.size(), " of ", r->total_files, " matching files");
       break;
     }
     case search::OutputMode::kContent: {
       JsonValue matches = MatchesJson(result, *r);
+      truncated |= KeepWithinChars(matches, budget, MatchChars) > 0;
+      shown = absl::StrCat("the first ", GroupDigits(CountMatchLines(matches)), " of ",
+                           GroupDigits(r->total_matches), " matching lines");
       result.AddMember("matches", matches, alloc);
       result.AddMember("num_matches", r->total_matches, alloc);
       result.AddMember("num_files", r->total_files, alloc);
-      shown = absl::StrCat("the first ", r->returned_matches, " of ", r->total_matches,
-                           " matching lines");
       break;
     }
     case search::OutputMode::kCount: {
@@ -178,18 +216,21 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
         c.AddMember("count", f.matches, alloc);
         counts.PushBack(c, alloc);
       }
+      truncated |= KeepWithinChars(counts, budget, [](const JsonValue& c) {
+                     return Utf8Chars(CountLine(c));
+                   }) > 0;
+      shown = absl::StrCat("counts for the first ", GroupDigits(counts.Size()), " of ",
+                           GroupDigits(r->total_files), " matching files");
       result.AddMember("counts", counts, alloc);
       result.AddMember("num_matches", r->total_matches, alloc);
       result.AddMember("num_files", r->total_files, alloc);
-      shown = absl::StrCat("counts for the first ", r->files.size(), " of ", r->total_files,
-                           " matching files");
       break;
     }
   }
-  result.AddMember("truncated", r->truncated, alloc);
+  result.AddMember("truncated", truncated, alloc);
   if (r->binary_skipped > 0) result.AddMember("binary_files_skipped", r->binary_skipped, alloc);
   if (r->unreadable > 0) result.AddMember("unreadable", r->unreadable, alloc);
-  if (r->truncated) {
+  if (truncated) {
     AddString(result, result, "hint",
               absl::StrCat("showing ", shown,
                            "; narrow the pattern, path or glob, or raise max_results (at most ",
@@ -205,22 +246,14 @@ std::string GrepSearchTool::display_title(const JsonValue& input) const {
   return title;
 }
 
+std::string GrepSearchTool::model_content(const JsonValue& /*input*/, const JsonValue& result,
+                                          const ModelContentBudget& /*budget*/) const {
+  return ListingModelContent(result, ResultText(result), "No matches.");
+}
+
 DisplayResult GrepSearchTool::display(const JsonValue& input, const JsonValue& result) const {
-  std::string text;
-  if (result.IsObject() && result.HasMember("error")) {
-    text = StringField(result, "error");
-  } else if (result.IsObject() && result.HasMember("matches")) {
-    text = MatchesText(result["matches"]);
-  } else if (result.IsObject() && result.HasMember("files") && result["files"].IsArray()) {
-    for (const JsonValue& f : result["files"].GetArray()) {
-      if (f.IsString())
-        absl::StrAppend(&text, absl::string_view(f.GetString(), f.GetStringLength()), "\n");
-    }
-  } else if (result.IsObject() && result.HasMember("counts") && result["counts"].IsArray()) {
-    for (const JsonValue& c : result["counts"].GetArray()) {
-      absl::StrAppend(&text, StringField(c, "file"), ":", UintField(c, "count"), "\n");
-    }
-  }
+  std::string text = result.IsObject() && result.HasMember("error") ? StringField(result, "error")
+                                                                     : ResultText(result);
   if (BoolField(result, "truncated")) absl::StrAppend(&text, "... (truncated)\n");
   return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
                      kSearchDisplayMaxBytes);

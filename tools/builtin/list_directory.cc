@@ -12,12 +12,15 @@
 #include "tools/builtin/search/grep.h"
 #include "tools/builtin/search/search_tools.h"
 #include "tools/builtin/search/walker.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::KeepWithinChars;
+using search_support::ListingModelContent;
 using search_support::PathArg;
 
 constexpr int kMaxDepth = 32;
@@ -44,6 +47,25 @@ const char* KindName(search::EntryKind kind) {
 }
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
+
+// One entry as a person reads it: "src/", "a.txt  (12 bytes)", "l -> target".
+std::string EntryLine(const JsonValue& e) {
+  const std::string type = StringField(e, "type");
+  std::string line = absl::StrCat(StringField(e, "name"), type == "dir" ? "/" : "");
+  if (type == "file") absl::StrAppend(&line, "  (", UintField(e, "size"), " bytes)");
+  if (type == "symlink") absl::StrAppend(&line, " -> ", StringField(e, "target"));
+  line.push_back('\n');
+  return line;
+}
+
+std::string EntriesText(const JsonValue& result) {
+  std::string text;
+  if (!result.IsObject() || !result.HasMember("entries") || !result["entries"].IsArray()) {
+    return text;
+  }
+  for (const JsonValue& e : result["entries"].GetArray()) text += EntryLine(e);
+  return text;
+}
 
 }  // namespace
 
@@ -163,14 +185,20 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
     if (!item.target.empty()) AddString(result, e, "target", search::SanitizeUtf8(item.target));
     entries.PushBack(e, alloc);
   }
+  const size_t dropped = KeepWithinChars(entries, ctx.info().model_content.TextChars(),
+                                         [](const JsonValue& e) { return Utf8Chars(EntryLine(e)); });
+  const size_t shown = listed.size() - dropped;
   result.AddMember("entries", entries, alloc);
-  result.AddMember("count", static_cast<uint64_t>(listed.size()), alloc);
-  result.AddMember("truncated", truncated, alloc);
+  result.AddMember("count", static_cast<uint64_t>(shown), alloc);
+  result.AddMember("truncated", truncated || dropped > 0, alloc);
   if (unreadable > 0) result.AddMember("unreadable_directories", unreadable, alloc);
-  if (truncated) {
+  if (truncated || dropped > 0) {
     AddString(result, result, "hint",
-              absl::StrCat("listing stopped at ", cap,
-                           " entries; list a subdirectory or use a smaller depth"));
+              absl::StrCat("showing the first ", GroupDigits(shown),
+                           truncated ? absl::StrCat(" entries (listing stopped at ", cap, ")")
+                                     : absl::StrCat(" of ", GroupDigits(listed.size()),
+                                                    " entries"),
+                           "; list a subdirectory or use a smaller depth"));
   }
   return result;
 }
@@ -184,17 +212,16 @@ DisplayResult ListDirectoryTool::display(const JsonValue& input, const JsonValue
   if (result.IsObject() && result.HasMember("error")) {
     text = StringField(result, "error");
   } else if (result.IsObject() && result.HasMember("entries") && result["entries"].IsArray()) {
-    for (const JsonValue& e : result["entries"].GetArray()) {
-      const std::string type = StringField(e, "type");
-      absl::StrAppend(&text, StringField(e, "name"), type == "dir" ? "/" : "");
-      if (type == "file") absl::StrAppend(&text, "  (", UintField(e, "size"), " bytes)");
-      if (type == "symlink") absl::StrAppend(&text, " -> ", StringField(e, "target"));
-      text.push_back('\n');
-    }
+    text = EntriesText(result);
     if (BoolField(result, "truncated")) absl::StrAppend(&text, "... (truncated)\n");
   }
   return TextDisplay(display_title(input), ContentType::kPlainText, std::move(text),
                      kSearchDisplayMaxBytes);
+}
+
+std::string ListDirectoryTool::model_content(const JsonValue& /*input*/, const JsonValue& result,
+                                             const ModelContentBudget& /*budget*/) const {
+  return ListingModelContent(result, EntriesText(result), "The directory is empty.");
 }
 
 std::string ListDirectoryTool::compact_summary(const JsonValue& input, const JsonValue& result,

@@ -83,10 +83,10 @@ class RunCommandTool final : public Tool {
 
   std::string name() const override { return "run_command"; }
   std::string description() const override {
-    return "Runs a shell command (bash) in the workspace and returns its exit code, stdout, "
-           "stderr and combined output. A non-zero exit code is reported, not treated as an "
-           "error. Output is streamed while the command runs; very long output keeps its "
-           "beginning and end. Commands time out after timeout_ms (default 2 minutes); use "
+    return "Runs a shell command (bash) in the workspace and returns its exit code and "
+           "output. A non-zero exit code is reported, not treated as an error. Output is "
+           "streamed while the command runs; very long output keeps its beginning and end "
+           "around a marker saying how much was left out. Commands time out after timeout_ms (default 2 minutes); use "
            "background:true for servers and watchers.";
   }
   std::string parameters_schema() const override { return kSchema; }
@@ -100,6 +100,10 @@ class RunCommandTool final : public Tool {
     return ShortCommand(CommandLineOf(input));
   }
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override {
+    return CommandModelContent(input, result, budget.max_chars);
+  }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   // S12: running a command needs Execute on that command line.
@@ -181,6 +185,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
     spec.stdin_text = std::string(Str(it->value));
   }
   spec.capture_bytes = opt.command_capture_bytes;
+  spec.output_chars = ctx.info().model_content.TextChars();
   spec.kill_grace = milliseconds(absl::ToInt64Milliseconds(opt.command_kill_grace));
   if (opt.rlimit_cpu_seconds > 0) spec.rlimits.emplace_back(RLIMIT_CPU, opt.rlimit_cpu_seconds);
   if (opt.rlimit_address_space_bytes > 0) {
@@ -271,9 +276,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
 
   Json out = MakeObject();
   SetExit(out, o.exit);
-  SetString(out, "stdout", o.stdout_text);
-  SetString(out, "stderr", o.stderr_text);
-  SetString(out, "combined_output", o.combined);
+  SetOutput(out, o.stdout_text, o.stderr_text, o.combined);
   SetString(out, "timed_out", TimedOutName(o.stop));
   SetBool(out, "truncated", o.truncated);
   SetInt(out, "duration_ms", o.duration.count());
@@ -300,9 +303,10 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
 
 DisplayResult RunCommandTool::display(const JsonValue& input, const JsonValue& result) const {
   std::string content;
-  if (result.IsObject() && result.HasMember("combined_output") &&
-      result["combined_output"].IsString()) {
-    content = std::string(Str(result["combined_output"]));
+  if (result.IsObject() && result.HasMember("stdout")) {
+    content = builtin::StringField(result, "combined_output");
+    if (content.empty()) content = builtin::StringField(result, "stdout");
+    if (content.empty()) content = builtin::StringField(result, "stderr");
   } else {
     content = ToJsonString(result);
   }

@@ -6,12 +6,16 @@
 #include "tools/builtin/search/confine.h"
 #include "tools/builtin/search/grep.h"
 #include "tools/builtin/search/search_tools.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
 namespace {
 
 using search_support::AddString;
+using search_support::KeepWithinChars;
+using search_support::ListingModelContent;
+using search_support::MatchChars;
 using search_support::MatchesJson;
 using search_support::MatchesText;
 using search_support::PathArg;
@@ -90,15 +94,21 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   AddString(result, result, "query", query);
   AddString(result, result, "directory", search::SanitizeUtf8(start->Display(start->relative)));
   JsonValue matches = MatchesJson(result, *r);
+  // Lines past the model_content budget are dropped too.
+  const bool truncated =
+      KeepWithinChars(matches, ctx.info().model_content.TextChars(), MatchChars) > 0 ||
+      r->truncated;
+  const size_t shown = matches.Size();
   result.AddMember("matches", matches, alloc);
   result.AddMember("num_matches", r->total_matches, alloc);
   result.AddMember("num_files", r->total_files, alloc);
-  result.AddMember("truncated", r->truncated, alloc);
+  result.AddMember("truncated", truncated, alloc);
   if (r->binary_skipped > 0) result.AddMember("binary_files_skipped", r->binary_skipped, alloc);
   if (r->unreadable > 0) result.AddMember("unreadable", r->unreadable, alloc);
-  if (r->truncated) {
+  if (truncated) {
     AddString(result, result, "hint",
-              absl::StrCat("showing the first ", r->returned_matches, " of ", r->total_matches,
+              absl::StrCat("showing the first ", GroupDigits(shown), " of ",
+                           GroupDigits(r->total_matches),
                            " matching lines; narrow the query or directory_path, or raise "
                            "num_results (at most ",
                            cap, ")"));
@@ -108,6 +118,14 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
 
 std::string SearchDirectoryTool::display_title(const JsonValue& input) const {
   return absl::StrCat(Quoted(StringField(input, "query")), " in ", DirectoryOf(input));
+}
+
+std::string SearchDirectoryTool::model_content(const JsonValue& /*input*/,
+                                               const JsonValue& result,
+                                               const ModelContentBudget& /*budget*/) const {
+  return ListingModelContent(
+      result, result.IsObject() && result.HasMember("matches") ? MatchesText(result["matches"]) : "",
+      "No matches.");
 }
 
 DisplayResult SearchDirectoryTool::display(const JsonValue& input, const JsonValue& result) const {

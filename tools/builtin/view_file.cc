@@ -10,6 +10,7 @@
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/builtin/fs/text.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -188,6 +189,8 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
 
   const uint32_t max_lines = std::max<uint32_t>(1, options_.view_max_lines);
   const size_t max_bytes = std::max<uint64_t>(64, options_.view_max_bytes);
+  // The model_content budget, less room for the continuation marker.
+  const size_t max_chars = ctx.info().model_content.TextChars(200);
   int64_t last_wanted = start + max_lines - 1;
   if (end.has_value()) last_wanted = std::min(last_wanted, *end);
   Scanner scan(start, last_wanted, max_bytes);
@@ -250,6 +253,8 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   int64_t shown_end = start - 1;
   const int64_t wanted_end = end.has_value() ? std::min(*end, total) : total;
   bool byte_limit = false;  // else the line limit cut the output
+  bool char_limit = false;  // the model_content budget cut it
+  size_t chars = 0;
   for (size_t i = 0; i < scan.lines().size(); ++i) {
     const KeptLine& l = scan.lines()[i];
     const int64_t number = start + static_cast<int64_t>(i);
@@ -264,25 +269,31 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
     invalid_utf8 |= fs::AppendSanitizedUtf8(&content, text);
     const bool complete = l.len == l.full_len;
     if (complete && l.has_newline) content.push_back('\n');
-    if (content.size() <= max_bytes && complete) {
+    chars += Utf8Chars(absl::string_view(content).substr(mark));
+    if (content.size() <= max_bytes && chars <= max_chars && complete) {
       shown_end = number;
       continue;
     }
-    byte_limit = true;
+    char_limit = chars > max_chars;
+    byte_limit = !char_limit;
     if (shown_end >= start) {  // show it next time instead
       content.resize(mark);
       break;
     }
     // A single line larger than the whole budget: show its start.
     size_t room = max_bytes > 80 ? max_bytes - 80 : max_bytes / 2;
+    size_t room_chars = max_chars > 80 ? max_chars - 80 : max_chars / 2;
     absl::string_view piece(content.data() + mark, content.size() - mark);
-    content.resize(mark + Utf8SafePrefix(piece, std::min(room, piece.size())));
+    piece = piece.substr(0, Utf8SafePrefix(piece, std::min(room, piece.size())));
+    content.resize(mark + Utf8PrefixBytes(piece, room_chars));
     absl::StrAppend(&content, " [... line ", number, " cut: it is ", HumanSize(l.full_len), "]\n");
     shown_end = number;
     cut_line = true;
     break;
   }
-  const bool truncated = shown_end < wanted_end;
+  // A line cut short is truncated output too, even when it is the last one.
+  const bool more_lines = shown_end < wanted_end;
+  const bool truncated = more_lines || cut_line;
 
   Json out = MakeObject();
   auto& a = out.GetAllocator();
@@ -293,15 +304,19 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   out.AddMember("total_lines", total, a);
   out.AddMember("truncated", truncated, a);
   if (truncated) {
-    out.AddMember("next_start_line", shown_end + 1, a);
-    std::string why = byte_limit ? absl::StrCat("the ", max_bytes, "-byte limit")
-                                 : absl::StrCat("the ", max_lines, "-line limit");
+    std::string why = char_limit   ? absl::StrCat("the ", max_chars, "-character budget")
+                      : byte_limit ? absl::StrCat("the ", max_bytes, "-byte limit")
+                                   : absl::StrCat("the ", max_lines, "-line limit");
     std::string hint = absl::StrCat("Showing lines ", start, "-", shown_end, " of ", total,
-                                    " (cut at ", why, "). Call view_file with start_line=",
-                                    shown_end + 1, " to continue.");
+                                    " (cut at ", why, ").");
+    if (more_lines) {
+      out.AddMember("next_start_line", shown_end + 1, a);
+      absl::StrAppend(&hint, " Call view_file with start_line=", shown_end + 1, " to continue.");
+    }
     if (cut_line) {
-      absl::StrAppend(&hint, " Line ", shown_end,
-                      " is longer than the byte limit and was cut; search it with grep_search.");
+      absl::StrAppend(&hint, " Line ", shown_end, " is longer than ",
+                      char_limit ? "the character budget" : "the byte limit",
+                      " and was cut; search it with grep_search.");
     }
     out.AddMember("hint", JsonValue(hint, a), a);
   }
@@ -324,6 +339,38 @@ DisplayResult ViewFileTool::display(const JsonValue& input, const JsonValue& res
   if (result.IsObject() && result.HasMember("binary")) content = StringField(result, "message");
   return TextDisplay(display_title(input), ContentType::kPlainText, std::move(content),
                      kFileDisplayMaxBytes);
+}
+
+std::string ViewFileTool::model_content(const JsonValue& input, const JsonValue& result,
+                                        const ModelContentBudget& budget) const {
+  if (!result.IsObject() || !result.HasMember("content")) {
+    return result.IsObject() && result.HasMember("message")
+               ? StringField(result, "message")
+               : DefaultModelContent(result, budget.max_chars);
+  }
+  const int64_t total = IntArg(result, "total_lines", 0);
+  const int64_t first = IntArg(result, "start_line", 1);
+  const int64_t last = IntArg(result, "end_line", 0);
+  std::string text = StringField(result, "content");
+  if (total == 0) return absl::StrCat("'", PathOf(input), "' is empty.");
+  if (!text.empty() && text.back() != '\n') text.push_back('\n');
+  if (result.HasMember("next_start_line")) {
+    // U+2013 between the line numbers, as a person writes a range.
+    absl::StrAppend(&text, "[showing lines ", GroupDigits(first), "\u2013", GroupDigits(last),
+                    " of ", GroupDigits(total), "; continue with start_line=", last + 1, "]");
+  } else if (BoolField(result, "truncated")) {
+    absl::StrAppend(&text, "[showing lines ", GroupDigits(first), "\u2013", GroupDigits(last),
+                    " of ", GroupDigits(total), "; line ", GroupDigits(last),
+                    " was cut: it is too long to show; search it with grep_search]");
+  } else if (first > 1 || last < total) {
+    absl::StrAppend(&text, "[lines ", GroupDigits(first), "\u2013", GroupDigits(last), " of ",
+                    GroupDigits(total), "]");
+  }
+  if (BoolField(result, "invalid_utf8")) {
+    absl::StrAppend(&text, "\n[bytes that are not UTF-8 are shown as U+FFFD]");
+  }
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 std::string ViewFileTool::compact_summary(const JsonValue& input, const JsonValue& result,

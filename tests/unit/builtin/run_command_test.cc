@@ -34,6 +34,7 @@
 #include "tools/builtin/command/background.h"
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/command/reaper.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_runner.h"
 
@@ -539,7 +540,17 @@ TEST_F(RunCommandTest, LargeOutputKeepsHeadAndTailInBoundedMemory) {
   EXPECT_THAT(out, StartsWith("HEADxxxx"));
   EXPECT_THAT(out, EndsWith("xxxxTAIL"));
   const uint64_t limit = options_.command_capture_bytes;
-  EXPECT_THAT(out, HasSubstr(absl::StrCat("[... ", 50000008 - 2 * limit, " bytes omitted ...]")));
+  // Cut once more to the call's model_content budget: one marker counts all
+  // that is left out.
+  const size_t budget = kDefaultModelContentChars;
+  const size_t from = out.find("\n[... ");
+  ASSERT_NE(from, std::string::npos) << out.substr(0, 200);
+  std::string omitted = out.substr(from + 6, out.find(' ', from + 6) - from - 6);
+  omitted.erase(std::remove(omitted.begin(), omitted.end(), ','), omitted.end());
+  EXPECT_THAT(out, HasSubstr(" bytes omitted; rerun piped through"));
+  const size_t marker_bytes = out.find(" ...]\n", from) + 6 - from;
+  EXPECT_EQ(std::stoull(omitted) + out.size() - marker_bytes, 50000008u);
+  EXPECT_LE(out.size(), budget);
   EXPECT_LT(out.size(), 2 * limit + 100);
   EXPECT_LT(Str(r.payload, "combined_output").size(), 2 * limit + 100);
   EXPECT_EQ(Str(r.payload, "stderr"), "err\n");
@@ -661,13 +672,19 @@ TEST_F(RunCommandTest, BackgroundStartStatusKill) {
     auto s = Call("command_status", absl::StrCat(R"({"process_id":")", id, R"("})"));
     EXPECT_TRUE(s.ok()) << s.error_message;
     EXPECT_TRUE(Flag(s.payload, "running"));
-    seen += Str(s.payload, "combined_output");
+    // combined_output only when both streams wrote since the last report.
+    seen += s.payload.HasMember("combined_output")
+                ? Str(s.payload, "combined_output")
+                : Str(s.payload, "stdout") + Str(s.payload, "stderr");
     return seen == "start\nmid\n";
   }));
   auto quiet =
       Call("command_status", absl::StrCat(R"({"process_id":")", id, R"(","wait_ms":100})"));
   ASSERT_TRUE(quiet.ok());
-  EXPECT_EQ(Str(quiet.payload, "combined_output"), "");
+  EXPECT_FALSE(quiet.payload.HasMember("combined_output"));
+  EXPECT_EQ(Str(quiet.payload, "stdout"), "");
+  EXPECT_EQ(Str(quiet.payload, "stderr"), "");
+  EXPECT_THAT(quiet.model_content, StartsWith("Background command " + id + " is still running"));
   EXPECT_EQ(Int(quiet.payload, "first_seq"), 0);
   EXPECT_EQ(Int(quiet.payload, "last_seq"), 2);
 

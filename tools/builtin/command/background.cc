@@ -204,9 +204,7 @@ Json BackgroundProcesses::Report(Entry& e, bool killed) {
                .count());
     if (killed) SetBool(out, "killed", false);
   }
-  SetString(out, "stdout", r.stdout_text);
-  SetString(out, "stderr", r.stderr_text);
-  SetString(out, "combined_output", r.combined);
+  SetOutput(out, r.stdout_text, r.stderr_text, r.combined);
   // Sequence numbers of the output chunks this report carries (0 when none);
   // the next report starts after last_seq.
   SetInt(out, "first_seq", static_cast<int64_t>(r.first_seq));

@@ -307,12 +307,13 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   }
   o.exit = exit_status;
   o.stop = stop_.load();
-  o.stdout_text = out.capture.Render();
-  o.stderr_text = err.capture.Render();
-  o.combined = combined.Render();
+  bool cut[3] = {false, false, false};
+  o.stdout_text = out.capture.Render(spec_.output_chars, &cut[0]);
+  o.stderr_text = err.capture.Render(spec_.output_chars, &cut[1]);
+  o.combined = combined.Render(spec_.output_chars, &cut[2]);
   o.stdout_bytes = out.bytes;
   o.stderr_bytes = err.bytes;
-  o.truncated = out.capture.truncated() || err.capture.truncated() || combined.truncated();
+  o.truncated = cut[0] || cut[1] || cut[2];
   o.invalid_utf8_bytes = out.utf8.invalid_bytes() + err.utf8.invalid_bytes();
   o.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   return o;

@@ -51,6 +51,9 @@ struct CommandSpec {
   std::optional<std::chrono::milliseconds> idle_timeout;
   std::chrono::milliseconds kill_grace{2000};
   size_t capture_bytes = 64 * 1024;
+  // Characters (code points) of each output text in the outcome, marker
+  // included: the call's model_content budget for its text.
+  size_t output_chars = SIZE_MAX;
   // bwrap: SIGTERM spares the leader (bwrap itself).
   bool sandboxed = false;
   std::vector<std::pair<int, rlim_t>> rlimits;
@@ -65,12 +68,12 @@ struct CommandSpec {
 struct CommandOutcome {
   ExitStatus exit;
   StopReason stop = StopReason::kNone;
-  std::string stdout_text;  // head + marker + tail, valid UTF-8
+  std::string stdout_text;  // head + marker + tail, valid UTF-8, at most output_chars
   std::string stderr_text;
   std::string combined;       // both, in arrival order, bounded the same way
   uint64_t stdout_bytes = 0;  // bytes the command wrote (before UTF-8 repair)
   uint64_t stderr_bytes = 0;
-  bool truncated = false;
+  bool truncated = false;  // some text left out of stdout_text, stderr_text or combined
   uint64_t invalid_utf8_bytes = 0;
   std::chrono::milliseconds duration{0};
   // The leader exited but something kept the pipes open past the drain time.

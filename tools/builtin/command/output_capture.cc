@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec::command {
@@ -111,7 +112,9 @@ void Utf8Sanitizer::Finish(std::string* out) {
 }
 
 std::string OmittedMarker(uint64_t bytes) {
-  return absl::StrCat("\n[... ", bytes, " bytes omitted ...]\n");
+  return OmittedBytesMarker(bytes,
+                            "rerun piped through | tail, | head or | grep, or redirect the output "
+                            "to a file and read it with view_file");
 }
 
 HeadTail::HeadTail(size_t limit) : limit_(limit) {}
@@ -173,14 +176,11 @@ std::string HeadTail::TailText() const {
 
 bool HeadTail::truncated() const { return after_head_ > ring_size_; }
 
-std::string HeadTail::Render() const {
-  if (!head_closed_) return head_;
+std::string HeadTail::Render(size_t max_chars, bool* cut) const {
+  if (!head_closed_) return CutMiddle(head_, max_chars, OmittedMarker, cut);
   std::string tail = TailText();
-  uint64_t omitted = total_ - head_.size() - tail.size();
-  std::string out = head_;
-  if (omitted > 0) out += OmittedMarker(omitted);
-  out += tail;
-  return out;
+  return JoinHeadTail(head_, tail, total_ - head_.size() - tail.size(), max_chars, OmittedMarker,
+                      cut);
 }
 
 void BackgroundLog::Append(bool is_stderr, absl::string_view text) {

@@ -38,7 +38,8 @@ class Utf8Sanitizer final {
   uint64_t invalid_bytes_ = 0;
 };
 
-// The marker put where HeadTail dropped bytes.
+// The marker put where command output was dropped: "[... 1,157,849 bytes
+// omitted; <how to see them> ...]" on a line of its own.
 std::string OmittedMarker(uint64_t bytes);
 
 class HeadTail final {
@@ -50,9 +51,13 @@ class HeadTail final {
   // tail's first partial character is dropped when rendering).
   void Append(absl::string_view text);
 
-  // Head, then OmittedMarker(n) if n > 0 bytes were dropped, then tail.
-  std::string Render() const;
+  // Head, then OmittedMarker(n) if n > 0 bytes were dropped, then tail; with
+  // `max_chars`, at most that many characters (code points) in all, marker
+  // included, keeping about as much of the head as of the tail.
+  // `*cut` (optional) says whether anything is left out.
+  std::string Render(size_t max_chars = SIZE_MAX, bool* cut = nullptr) const;
   uint64_t total_bytes() const { return total_; }
+  // Whether the capture dropped bytes (a Render(max_chars) may drop more).
   bool truncated() const;
 
  private:

@@ -28,6 +28,20 @@ std::string ShortCommand(absl::string_view command_line, size_t max_chars = 80);
 // "1.2s" / "350ms".
 std::string FormatMs(int64_t ms);
 
+// Sets stdout, stderr and, only when both streams wrote something,
+// combined_output (their interleaving; otherwise it would repeat the one
+// stream that wrote).
+void SetOutput(Json& out, absl::string_view stdout_text, absl::string_view stderr_text,
+               absl::string_view combined);
+
+// model_content of run_command, command_status and kill_command: a first line
+// saying how the command ended (exit code, signal, which timeout fired and
+// what to do about it) or that it still runs, notes, then the output (the
+// interleaved output when both streams wrote, else the one that did), cut in
+// the middle to the budget with OmittedMarker.
+std::string CommandModelContent(const JsonValue& input, const JsonValue& result,
+                                size_t max_chars);
+
 }  // namespace toolexec::command
 
 #endif  // TOOLEXEC_TOOLS_BUILTIN_COMMAND_RESULT_H_

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/json_fields.h"
@@ -52,6 +53,9 @@ class ListDirectoryTool final : public Tool {
   bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  // The lines of the result, then "[<hint>]" (e.g. "showing the first N of M").
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
@@ -67,6 +71,9 @@ class ListDirectoryTool final : public Tool {
 // skipping hidden entries and .git. Result: {pattern, directory, paths
 // (relative to the workspace root, sorted; directories end in '/'), count
 // (all matches), truncated, [hint]}.
+// Each search tool also stops adding entries (paths, matches) once their
+// lines pass the call's model_content budget, and then says so in
+// truncated and hint ("showing the first N of M ...").
 class FindFileTool final : public Tool {
  public:
   explicit FindFileTool(const BuiltinOptions& options) : options_(options) {}
@@ -78,6 +85,9 @@ class FindFileTool final : public Tool {
   bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  // The lines of the result, then "[<hint>]" (e.g. "showing the first N of M").
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
@@ -101,6 +111,9 @@ class SearchDirectoryTool final : public Tool {
   bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  // The lines of the result, then "[<hint>]" (e.g. "showing the first N of M").
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
@@ -131,6 +144,9 @@ class GrepSearchTool final : public Tool {
   bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  // The lines of the result, then "[<hint>]" (e.g. "showing the first N of M").
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
@@ -154,6 +170,23 @@ JsonValue MatchesJson(Json& doc, const search::GrepResult& result);
 // Lines for a person, as ripgrep prints them: "file:line:text" for a match,
 // "file-line-text" for context, "--" between groups that are not adjacent.
 std::string MatchesText(const JsonValue& matches);
+// The characters one element of `matches` takes in MatchesText, at most
+// (with its newline and a possible "--" line before it).
+size_t MatchChars(const JsonValue& match);
+// The characters of a string element and its newline.
+size_t StringLineChars(const JsonValue& s);
+
+// Keeps the leading elements of the array `items` whose lines
+// (chars_of(element), newline included) fit in `max_chars` together, and
+// drops the rest: a result's payload stays within the call's model_content
+// budget (model_content.h). Returns how many were dropped.
+size_t KeepWithinChars(JsonValue& items, size_t max_chars,
+                       absl::FunctionRef<size_t(const JsonValue&)> chars_of);
+
+// A search tool's model_content: `text` (its lines), then "[<hint>]" when
+// the result is truncated; `empty` when there are no lines.
+std::string ListingModelContent(const JsonValue& result, std::string text,
+                                absl::string_view empty);
 
 }  // namespace search_support
 }  // namespace toolexec::builtin

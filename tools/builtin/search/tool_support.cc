@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/search/grep.h"
 #include "tools/builtin/search/search_tools.h"
+#include "tools/runtime/model_content.h"
 
 namespace toolexec::builtin::search_support {
 
@@ -58,6 +59,38 @@ std::string MatchesText(const JsonValue& matches) {
     prev_file = file;
     prev_line = line;
   }
+  return text;
+}
+
+size_t MatchChars(const JsonValue& m) {
+  return Utf8Chars(StringField(m, "file")) + absl::StrCat(UintField(m, "line")).size() + 2 +
+         Utf8Chars(StringField(m, "text")) + 1 + 3;
+}
+
+size_t StringLineChars(const JsonValue& s) {
+  return s.IsString() ? Utf8Chars(absl::string_view(s.GetString(), s.GetStringLength())) + 1 : 1;
+}
+
+size_t KeepWithinChars(JsonValue& items, size_t max_chars,
+                       absl::FunctionRef<size_t(const JsonValue&)> chars_of) {
+  if (!items.IsArray()) return 0;
+  size_t used = 0;
+  for (auto it = items.Begin(); it != items.End(); ++it) {
+    used += chars_of(*it);
+    if (used <= max_chars) continue;
+    const size_t dropped = static_cast<size_t>(items.End() - it);
+    items.Erase(it, items.End());
+    return dropped;
+  }
+  return 0;
+}
+
+std::string ListingModelContent(const JsonValue& result, std::string text,
+                                absl::string_view empty) {
+  if (text.empty()) text = absl::StrCat(empty, "\n");
+  const std::string hint = StringField(result, "hint");
+  if (!hint.empty()) absl::StrAppend(&text, "[", hint, "]\n");
+  if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
