@@ -24,10 +24,9 @@ using testing::MakeTool;
 // Renders `text` whatever the budget; throws when `text` is "throw".
 class RenderingTool final : public Tool {
  public:
-  explicit RenderingTool(std::string text) : text_(std::move(text)) {}
-  std::string name() const override { return "render"; }
-  std::string description() const override { return "renders a fixed text"; }
-  std::string parameters_schema() const override { return testing::kAnyObject; }
+  explicit RenderingTool(std::string text)
+      : Tool(ToolSpec("render", "renders a fixed text", testing::kAnyObject)),
+        text_(std::move(text)) {}
   absl::StatusOr<Json> Call(const JsonValue&, ToolContext&) const override {
     return J(R"({"a":1})");
   }
