@@ -1,6 +1,6 @@
 // The file tools (S6 file_tools): view_file, create_file, edit_file, one class
 // per .cc file, and the helpers they share (SHA-256, unified diff, argument
-// access). Paths go through the confined path layer (tools/builtin/fs), so
+// access). The editing ones share the edit engine of edit_engine.h. Paths go through the confined path layer (tools/builtin/fs), so
 // every path is resolved beneath the call's workspace in the kernel (S12).
 //
 // Errors follow fs/confined.h: INVALID_ARGUMENTS for bad arguments, DENIED for
@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/builtin/json_fields.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
@@ -138,6 +139,18 @@ class EditFileTool final : public Tool {
 
 // ---------------------------------------------------------------------------
 // Shared helpers
+
+// The core of create_file: writes `contents` to `wp` atomically, creating
+// missing parent directories, holding the file's write lock from the
+// existence check to the rename. An existing file is replaced only with
+// `overwrite` (keeping its mode and owner), else AlreadyExists
+// ("'x' already exists (N bytes)"); a symlink, directory or special file
+// there is refused. True when the file was created, false when replaced.
+absl::StatusOr<bool> WriteWholeFile(const fs::WorkspacePath& wp, absl::string_view contents,
+                                    bool overwrite, absl::string_view tool, ToolContext& ctx);
+
+// Appends "<number right-aligned in 6 columns>\t", as `cat -n` numbers a line.
+void AppendLineNumber(std::string* out, int64_t number);
 
 // Incremental SHA-256 (OpenSSL libcrypto). Not thread-safe; one per use.
 class Sha256 final {

@@ -117,19 +117,6 @@ class Scanner {
   std::string kept_;
 };
 
-// cat -n style: the number right-aligned in 6 columns, then a tab.
-void AppendLineNumber(std::string* out, int64_t number) {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + number % 10);
-    number /= 10;
-  } while (number > 0);
-  for (int pad = n; pad < 6; ++pad) out->push_back(' ');
-  while (n > 0) out->push_back(digits[--n]);
-  out->push_back('\t');
-}
-
 absl::StatusOr<size_t> ReadSome(int fd, char* buf, size_t want, const std::string& display) {
   size_t got = 0;
   while (got < want) {
