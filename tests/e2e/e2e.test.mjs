@@ -231,7 +231,8 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     const response = await unary(env.client, 'ListTools', {});
     const names = response.tools.map((t) => t.name);
     // The built-ins first, then the example tools (--example_tools).
-    assert.deepEqual(names, ['view_file', 'create_file', 'edit_file', 'list_directory',
+    assert.deepEqual(names, ['view_file', 'create_file', 'edit_file',
+      'str_replace_based_edit_tool', 'apply_patch', 'list_directory',
       'find_file', 'search_directory', 'grep_search', 'run_command', 'command_status',
       'kill_command', 'finish', 'exit_loop', 'load_artifacts',
       'get_weather', 'counter', 'check_inventory', 'calculate_sum', 'wait']);

@@ -127,20 +127,21 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
   std::vector<std::string> names;
   for (const auto& t : r->tools()) names.push_back(t.name());
   // Built-ins, then the example tools, then the test's own (S1).
-  EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file", "list_directory",
+  EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file",
+                                 "str_replace_based_edit_tool", "apply_patch", "list_directory",
                                  "find_file", "search_directory", "grep_search", "run_command",
                                  "command_status", "kill_command", "finish", "exit_loop",
                                  "load_artifacts", "get_weather", "counter", "check_inventory",
                                  "calculate_sum", "wait", "throws", "notify", "stubborn",
                                  "blocker"));
-  const auto& weather = r->tools(13);
+  const auto& weather = r->tools(15);
   EXPECT_EQ(weather.tool_type(), v1::TOOL_TYPE_API_CALL);
   EXPECT_TRUE(weather.read_only());
   EXPECT_EQ(weather.executor(), v1::EXECUTOR_DAEMON);
   EXPECT_EQ(weather.parameters().fields().at("type").string_value(), "object");
-  EXPECT_TRUE(r->tools(14).needs_context());
+  EXPECT_TRUE(r->tools(16).needs_context());
   EXPECT_EQ(r->tools(0).tool_type(), v1::TOOL_TYPE_FILE_READ);
-  EXPECT_EQ(r->tools(7).tool_type(), v1::TOOL_TYPE_BASH_CMD);
+  EXPECT_EQ(r->tools(9).tool_type(), v1::TOOL_TYPE_BASH_CMD);
 }
 
 TEST_F(DaemonTest, ListToolsRejectsUnknownSet) {

@@ -53,7 +53,8 @@ TEST(RegistryTest, RejectsBadNames) {
 TEST(ToolSetsTest, SetsAreExactAndInRegistrationOrder) {
   ToolRegistry r;
   for (const char* n : {"run_command", "view_file", "finish", "create_file", "edit_file",
-                        "list_directory", "grep_search", "find_file", "search_directory", "custom"}) {
+                        "str_replace_based_edit_tool", "apply_patch", "list_directory",
+                        "grep_search", "find_file", "search_directory", "custom"}) {
     ASSERT_TRUE(r.Register(MakeTool(n, Nothing), "test").ok());
   }
   auto names = [&](const char* set) {
@@ -65,15 +66,17 @@ TEST(ToolSetsTest, SetsAreExactAndInRegistrationOrder) {
   };
   EXPECT_THAT(names("read_only"),
               ElementsAre("view_file", "finish", "list_directory", "find_file", "search_directory"));
-  EXPECT_THAT(names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
+  EXPECT_THAT(names("file_tools"), ElementsAre("view_file", "create_file", "edit_file",
+                                               "str_replace_based_edit_tool", "apply_patch"));
   EXPECT_THAT(names("path_scoped"),
-              ElementsAre("view_file", "create_file", "edit_file", "list_directory", "grep_search",
-                          "find_file", "search_directory"));
+              ElementsAre("view_file", "create_file", "edit_file", "str_replace_based_edit_tool",
+                          "apply_patch", "list_directory", "grep_search", "find_file",
+                          "search_directory"));
   EXPECT_THAT(names("minimal"), ElementsAre("run_command", "view_file", "create_file", "edit_file",
                                             "list_directory", "search_directory"));
-  EXPECT_EQ(names("nondestructive").size(), 9u);
-  EXPECT_EQ(names("all").size(), 10u);
-  EXPECT_EQ(names("").size(), 10u);
+  EXPECT_EQ(names("nondestructive").size(), 11u);
+  EXPECT_EQ(names("all").size(), 12u);
+  EXPECT_EQ(names("").size(), 12u);
   auto bad = SelectToolSet(r, "everything");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("read_only"));

@@ -9,15 +9,17 @@
 namespace toolexec {
 namespace {
 
-// S6, exactly as DESIGN.md lists them.
+// S6, as DESIGN.md lists them, with the provider-compatible editing tools
+// (str_replace_based_edit_tool, apply_patch) among the file tools.
 const absl::flat_hash_set<absl::string_view>& Members(absl::string_view set) {
   static const auto* read_only = new absl::flat_hash_set<absl::string_view>{
       "list_directory", "search_directory", "find_file", "view_file", "finish"};
-  static const auto* file_tools =
-      new absl::flat_hash_set<absl::string_view>{"view_file", "create_file", "edit_file"};
+  static const auto* file_tools = new absl::flat_hash_set<absl::string_view>{
+      "view_file", "create_file", "edit_file", "str_replace_based_edit_tool", "apply_patch"};
   static const auto* path_scoped = new absl::flat_hash_set<absl::string_view>{
-      "view_file",        "create_file", "edit_file",  "list_directory",
-      "search_directory", "find_file",   "grep_search"};
+      "view_file",      "create_file",      "edit_file", "str_replace_based_edit_tool",
+      "apply_patch",    "list_directory",   "search_directory", "find_file",
+      "grep_search"};
   static const auto* minimal = new absl::flat_hash_set<absl::string_view>{
       "run_command", "view_file", "create_file", "edit_file", "list_directory", "search_directory"};
   static const auto* none = new absl::flat_hash_set<absl::string_view>{};

@@ -393,7 +393,9 @@ TEST_F(ViewFileTest, HonoursCancellation) {
 TEST_F(ViewFileTest, ThroughTheRunner) {
   ToolRegistry registry;
   ASSERT_TRUE(RegisterFileTools(registry, options_).ok());
-  EXPECT_EQ(registry.names(), (std::vector<std::string>{"view_file", "create_file", "edit_file"}));
+  EXPECT_EQ(registry.names(),
+            (std::vector<std::string>{"view_file", "create_file", "edit_file",
+                                      "str_replace_based_edit_tool", "apply_patch"}));
   for (const auto& r : registry.tools()) EXPECT_EQ(r->source, "built-in");
   const Tool& view = *registry.Find("view_file")->tool;
   EXPECT_TRUE(view.read_only());
