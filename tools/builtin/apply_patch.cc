@@ -453,9 +453,7 @@ absl::Status Absent(const Target& t, absl::string_view marker) {
                                           "; nothing was changed"));
 }
 
-}  // namespace
-
-std::string ApplyPatchTool::description() const {
+std::string Description() {
   return "Applies a patch to files in the workspace (OpenAI's apply_patch, V4A format). Pass "
          "the whole patch as `input`:\n"
          "*** Begin Patch\n"
@@ -476,7 +474,13 @@ std::string ApplyPatchTool::description() const {
          "patch, naming the file and the hunk. Added files must not exist yet.";
 }
 
-std::string ApplyPatchTool::parameters_schema() const { return kSchema; }
+}  // namespace
+
+ApplyPatchTool::ApplyPatchTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("apply_patch", Description(), kSchema)
+               .Type(ToolType::kTextEdit)
+               .Tags({kTagFile, kTagPathScoped})),
+      options_(options) {}
 
 absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ctx) const {
   auto input = StringArg(args, "input");

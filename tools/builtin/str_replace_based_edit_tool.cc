@@ -131,14 +131,12 @@ absl::Status FileNotFound(absl::string_view path, bool writing) {
       writing ? " (to make a new file, use the `create` command)." : "."));
 }
 
-}  // namespace
-
-std::string StrReplaceBasedEditTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Views, creates and edits files in the workspace (Anthropic's text editor tool). "
       "view: a file with its lines numbered like `cat -n` (view_range [start, end] for part of "
       "it, end -1 = to the end; at most ",
-      options_.view_max_lines, " lines or ", options_.view_max_bytes,
+      options.view_max_lines, " lines or ", options.view_max_bytes,
       " bytes per call), or a directory's files and directories up to 2 levels deep, hidden "
       "ones left out. create: a new file with file_text (an existing file is refused). "
       "str_replace: replaces old_str, which must occur exactly once, with new_str. insert: "
@@ -146,11 +144,17 @@ std::string StrReplaceBasedEditTool::description() const {
       "the file's line endings, BOM and permissions.");
 }
 
-std::string StrReplaceBasedEditTool::parameters_schema() const { return kSchema; }
+}  // namespace
 
-std::string StrReplaceBasedEditTool::provider_config() const {
-  return R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})";
-}
+// The file tools' tags (file_tools, path_scoped), and Anthropic's
+// provider-defined form of the tool for a harness that declares it that way.
+StrReplaceBasedEditTool::StrReplaceBasedEditTool(const BuiltinOptions& options)
+    : Tool(ToolSpec(kName, Description(options), kSchema)
+               .Type(ToolType::kTextEdit)
+               .Tags({kTagFile, kTagPathScoped})
+               .ProviderConfig(
+                   R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})")),
+      options_(options) {}
 
 absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string command = CommandOf(args);

@@ -292,9 +292,9 @@ TEST_F(ApplyPatchTest, CrlfBomAndCrlfPatchesAreHandled) {
 TEST_F(ApplyPatchTest, DeclarationAndPermissions) {
   builtin::ApplyPatchTool tool(options_);
   EXPECT_EQ(tool.name(), "apply_patch");
-  EXPECT_FALSE(tool.read_only());
-  EXPECT_EQ(tool.tool_type(), ToolType::kTextEdit);
-  EXPECT_THAT(tool.parameters_schema(), HasSubstr("\"input\""));
+  EXPECT_FALSE(tool.spec().read_only);
+  EXPECT_EQ(tool.spec().type, ToolType::kTextEdit);
+  EXPECT_THAT(tool.spec().parameters_schema, HasSubstr("\"input\""));
   auto args = ParseJson(absl::StrCat(
       R"({"input":)",
       Quoted("*** Begin Patch\n*** Add File: n.txt\n+x\n*** Update File: u.txt\n*** Move to: "

@@ -286,11 +286,11 @@ TEST_F(TextEditorTest, CrlfBomAndModeAreKept) {
 TEST_F(TextEditorTest, DeclaredAsAnthropicsTextEditorWithItsPermissions) {
   builtin::StrReplaceBasedEditTool tool(options_);
   EXPECT_EQ(tool.name(), "str_replace_based_edit_tool");
-  EXPECT_EQ(tool.provider_config(),
+  EXPECT_EQ(tool.spec().provider_config,
             R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})");
-  EXPECT_EQ(tool.tool_type(), ToolType::kTextEdit);
-  EXPECT_FALSE(tool.read_only());
-  EXPECT_EQ(tool.executor(), ToolExecutor::kDaemon);
+  EXPECT_EQ(tool.spec().type, ToolType::kTextEdit);
+  EXPECT_FALSE(tool.spec().read_only);
+  EXPECT_EQ(tool.spec().executor, ToolExecutor::kDaemon);
   auto view = ParseJson(R"({"command":"view","path":"src"})");
   auto edit = ParseJson(R"({"command":"str_replace","path":"a.py","old_str":"x"})");
   ASSERT_TRUE(view.ok() && edit.ok());
