@@ -88,3 +88,11 @@ def client(daemon):
     from toolexec import Client
     with Client(daemon.address) as c:
         yield c
+
+
+def subprocess_env(**extra):
+    """The environment for a child python that imports the same toolexec as the tests."""
+    import toolexec
+    root = os.path.dirname(os.path.dirname(os.path.abspath(toolexec.__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}

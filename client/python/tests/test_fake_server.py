@@ -3,6 +3,7 @@ the bearer token on every RPC, provider_tools_json parsing, session messages, an
 the client's own checks on what a server sends."""
 
 import json
+import subprocess
 from concurrent import futures
 
 import grpc
@@ -157,3 +158,36 @@ def test_results_out_of_call_order_are_refused(fake):
     with Client(fake.address) as c:
         with pytest.raises(toolexec.ToolexecError, match="ended before every result"):
             c.run_batch([{"id": "a", "name": "x"}], split=False)
+
+
+def _self_signed(tmp_path, name):
+    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return str(key), str(cert)
+
+
+def test_tls_and_mutual_tls(tmp_path):
+    server_key, server_cert = _self_signed(tmp_path, "server")
+    client_key, client_cert = _self_signed(tmp_path, "client")
+    servicer = ScriptedExecutor()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ToolExecutorServicer_to_server(servicer, server)
+    creds = grpc.ssl_server_credentials(
+        [(open(server_key, "rb").read(), open(server_cert, "rb").read())],
+        root_certificates=open(client_cert, "rb").read(), require_client_auth=True)
+    port = server.add_secure_port("localhost:0", creds)
+    server.start()
+    try:
+        target = f"localhost:{port}"
+        with Client(target, tls_ca=server_cert, tls_cert=client_cert, tls_key=client_key) as c:
+            assert c.list_tools("openai") == OPENAI_TOOLS
+        with Client(target, tls_ca=server_cert, timeout=5) as c:  # no client certificate
+            with pytest.raises(toolexec.RpcError) as e:
+                c.list_tools()
+            assert e.value.code == grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(ValueError, match="together"):
+            Client(target, tls_ca=server_cert, tls_cert=client_cert)
+    finally:
+        server.stop(None)

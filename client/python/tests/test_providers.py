@@ -5,7 +5,7 @@ import json
 import pytest
 
 from toolexec import (anthropic_tool_result, gemini_function_response, openai_tool_message,
-                      result_text, tool_result_messages)
+                      result_text, tool_calls_in, tool_result_messages)
 
 
 @pytest.fixture
@@ -73,3 +73,25 @@ def test_gemini_function_responses(results):
 def test_unknown_provider(results):
     with pytest.raises(ValueError, match="anthropic"):
         tool_result_messages(results, "claude")
+
+
+def test_tool_calls_in_each_providers_reply(client):
+    replies = {
+        "openai": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        "anthropic": {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}}]},
+        "gemini": {"role": "model", "parts": [
+            {"text": "Checking."}, {"functionCall": {"name": "get_weather",
+                                                    "args": {"city": "Paris"}, "id": "c1"}}]},
+    }
+    for provider, reply in replies.items():
+        calls = tool_calls_in(reply, provider)
+        assert len(calls) == 1, provider
+        [result] = client.run_batch(calls)
+        assert (result["id"], result["payload"]["city"]) == ("c1", "Paris"), provider
+    assert tool_calls_in({"role": "assistant", "content": "done"}, "openai") == []
+    assert tool_calls_in({"role": "assistant", "content": "done"}, "anthropic") == []
+    assert tool_calls_in({"role": "model", "parts": [{"text": "done"}]}, "gemini") == []

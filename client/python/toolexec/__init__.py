@@ -26,7 +26,8 @@ from .errors import (HarnessCallError, InvalidArgumentsError, NoContextError,
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
-                        openai_tool_message, result_text, tool_result_messages)
+                        openai_tool_message, result_text, tool_calls_in,
+                        tool_result_messages)
 
 __version__ = "0.1.0"
 
@@ -37,5 +38,5 @@ __all__ = [
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
     "anthropic_tool_result", "gemini_function_response", "openai_tool_message",
-    "tool_result_messages", "result_text", "is_error",
+    "tool_calls_in", "tool_result_messages", "result_text", "is_error",
 ]

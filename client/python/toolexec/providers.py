@@ -63,3 +63,18 @@ def tool_result_messages(results, provider):
     if provider == "gemini":
         return [{"role": "user", "parts": [gemini_function_response(r) for r in results]}]
     raise ValueError(f"unknown provider {provider!r}; one of {', '.join(PROVIDERS)}")
+
+
+def tool_calls_in(message, provider):
+    """The tool calls in a model's reply, ready for Client.execute: an OpenAI assistant
+    message's ``tool_calls``, an Anthropic message's ``tool_use`` blocks, a Gemini
+    content's ``functionCall`` parts. Empty when the model answered in text only."""
+    if provider in ("openai", "openai_strict"):
+        return list(message.get("tool_calls") or [])
+    if provider == "anthropic":
+        content = message.get("content")
+        return [b for b in content if b.get("type") == "tool_use"] if isinstance(content,
+                                                                                 list) else []
+    if provider == "gemini":
+        return [p for p in message.get("parts", []) if "functionCall" in p]
+    raise ValueError(f"unknown provider {provider!r}; one of {', '.join(PROVIDERS)}")
