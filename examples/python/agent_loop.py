@@ -90,7 +90,8 @@ class FakeModel:
         self._check_tools(tools)
         self.turn += 1
         if self.turn == 1:
-            return self._calls([("ask_question", {"questions": [{"question": "What should I say?"}]}),
+            question = {"question": "What should I say?"}
+            return self._calls([("ask_question", {"questions": [question]}),
                                 ("list_directory", {"directory_path": "."})])
         outputs = self._tool_outputs(conversation)
         if self.turn == 2:
@@ -120,7 +121,8 @@ class FakeModel:
                 for i, (n, a) in zip(ids, calls)]}
         if self.provider == "anthropic":
             return {"role": "assistant", "content": [
-                {"type": "tool_use", "id": i, "name": n, "input": a} for i, (n, a) in zip(ids, calls)]}
+                {"type": "tool_use", "id": i, "name": n, "input": a}
+                for i, (n, a) in zip(ids, calls)]}
         return {"role": "model", "parts": [{"functionCall": {"name": n, "args": a}}
                                            for n, a in calls]}
 
@@ -147,7 +149,8 @@ class FakeModel:
 
     def _tool_outputs(self, conversation):
         """Tool name -> the text of its latest result, checking every call got one."""
-        last_call = max(i for i, m in enumerate(conversation) if m["role"] in ("assistant", "model"))
+        last_call = max(i for i, m in enumerate(conversation)
+                        if m["role"] in ("assistant", "model"))
         calls = toolexec.tool_calls_in(conversation[last_call], self.provider)
         after = conversation[last_call + 1:]
         if self.provider == "openai":

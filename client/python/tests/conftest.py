@@ -96,3 +96,16 @@ def subprocess_env(**extra):
     root = os.path.dirname(os.path.dirname(os.path.abspath(toolexec.__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def process_running(text):
+    """Whether a running process's command line contains ``text`` (read from /proc)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and int(pid) != os.getpid():
+            return True
+    return False

@@ -1,11 +1,13 @@
 """AsyncClient (grpc.aio) against a real toolexecd. Each test runs its own event loop."""
 
 import asyncio
+import os
 
 import grpc
 import pytest
 
 import toolexec
+from conftest import process_running
 from toolexec import AsyncClient
 
 
@@ -42,7 +44,8 @@ def test_async_execute_streams_and_merges_harness_calls(daemon):
                       "args": {"questions": [{"question": "why?"}]}},
                      {"id": "cmd", "name": "run_command", "args": {"command_line": "echo hi"}},
                      {"id": "u", "name": "ask_question", "args": {"questions": []}}]
-            events = [e async for e in client.execute(calls, harness={"ask_question": ask_question})]
+            harness = {"ask_question": ask_question}
+            events = [e async for e in client.execute(calls, harness=harness)]
             results = [e["result"] for e in events if "result" in e]
             assert [(r["index"], r["id"]) for r in results] == [(0, "q"), (1, "cmd"), (2, "u")]
             assert results[0]["payload"] == {"answers": ["WHY?"]}
@@ -96,3 +99,23 @@ def test_async_sessions_watch_and_artifacts(daemon):
 
 async def _collect(watch):
     return [e async for e in watch]
+
+
+def test_async_aclose_cancels_the_batch(daemon):
+    marker = f"sleep {4000 + os.getpid() % 1000}.5"
+
+    async def main():
+        async with AsyncClient(daemon.address) as client:
+            events = client.execute([{"name": "run_command",
+                                      "args": {"command_line": f"echo started; {marker}"}}])
+            first = await events.__anext__()
+            assert first["progress"]["text"] == "started\n"
+            assert process_running(marker)
+            await events.aclose()
+            for _ in range(400):
+                if not process_running(marker):
+                    break
+                await asyncio.sleep(0.05)
+            assert not process_running(marker)
+
+    run(main())

@@ -3,11 +3,13 @@
 import json
 import os
 import threading
+import time
 
 import grpc
 import pytest
 
 import toolexec
+from conftest import process_running
 from toolexec import Client
 
 
@@ -118,7 +120,8 @@ def test_target_defaults_to_the_environment(daemon, monkeypatch):
 
 def test_execute_streams_progress_then_results_in_call_order(client):
     calls = [{"id": "slow", "name": "wait", "args": {"ms": 200, "value": "slow"}},
-             {"id": "cmd", "name": "run_command", "args": {"command_line": "echo out; echo err >&2"}},
+             {"id": "cmd", "name": "run_command",
+              "args": {"command_line": "echo out; echo err >&2"}},
              {"id": "bad", "name": "nosuch"}]
     events = list(client.execute(calls))
     results = results_of(events)
@@ -367,3 +370,19 @@ def test_artifacts_round_trip(client):
         assert e.value.code == grpc.StatusCode.NOT_FOUND
         with pytest.raises(TypeError):
             s.save_artifact("x", 42)
+
+
+def test_leaving_execute_early_cancels_the_batch(client):
+    # The command prints, then sleeps; closing the iterator after the first event
+    # cancels the RPC, and the daemon ends the command.
+    marker = f"sleep {3000 + os.getpid() % 1000}.5"
+    events = client.execute([{"name": "run_command",
+                              "args": {"command_line": f"echo started; {marker}"}}])
+    first = next(events)
+    assert first["progress"]["text"] == "started\n"
+    assert process_running(marker)
+    events.close()
+    deadline = time.monotonic() + 20
+    while process_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_running(marker)

@@ -145,7 +145,8 @@ def _enum_value(enum, prefix, value):
         return enum.Value(name)
     except ValueError:
         names = ", ".join(n[len(prefix):].lower() for n in enum.keys())
-        raise ValueError(f"unknown {prefix.rstrip('_').lower()} {value!r}; one of {names}") from None
+        kind = prefix.rstrip("_").lower()
+        raise ValueError(f"unknown {kind} {value!r}; one of {names}") from None
 
 
 def open_session_request(fields):

@@ -75,11 +75,17 @@ class AsyncClient(_core.Connection):
 
     async def execute(self, calls, session_id=None, *, harness=None, split=True, timeout=None,
                       model_content_max_chars=0):
-        """Client.execute as an async iterator: ``async for event in client.execute(...)``."""
+        """Client.execute as an async iterator: ``async for event in client.execute(...)``.
+        To leave it early and cancel the batch at once, ``await events.aclose()``
+        (a loop's ``break`` leaves that to the garbage collector)."""
         plan = await self._plan(calls, session_id, harness, split, timeout,
                                 model_content_max_chars)
-        async for event in self._stream(plan):
-            yield event
+        events = self._stream(plan)
+        try:
+            async for event in events:
+                yield event
+        finally:  # on aclose() too: cancels the batch now, not when collected
+            await events.aclose()
 
     async def _stream(self, plan):
         stream = None
