@@ -12,6 +12,7 @@ import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.develop import develop
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate_stubs  # noqa: E402
@@ -23,6 +24,12 @@ class BuildPyWithStubs(build_py):
         generate_stubs.generate(os.path.join(self.build_lib, "toolexec", "_proto"))
 
 
+class DevelopWithStubs(develop):  # pip install -e: the stubs go into the source tree
+    def run(self):
+        generate_stubs.generate(os.path.join(generate_stubs.HERE, "toolexec", "_proto"))
+        super().run()
+
+
 setup(
     name="toolexec",
     version="0.1.0",
@@ -31,5 +38,5 @@ setup(
     python_requires=">=3.9",
     # Debian bookworm: python3-grpcio 1.51, python3-protobuf 3.21 (its Python module is 4.21).
     install_requires=["grpcio>=1.51", "protobuf>=4.21"],
-    cmdclass={"build_py": BuildPyWithStubs},
+    cmdclass={"build_py": BuildPyWithStubs, "develop": DevelopWithStubs},
 )
