@@ -10,12 +10,17 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+try:  # installed (scripts/test_python.sh), else this source tree's (stubs generated)
+    import toolexec  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(REPO, "client", "python"))
 TOOLEXECD = os.environ.get("TOOLEXECD") or os.path.join(REPO, "build", "toolexecd")
 CONFIG = os.path.join(REPO, "examples", "python", "toolexecd.textproto")
 
