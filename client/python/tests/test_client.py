@@ -191,6 +191,16 @@ def test_harness_callback_failure_is_an_error_result(client):
         raise toolexec.errors.tool_call_error(err)
 
 
+def test_an_async_harness_callback_in_the_sync_client_is_an_error_result(client):
+    async def ask(args):
+        return "never"
+
+    [result] = client.run_batch([{"name": "ask_question", "args": {"questions": []}}],
+                                harness={"ask_question": ask})
+    assert result["status"] == "RESULT_STATUS_ERROR"
+    assert "use AsyncClient" in result["error_message"]
+
+
 def test_harness_call_without_callback_is_handed_to_the_caller(client):
     calls = [{"id": "w", "name": "get_weather", "args": {"city": "Paris"}},
              {"id": "q", "name": "ask_question", "args": {"questions": [{"question": "?"}]}},

@@ -12,6 +12,7 @@ harness call is run by its callback (or handed to the caller as a
 runs its calls concurrently all the while, since its batch is sent first.
 """
 
+import inspect
 import json
 import time
 
@@ -190,6 +191,10 @@ def run_harness_call(call, fn):
     start = time.monotonic()
     try:
         value = fn(call["args"])
+        if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: no "was never awaited" warning
+            raise TypeError("the harness callback is asynchronous: use AsyncClient")
     except Exception as e:  # a failing tool is a result, as on the daemon
         return harness_result(call, error=e, duration=time.monotonic() - start)
     return harness_result(call, value, duration=time.monotonic() - start)
