@@ -71,6 +71,7 @@ std::string FindFileTool::description() const {
 std::string FindFileTool::parameters_schema() const {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",

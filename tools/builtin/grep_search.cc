@@ -47,6 +47,7 @@ std::string GrepSearchTool::description() const {
 std::string GrepSearchTool::parameters_schema() const {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",

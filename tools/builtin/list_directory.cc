@@ -60,6 +60,7 @@ std::string ListDirectoryTool::description() const {
 std::string ListDirectoryTool::parameters_schema() const {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "directory_path": {
       "type": "string",

@@ -34,6 +34,7 @@ std::string SearchDirectoryTool::description() const {
 std::string SearchDirectoryTool::parameters_schema() const {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "query": {
       "type": "string",

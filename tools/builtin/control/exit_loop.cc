@@ -13,7 +13,7 @@ class ExitLoopTool final : public Tool {
     return "Exits the current agent loop. Call it only when the loop's work is done.";
   }
   std::string parameters_schema() const override {
-    return R"({"type":"object","properties":{}})";
+    return R"({"type":"object","properties":{},"additionalProperties":false})";
   }
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     ctx.actions().escalate = true;

@@ -19,7 +19,7 @@ class LoadArtifactsTool final : public Tool {
            "reports saved earlier). Text artifacts come back as text, others as base64 data.";
   }
   std::string parameters_schema() const override {
-    return R"({"type":"object","required":["artifact_names"],"properties":{
+    return R"({"type":"object","additionalProperties":false,"required":["artifact_names"],"properties":{
       "artifact_names":{"type":"array","items":{"type":"string"},
                         "description":"Names of the artifacts to load."}}})";
   }
