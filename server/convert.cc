@@ -9,7 +9,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/provider_format.h"
 
 namespace toolexec {
 namespace {
@@ -328,6 +331,8 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
   out->set_description(tool.description());
   // The schema compiled at registration; it is an object by construction.
   (void)JsonToStruct(t.schema->document(), out->mutable_parameters());
+  // The Struct's map has no order; the text keeps the declared one.
+  out->set_parameters_json(tool.parameters_schema());
   out->set_server_name(t.server_name);
   out->set_tool_type(static_cast<v1::ToolType>(tool.tool_type()));
   out->set_executor(static_cast<v1::Executor>(tool.executor()));
@@ -339,6 +344,28 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
     auto doc = ParseJson(provider);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
+}
+
+std::string ProviderToolsJson(v1::DeclarationFormat format,
+                              const std::vector<const RegisteredTool*>& tools) {
+  std::vector<ToolDeclarationView> views;
+  views.reserve(tools.size());
+  for (const RegisteredTool* t : tools) {
+    views.push_back({t->name, t->tool->description(), &t->schema->document(), t->tool->executor()});
+  }
+  return ProviderToolsJson(static_cast<DeclarationFormat>(format), views);
+}
+
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  grpc::Slice slice(std::move(bytes));
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace toolexec

@@ -80,8 +80,21 @@ ToolExecutorService::ToolExecutorService(ServiceCore* core) : core_(core) {
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
-                                                         const v1::ListToolsRequest* request,
-                                                         v1::ListToolsResponse* response) {
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  v1::ListToolsRequest parsed;
+  v1::ListToolsResponse reply;
+  const v1::ListToolsRequest* request = &parsed;
+  v1::ListToolsResponse* response = &reply;
+  grpc::ByteBuffer copy(*request_bytes);
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &parsed)
+           .ok()) {
+    return Reply(context, "ListTools", absl::InvalidArgumentError("malformed ListToolsRequest"));
+  }
+  if (!v1::DeclarationFormat_IsValid(request->format())) {
+    return Reply(context, "ListTools",
+                 absl::InvalidArgumentError(absl::StrCat("unknown format ", request->format())));
+  }
   std::shared_ptr<Session> session;
   if (!request->session_id().empty()) {
     auto s = core_->sessions().Get(request->session_id());
@@ -90,10 +103,14 @@ grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerCon
   }
   auto selected = SelectToolSet(core_->registry(), request->tool_set());
   if (!selected.ok()) return Reply(context, "ListTools", selected.status());
+  std::vector<const RegisteredTool*> listed;
   for (const RegisteredTool* t : *selected) {
     if (session != nullptr && !session->AllowsTool(t->name)) continue;
     *response->add_tools() = declarations_[t->position];
+    listed.push_back(t);
   }
+  response->set_provider_tools_json(ProviderToolsJson(request->format(), listed));
+  *response_bytes = DeterministicBytes(reply);
   return Reply(context, "ListTools", absl::OkStatus(),
                absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
 }

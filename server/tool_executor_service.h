@@ -14,13 +14,17 @@
 
 namespace toolexec {
 
-class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
+// ListTools is served as bytes so that its response is serialized
+// deterministically: the same declarations are the same bytes on every call
+// and across restarts (model providers cache prompts by their bytes).
+class ToolExecutorService final
+    : public v1::ToolExecutor::WithRawCallbackMethod_ListTools<v1::ToolExecutor::CallbackService> {
  public:
   explicit ToolExecutorService(ServiceCore* core);
 
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
-                                      const v1::ListToolsRequest* request,
-                                      v1::ListToolsResponse* response) override;
+                                      const grpc::ByteBuffer* request_bytes,
+                                      grpc::ByteBuffer* response_bytes) override;
   grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ExecuteBatch(
       grpc::CallbackServerContext* context, const v1::ExecuteBatchRequest* request) override;
   grpc::ServerUnaryReactor* OpenSession(grpc::CallbackServerContext* context,
