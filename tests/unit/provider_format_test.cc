@@ -334,6 +334,29 @@ TEST_F(ProviderFormatTest, EveryBuiltinRefusesUnknownArgumentsNamingTheKnownOnes
                   "unknown argument 'path'; the known ones are file_path, start_line, end_line"));
 }
 
+// The checkers can fail: the schemas as declared break the rules the
+// conversions exist for.
+TEST_F(ProviderFormatTest, CheckersRejectTheDeclaredSchemas) {
+  Violations strict, gemini;
+  CheckOpenAiStrictNode(registry_.Find("view_file")->schema->document(), "view_file", true, strict);
+  EXPECT_THAT(strict.list, ::testing::Contains("view_file: 'start_line' not required"));
+  CheckGeminiNode(registry_.Find("run_command")->schema->document(), "run_command", gemini);
+  EXPECT_THAT(gemini.list,
+              ::testing::Contains("run_command: unsupported field additionalProperties"));
+}
+
+// finish shows the configured output schema, so the model knows what to give.
+TEST_F(ProviderFormatTest, FinishDeclaresItsConfiguredOutputSchema) {
+  const JsonValue& output = registry_.Find("finish")->schema->document()["properties"]["output"];
+  EXPECT_EQ(ToJsonString(output["required"]), R"(["answer"])");
+  Json tools = Parse(DeclarationFormat::kOpenAiStrict);
+  for (const auto& t : tools.GetArray()) {
+    if (S(t["function"]["name"]) != "finish") continue;
+    const JsonValue& strict = t["function"]["parameters"]["properties"]["output"];
+    EXPECT_EQ(ToJsonString(strict["properties"]["score"]["enum"]), "[1,2,3,null]");
+  }
+}
+
 TEST(ProviderSchemaTest, DroppedKeywordsAreSaidInTheDescription) {
   Json schema = *ParseJson(R"({"type":"object","properties":{
       "p":{"type":"string","minLength":1,"description":"A pattern."},
