@@ -357,6 +357,32 @@ TEST_F(ProviderFormatTest, FinishDeclaresItsConfiguredOutputSchema) {
   }
 }
 
+// What schema generators write (pydantic, zod): local references, a lone
+// allOf, anyOf with a null branch for optional values, a recursive type.
+TEST(ProviderSchemaTest, ReferencesAndAlternativesAreInlinedAndStayValid) {
+  Json schema = *ParseJson(R"({"type":"object","required":["item"],"properties":{
+      "item":{"$ref":"#/$defs/Item","description":"The item."},
+      "note":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null},
+      "tree":{"allOf":[{"$ref":"#/$defs/Node"}]}},
+    "$defs":{"Item":{"type":"object","required":["id"],"properties":{"id":{"type":"integer"}}},
+             "Node":{"type":"object","properties":{"children":{"type":"array",
+                     "items":{"$ref":"#/$defs/Node"}}}}}})");
+  Json strict = OpenAiStrictSchema(schema);
+  Violations v;
+  CheckOpenAiStrictNode(strict, "s", true, v);
+  EXPECT_THAT(v.list, ::testing::IsEmpty()) << ToJsonString(strict);
+  EXPECT_EQ(ToJsonString(strict["properties"]["item"]),
+            R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],)"
+            R"("additionalProperties":false,"description":"The item."})");
+  EXPECT_EQ(ToJsonString(strict["properties"]["note"]["type"]), R"(["string","null"])");
+  Json gemini = GeminiSchema(schema);
+  Violations g;
+  CheckGeminiNode(gemini, "g", g);
+  EXPECT_THAT(g.list, ::testing::IsEmpty()) << ToJsonString(gemini);
+  EXPECT_TRUE(gemini["properties"]["note"]["nullable"].GetBool());
+  EXPECT_LT(ToJsonString(gemini).size(), 20000u);  // the recursion ends
+}
+
 TEST(ProviderSchemaTest, DroppedKeywordsAreSaidInTheDescription) {
   Json schema = *ParseJson(R"({"type":"object","properties":{
       "p":{"type":"string","minLength":1,"description":"A pattern."},

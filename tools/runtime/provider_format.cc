@@ -1,5 +1,6 @@
 #include "tools/runtime/provider_format.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "rapidjson/pointer.h"
 
 namespace toolexec {
 namespace {
@@ -166,11 +168,24 @@ struct Keep {
 class Converter {
  public:
   enum class Dialect { kOpenAiStrict, kGemini };
-  explicit Converter(Dialect d) : d_(d) {}
+  // `document` is the whole schema, against which "$ref"s resolve.
+  Converter(Dialect d, const JsonValue& document) : d_(d), document_(document) {}
 
   // `node` converted; `optional` makes it nullable for OpenAI strict, whose
-  // objects list every property as required.
-  JsonValue Convert(const JsonValue& node, bool root, bool optional, Alloc& a) const {
+  // objects list every property as required. Local references are inlined
+  // (neither dialect here keeps them), to a bounded depth.
+  JsonValue Convert(const JsonValue& node, bool root, bool optional, Alloc& a,
+                    int inlined = 0) const {
+    if (const JsonValue* target = Referenced(node);
+        target != nullptr && inlined < kMaxInliningDepth && inlinings_ < kMaxInlinings) {
+      ++inlinings_;
+      return Described(Convert(*target, root, optional, a, inlined + 1), node, a);
+    }
+    if (!root) {
+      if (auto alternatives = Alternatives(node, optional, a, inlined)) {
+        return Described(std::move(*alternatives), node, a);
+      }
+    }
     Notes notes(node);
     bool nullable = false;
     std::vector<std::string> types = root ? std::vector<std::string>{"object"}
@@ -198,13 +213,13 @@ class Converter {
                                   ")."));
       Add(out, "type", TypeName("string", a), a);
     } else if (kept.size() == 1) {
-      EmitTyped(kept[0], node, root, out, notes, a);
+      EmitTyped(kept[0], node, out, notes, a, inlined);
     } else {
       JsonValue branches(rapidjson::kArrayType);
       for (const auto& t : kept) {
         JsonValue branch(rapidjson::kObjectType);
         Notes unused(JsonValue{});
-        EmitTyped(t, node, false, branch, unused, a);
+        EmitTyped(t, node, branch, unused, a, inlined);
         branches.PushBack(branch, a);
       }
       Add(out, "anyOf", std::move(branches), a);
@@ -238,8 +253,66 @@ class Converter {
     return Text(d_ == Dialect::kGemini ? absl::AsciiStrToUpper(t) : std::string(t), a);
   }
 
-  void EmitTyped(absl::string_view t, const JsonValue& node, bool root, JsonValue& out,
-                 Notes& notes, Alloc& a) const {
+  // `converted` with the description of the node that referred to it.
+  static JsonValue Described(JsonValue converted, const JsonValue& node, Alloc& a) {
+    const JsonValue* d = Member(node, "description");
+    if (d != nullptr && d->IsString() && converted.IsObject()) {
+      if (converted.HasMember("description")) converted.RemoveMember("description");
+      converted.AddMember("description", JsonValue(*d, a), a);
+    }
+    return converted;
+  }
+
+  // A node of "anyOf"/"oneOf" alternatives (a {"type":"null"} one makes it
+  // nullable): the one left, or an anyOf of them converted. nullopt for a
+  // node without alternatives.
+  std::optional<JsonValue> Alternatives(const JsonValue& node, bool optional, Alloc& a,
+                                        int inlined) const {
+    const JsonValue* list = Member(node, "anyOf");
+    if (list == nullptr) list = Member(node, "oneOf");
+    if (list == nullptr || !list->IsArray() || list->Empty()) return std::nullopt;
+    bool nullable = optional && d_ == Dialect::kOpenAiStrict;
+    std::vector<const JsonValue*> branches;
+    for (const auto& b : list->GetArray()) {
+      const JsonValue* type = Member(b, "type");
+      if (type != nullptr && type->IsString() && Str(*type) == "null") {
+        nullable = true;
+      } else if (b.IsObject()) {
+        branches.push_back(&b);
+      }
+    }
+    if (branches.empty()) return std::nullopt;
+    if (branches.size() == 1) {
+      JsonValue only = Convert(*branches[0], false, false, a, inlined);
+      if (nullable) MakeNullable(only, a);
+      return only;
+    }
+    JsonValue converted(rapidjson::kArrayType);
+    for (const JsonValue* b : branches) converted.PushBack(Convert(*b, false, false, a, inlined), a);
+    JsonValue out(rapidjson::kObjectType);
+    Add(out, "anyOf", std::move(converted), a);
+    if (nullable) MakeNullable(out, a);
+    return out;
+  }
+
+  // What a "$ref" (local, "#/...") or a lone "allOf" member stands for; null
+  // for any other node.
+  const JsonValue* Referenced(const JsonValue& node) const {
+    if (const JsonValue* all = Member(node, "allOf");
+        all != nullptr && all->IsArray() && all->Size() == 1 && (*all)[0].IsObject()) {
+      return &(*all)[0];
+    }
+    const JsonValue* ref = Member(node, "$ref");
+    if (ref == nullptr || !ref->IsString() || !absl::StartsWith(Str(*ref), "#")) return nullptr;
+    // "#/$defs/Item": the part after '#' is a JSON Pointer into this document.
+    rapidjson::Pointer pointer(ref->GetString() + 1, ref->GetStringLength() - 1);
+    if (!pointer.IsValid()) return nullptr;
+    const JsonValue* target = pointer.Get(document_);
+    return target != nullptr && target->IsObject() ? target : nullptr;
+  }
+
+  void EmitTyped(absl::string_view t, const JsonValue& node, JsonValue& out, Notes& notes,
+                 Alloc& a, int inlined) const {
     // Gemini's enums are strings: a number enum becomes strings, which the
     // daemon's coercion turns back into numbers.
     const JsonValue* values = Member(node, "enum");
@@ -291,9 +364,9 @@ class Converter {
       if (declared != nullptr && declared->IsObject()) {
         for (const auto& p : declared->GetObject()) {
           bool needed = is_required(p.name);
-          JsonValue sub = p.value.IsObject() ? Convert(p.value, false, !needed, a)
+          JsonValue sub = p.value.IsObject() ? Convert(p.value, false, !needed, a, inlined)
                                              : Convert(JsonValue(rapidjson::kObjectType), false,
-                                                       !needed, a);
+                                                       !needed, a, inlined);
           props.AddMember(JsonValue(p.name, a), sub, a);
           if (d_ == Dialect::kOpenAiStrict || needed) required.PushBack(JsonValue(p.name, a), a);
           order.PushBack(JsonValue(p.name, a), a);
@@ -308,9 +381,8 @@ class Converter {
         if (!required.Empty()) Add(out, "required", std::move(required), a);
         if (!empty) Add(out, "propertyOrdering", std::move(order), a);
       }
-      (void)root;
     } else if (t == "array") {
-      Add(out, "items", Convert(*Member(node, "items"), false, false, a), a);
+      Add(out, "items", Convert(*Member(node, "items"), false, false, a, inlined), a);
     }
   }
 
@@ -353,7 +425,14 @@ class Converter {
     }
   }
 
+  // References are inlined at most this deep on one path (a recursive
+  // schema ends there, as a value of any type) and this often in all.
+  static constexpr int kMaxInliningDepth = 8;
+  static constexpr int kMaxInlinings = 1000;
+
   Dialect d_;
+  const JsonValue& document_;
+  mutable int inlinings_ = 0;
   // What each dialect keeps per type, from the providers' documentation.
   Keep keep_ = d_ == Dialect::kGemini
                    ? Keep{{"pattern", "minLength", "maxLength"},
@@ -382,8 +461,8 @@ Json ConvertRoot(Converter::Dialect dialect, const JsonValue& schema) {
   Json doc;
   const JsonValue empty(rapidjson::kObjectType);
   JsonValue converted =
-      Converter(dialect).Convert(schema.IsObject() ? schema : empty, true, false,
-                                 doc.GetAllocator());
+      Converter(dialect, schema).Convert(schema.IsObject() ? schema : empty, true, false,
+                                         doc.GetAllocator());
   static_cast<JsonValue&>(doc) = converted;
   return doc;
 }
