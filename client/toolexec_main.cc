@@ -262,6 +262,30 @@ absl::Status PrintJsonLine(const google::protobuf::Message& message,
   return absl::OkStatus();
 }
 
+// `json` (valid JSON text) without the whitespace between its tokens.
+std::string CompactJson(absl::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < json.size()) {
+        out += json[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out += c;
+    }
+  }
+  return out;
+}
+
 int RunList(Client& client, const Options& options) {
   v1::ListToolsRequest request;
   request.set_session_id(options.session);
@@ -275,9 +299,22 @@ int RunList(Client& client, const Options& options) {
     return kExitOk;
   }
   for (const v1::ToolDeclaration& tool : response->tools()) {
-    if (absl::Status printed = PrintJsonLine(tool); !printed.ok()) {
+    // `parameters` from the schema text, in its declared order (a Struct's
+    // JSON has its keys in no fixed order), so every run prints the same.
+    v1::ToolDeclaration shown = tool;
+    shown.clear_parameters();
+    shown.clear_parameters_json();
+    std::ostringstream line;
+    if (absl::Status printed = PrintJsonLine(shown, line); !printed.ok()) {
       return RpcFailed(printed);
     }
+    std::string text = line.str();
+    size_t end = text.rfind('}');
+    if (!tool.parameters_json().empty() && end != std::string::npos) {
+      text.insert(end, absl::StrCat(end > 1 ? "," : "", "\"parameters\":",
+                                    CompactJson(tool.parameters_json())));
+    }
+    std::cout << text << std::flush;
   }
   return kExitOk;
 }
