@@ -313,6 +313,15 @@ TEST(ValidationMessageTest, NamesEveryViolationWithTheExpectedType) {
   EXPECT_THAT(m, HasSubstr("args.c[1]: expected type boolean, got string \"maybe\""));
 }
 
+TEST(ValidationMessageTest, ListsAtMostTenProblems) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "a":{"type":"array","items":{"type":"boolean"}}}})");
+  Json args = J(R"({"a":[1,2,3,4,5,6,7,8,9,10,11,12]})");
+  std::string m(schema->Prepare(args).message());
+  EXPECT_THAT(m, HasSubstr("args.a[9]: expected type boolean, got integer 10; and 2 more"));
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("args.a[10]")));
+}
+
 TEST(ValidationMessageTest, UnknownArgumentsNameTheKnownOnes) {
   auto schema = Compile(R"({"type":"object","additionalProperties":false,"properties":{
       "file_path":{"type":"string"},"start_line":{"type":"integer"}}})");

@@ -407,6 +407,13 @@ absl::Status CompiledSchema::ValidateExact(const JsonValue& args) const {
     }
   }
   if (problems.empty()) problems.push_back(fallback);
+  // A bounded message: an array of a million wrong items is not a million lines.
+  constexpr size_t kMaxProblems = 10;
+  if (problems.size() > kMaxProblems) {
+    size_t more = problems.size() - kMaxProblems;
+    problems.resize(kMaxProblems);
+    problems.push_back(absl::StrCat("and ", more, " more"));
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("invalid ", value_name_ == "args" ? "arguments" : value_name_, ": ",
                    absl::StrJoin(problems, "; ")));
