@@ -82,37 +82,46 @@ ToolExecutorService::ToolExecutorService(ServiceCore* core) : core_(core) {
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
-  v1::ListToolsRequest parsed;
-  v1::ListToolsResponse reply;
-  const v1::ListToolsRequest* request = &parsed;
-  v1::ListToolsResponse* response = &reply;
+  v1::ListToolsRequest request;
+  v1::ListToolsResponse response;
   grpc::ByteBuffer copy(*request_bytes);
-  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &parsed)
-           .ok()) {
-    return Reply(context, "ListTools", absl::InvalidArgumentError("malformed ListToolsRequest"));
-  }
-  if (!v1::DeclarationFormat_IsValid(request->format())) {
-    return Reply(context, "ListTools",
-                 absl::InvalidArgumentError(absl::StrCat("unknown format ", request->format())));
+  absl::Status status =
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &request).ok()
+          ? ListDeclarations(request, &response)
+          : absl::InvalidArgumentError("malformed ListToolsRequest");
+  if (status.ok()) *response_bytes = DeterministicBytes(response);
+  return Reply(context, "ListTools", status,
+               absl::StrCat("set=", request.tool_set(), " tools=", response.tools_size()));
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
+                                                         const v1::ListToolsRequest* request,
+                                                         v1::ListToolsResponse* response) {
+  return Reply(context, "ListTools", ListDeclarations(*request, response),
+               absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
+}
+
+absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& request,
+                                                   v1::ListToolsResponse* response) const {
+  if (!v1::DeclarationFormat_IsValid(request.format())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown format ", request.format()));
   }
   std::shared_ptr<Session> session;
-  if (!request->session_id().empty()) {
-    auto s = core_->sessions().Get(request->session_id());
-    if (!s.ok()) return Reply(context, "ListTools", s.status());
+  if (!request.session_id().empty()) {
+    auto s = core_->sessions().Get(request.session_id());
+    if (!s.ok()) return s.status();
     session = std::move(*s);
   }
-  auto selected = SelectToolSet(core_->registry(), request->tool_set());
-  if (!selected.ok()) return Reply(context, "ListTools", selected.status());
+  auto selected = SelectToolSet(core_->registry(), request.tool_set());
+  if (!selected.ok()) return selected.status();
   std::vector<const RegisteredTool*> listed;
   for (const RegisteredTool* t : *selected) {
     if (session != nullptr && !session->AllowsTool(t->name)) continue;
     *response->add_tools() = declarations_[t->position];
     listed.push_back(t);
   }
-  response->set_provider_tools_json(ProviderToolsJson(request->format(), listed));
-  *response_bytes = DeterministicBytes(reply);
-  return Reply(context, "ListTools", absl::OkStatus(),
-               absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
+  response->set_provider_tools_json(ProviderToolsJson(request.format(), listed));
+  return absl::OkStatus();
 }
 
 grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ToolExecutorService::ExecuteBatch(

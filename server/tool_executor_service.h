@@ -22,9 +22,15 @@ class ToolExecutorService final
  public:
   explicit ToolExecutorService(ServiceCore* core);
 
+  // What gRPC calls: ListTools below, its response serialized deterministically.
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request_bytes,
                                       grpc::ByteBuffer* response_bytes) override;
+  // The declarations in registration order, and provider_tools_json in the
+  // requested format.
+  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
+                                      const v1::ListToolsRequest* request,
+                                      v1::ListToolsResponse* response) override;
   grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ExecuteBatch(
       grpc::CallbackServerContext* context, const v1::ExecuteBatchRequest* request) override;
   grpc::ServerUnaryReactor* OpenSession(grpc::CallbackServerContext* context,
@@ -46,6 +52,9 @@ class ToolExecutorService final
                                               v1::RespondPermissionResponse* response) override;
 
  private:
+  absl::Status ListDeclarations(const v1::ListToolsRequest& request,
+                                v1::ListToolsResponse* response) const;
+
   ServiceCore* const core_;
   // Declarations converted once: the registry is fixed after start-up.
   std::vector<v1::ToolDeclaration> declarations_;
