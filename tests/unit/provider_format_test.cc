@@ -40,8 +40,8 @@ ToolRegistry AllTools() {
 std::vector<ToolDeclarationView> Views(const ToolRegistry& registry) {
   std::vector<ToolDeclarationView> views;
   for (const auto& t : registry.tools()) {
-    views.push_back({t->name, t->tool->description(), &t->schema->document(),
-                     t->tool->executor()});
+    views.push_back({t->name, t->tool->spec().description, &t->schema->document(),
+                     t->tool->spec().executor});
   }
   return views;
 }
@@ -218,7 +218,7 @@ class ProviderFormatTest : public ::testing::Test {
   std::vector<const RegisteredTool*> Functions() {
     std::vector<const RegisteredTool*> out;
     for (const auto& t : registry_.tools()) {
-      if (t->tool->executor() != ToolExecutor::kProvider) out.push_back(t.get());
+      if (t->tool->spec().executor != ToolExecutor::kProvider) out.push_back(t.get());
     }
     return out;
   }
@@ -322,7 +322,7 @@ TEST_F(ProviderFormatTest, StrictNullsAreAcceptedByTheDeclaredSchema) {
 // is an error naming the ones it does (view_file once ignored `path`).
 TEST_F(ProviderFormatTest, EveryBuiltinRefusesUnknownArgumentsNamingTheKnownOnes) {
   for (const auto& t : registry_.tools()) {
-    if (t->source != "built-in" || t->tool->executor() != ToolExecutor::kDaemon) continue;
+    if (t->source != "built-in" || t->tool->spec().executor != ToolExecutor::kDaemon) continue;
     Json args = *ParseJson(R"({"zz_unknown":1})");
     std::string m(t->schema->Prepare(args).message());
     EXPECT_THAT(m, ::testing::HasSubstr("args: unknown argument 'zz_unknown'; the known ones are "))

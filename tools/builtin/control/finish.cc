@@ -16,15 +16,12 @@ namespace {
 class FinishTool final : public Tool {
  public:
   explicit FinishTool(std::unique_ptr<CompiledSchema> output_schema)
-      : output_schema_(std::move(output_schema)), parameters_(Parameters(output_schema_.get())) {}
-
-  std::string name() const override { return "finish"; }
-  std::string description() const override {
-    return "Finishes the task and returns its final output. Give the output as any JSON value "
-           "(output) or as text (output_string).";
-  }
-  std::string parameters_schema() const override { return parameters_; }
-  bool read_only() const override { return true; }
+      : Tool(ToolSpec("finish",
+                      "Finishes the task and returns its final output. Give the output as any "
+                      "JSON value (output) or as text (output_string).",
+                      Parameters(output_schema.get()))
+                 .Tags({kTagReadOnly})),
+        output_schema_(std::move(output_schema)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     auto output = args.FindMember("output");
@@ -78,7 +75,6 @@ class FinishTool final : public Tool {
   }
 
   std::unique_ptr<CompiledSchema> output_schema_;  // null: any output
-  std::string parameters_;
 };
 
 }  // namespace
