@@ -12,7 +12,6 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tools/runtime/json.h"
-#include "tools/runtime/provider_format.h"
 
 namespace toolexec {
 namespace {
@@ -344,17 +343,6 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
     auto doc = ParseJson(spec.provider_config);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
-}
-
-std::string ProviderToolsJson(v1::DeclarationFormat format,
-                              const std::vector<const RegisteredTool*>& tools) {
-  std::vector<ToolDeclarationView> views;
-  views.reserve(tools.size());
-  for (const RegisteredTool* t : tools) {
-    const ToolSpec& spec = t->tool->spec();
-    views.push_back({t->name, spec.description, &t->schema->document(), spec.executor});
-  }
-  return ProviderToolsJson(static_cast<DeclarationFormat>(format), views);
 }
 
 grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {

@@ -54,9 +54,6 @@ void ToProto(ToolCallResult result, v1::ToolResult* out,
              size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
-// ListToolsResponse.provider_tools_json for `tools` (provider_format.h).
-std::string ProviderToolsJson(v1::DeclarationFormat format,
-                              const std::vector<const RegisteredTool*>& tools);
 // `message` serialized deterministically (map entries, such as a Struct's
 // fields, in key order), so equal messages are equal bytes.
 grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message);

@@ -9,6 +9,7 @@
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
 #include "server/watch_session_reactor.h"
+#include "tools/runtime/provider_format.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_sets.h"
@@ -101,6 +102,14 @@ grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerCon
                absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
 }
 
+static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FORMAT_NATIVE &&
+              static_cast<int>(DeclarationFormat::kOpenAi) == v1::DECLARATION_FORMAT_OPENAI &&
+              static_cast<int>(DeclarationFormat::kOpenAiStrict) ==
+                  v1::DECLARATION_FORMAT_OPENAI_STRICT &&
+              static_cast<int>(DeclarationFormat::kAnthropic) == v1::DECLARATION_FORMAT_ANTHROPIC &&
+              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
+              "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
+
 absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& request,
                                                    v1::ListToolsResponse* response) const {
   if (!v1::DeclarationFormat_IsValid(request.format())) {
@@ -120,7 +129,8 @@ absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& r
     *response->add_tools() = declarations_[t->position];
     listed.push_back(t);
   }
-  response->set_provider_tools_json(ProviderToolsJson(request.format(), listed));
+  response->set_provider_tools_json(
+      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), listed));
   return absl::OkStatus();
 }
 

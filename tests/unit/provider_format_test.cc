@@ -37,13 +37,10 @@ ToolRegistry AllTools() {
   return registry;
 }
 
-std::vector<ToolDeclarationView> Views(const ToolRegistry& registry) {
-  std::vector<ToolDeclarationView> views;
-  for (const auto& t : registry.tools()) {
-    views.push_back({t->name, t->tool->spec().description, &t->schema->document(),
-                     t->tool->spec().executor});
-  }
-  return views;
+std::vector<const RegisteredTool*> Listed(const ToolRegistry& registry) {
+  std::vector<const RegisteredTool*> listed;
+  for (const auto& t : registry.tools()) listed.push_back(t.get());
+  return listed;
 }
 
 // Collects rule violations with the JSON path where they occur.
@@ -206,10 +203,10 @@ std::vector<std::string> PropertyOrder(const JsonValue& schema) {
 class ProviderFormatTest : public ::testing::Test {
  protected:
   ToolRegistry registry_ = AllTools();
-  std::vector<ToolDeclarationView> views_ = Views(registry_);
+  std::vector<const RegisteredTool*> listed_ = Listed(registry_);
 
   Json Parse(DeclarationFormat f) {
-    auto doc = ParseJson(ProviderToolsJson(f, views_));
+    auto doc = ParseJson(ProviderToolsJson(f, listed_));
     EXPECT_TRUE(doc.ok());
     EXPECT_TRUE(doc->IsArray());
     return std::move(*doc);
@@ -301,7 +298,7 @@ TEST_F(ProviderFormatTest, ProviderNativeToolsAreLeftToProviderConfig) {
   EXPECT_FALSE(names.count("web_search"));
   EXPECT_FALSE(names.count("google_search"));
   EXPECT_TRUE(names.count("ask_question"));  // the harness runs it, the model calls it
-  EXPECT_EQ(ProviderToolsJson(DeclarationFormat::kNative, views_), "");
+  EXPECT_EQ(ProviderToolsJson(DeclarationFormat::kNative, listed_), "");
 }
 
 // What a strict-mode model sends (every property, null for the ones it leaves

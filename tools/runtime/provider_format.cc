@@ -474,23 +474,25 @@ Json OpenAiStrictSchema(const JsonValue& schema) { return ConvertRoot(Converter:
 Json GeminiSchema(const JsonValue& schema) { return ConvertRoot(Converter::Dialect::kGemini, schema); }
 
 std::string ProviderToolsJson(DeclarationFormat format,
-                              const std::vector<ToolDeclarationView>& tools) {
+                              const std::vector<const RegisteredTool*>& tools) {
   if (format == DeclarationFormat::kNative) return "";
   Json out;
   out.SetArray();
   Alloc& a = out.GetAllocator();
-  for (const auto& tool : tools) {
-    if (tool.executor == ToolExecutor::kProvider) continue;  // not a function; see the header
+  for (const RegisteredTool* tool : tools) {
+    const ToolSpec& spec = tool->tool->spec();
+    if (spec.executor == ToolExecutor::kProvider) continue;  // not a function; see the header
+    const JsonValue* parameters = &tool->schema->document();
     JsonValue entry(rapidjson::kObjectType);
-    Add(entry, "name", Text(tool.name, a), a);
-    Add(entry, "description", Text(tool.description, a), a);
+    Add(entry, "name", Text(tool->name, a), a);
+    Add(entry, "description", Text(spec.description, a), a);
     switch (format) {
       case DeclarationFormat::kOpenAi:
       case DeclarationFormat::kOpenAiStrict: {
         bool strict = format == DeclarationFormat::kOpenAiStrict;
         JsonValue params =
-            strict ? JsonValue(OpenAiStrictSchema(Schema(tool.parameters, a)), a)
-                   : Schema(tool.parameters, a);
+            strict ? JsonValue(OpenAiStrictSchema(Schema(parameters, a)), a)
+                   : Schema(parameters, a);
         Add(entry, "parameters", std::move(params), a);
         if (strict) Add(entry, "strict", JsonValue(true), a);
         JsonValue wrapped(rapidjson::kObjectType);
@@ -500,10 +502,10 @@ std::string ProviderToolsJson(DeclarationFormat format,
         continue;
       }
       case DeclarationFormat::kAnthropic:
-        Add(entry, "input_schema", Schema(tool.parameters, a), a);
+        Add(entry, "input_schema", Schema(parameters, a), a);
         break;
       case DeclarationFormat::kGemini: {
-        Json params = GeminiSchema(Schema(tool.parameters, a));
+        Json params = GeminiSchema(Schema(parameters, a));
         const JsonValue* props = Member(params, "properties");
         // A function without parameters leaves them out (an OBJECT needs properties).
         if (props != nullptr && props->IsObject() && !props->ObjectEmpty()) {

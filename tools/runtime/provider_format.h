@@ -48,20 +48,12 @@
 
 #include "absl/strings/string_view.h"
 #include "tools/runtime/json.h"
-#include "tools/runtime/tool.h"
+#include "tools/runtime/tool_registry.h"
 
 namespace toolexec {
 
 // Mirrors toolexec.v1.DeclarationFormat.
 enum class DeclarationFormat { kNative, kOpenAi, kOpenAiStrict, kAnthropic, kGemini };
-
-// What the model is told about one tool.
-struct ToolDeclarationView {
-  std::string name;
-  std::string description;
-  const JsonValue* parameters = nullptr;  // the JSON Schema document, an object
-  ToolExecutor executor = ToolExecutor::kDaemon;
-};
 
 // The schema conversions, one node tree in, a new document out.
 Json OpenAiStrictSchema(const JsonValue& schema);
@@ -70,7 +62,7 @@ Json GeminiSchema(const JsonValue& schema);
 // The JSON array of `tools` in `format`'s form, in the given order; "" for
 // kNative.
 std::string ProviderToolsJson(DeclarationFormat format,
-                              const std::vector<ToolDeclarationView>& tools);
+                              const std::vector<const RegisteredTool*>& tools);
 
 }  // namespace toolexec
 
