@@ -75,6 +75,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "input": {
       "type": "string",

@@ -33,6 +33,7 @@ constexpr char kName[] = "str_replace_based_edit_tool";
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "command": {
       "type": "string",
