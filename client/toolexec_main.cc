@@ -286,6 +286,37 @@ std::string CompactJson(absl::string_view json) {
   return out;
 }
 
+// `value` as compact JSON with every object's keys sorted, so a Struct prints
+// the same on every run (the JSON printer walks a Struct's map in no fixed
+// order).
+std::string SortedJson(const google::protobuf::Value& value) {
+  auto leaf = [](const google::protobuf::Value& v) {
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(v, &json);
+    return json;
+  };
+  if (value.has_struct_value()) {
+    const auto& fields = value.struct_value().fields();
+    std::map<std::string, const google::protobuf::Value*> sorted;
+    for (const auto& [key, field] : fields) sorted.emplace(key, &field);
+    std::string out = "{";
+    for (const auto& [key, field] : sorted) {
+      google::protobuf::Value name;
+      name.set_string_value(key);
+      absl::StrAppend(&out, out.size() > 1 ? "," : "", leaf(name), ":", SortedJson(*field));
+    }
+    return out + "}";
+  }
+  if (value.has_list_value()) {
+    std::string out = "[";
+    for (const google::protobuf::Value& item : value.list_value().values()) {
+      absl::StrAppend(&out, out.size() > 1 ? "," : "", SortedJson(item));
+    }
+    return out + "]";
+  }
+  return leaf(value);
+}
+
 int RunList(Client& client, const Options& options) {
   v1::ListToolsRequest request;
   request.set_session_id(options.session);
@@ -300,16 +331,25 @@ int RunList(Client& client, const Options& options) {
   }
   for (const v1::ToolDeclaration& tool : response->tools()) {
     // `parameters` from the schema text, in its declared order (a Struct's
-    // JSON has its keys in no fixed order), so every run prints the same.
+    // JSON has its keys in no fixed order), and provider_config with sorted
+    // keys, so every run prints the same.
     v1::ToolDeclaration shown = tool;
     shown.clear_parameters();
     shown.clear_parameters_json();
+    shown.clear_provider_config();
     std::ostringstream line;
     if (absl::Status printed = PrintJsonLine(shown, line); !printed.ok()) {
       return RpcFailed(printed);
     }
     std::string text = line.str();
     size_t end = text.rfind('}');
+    if (tool.has_provider_config() && end != std::string::npos) {
+      google::protobuf::Value config;
+      *config.mutable_struct_value() = tool.provider_config();
+      std::string field = absl::StrCat(end > 1 ? "," : "", "\"provider_config\":", SortedJson(config));
+      text.insert(end, field);
+      end += field.size();
+    }
     if (!tool.parameters_json().empty() && end != std::string::npos) {
       text.insert(end, absl::StrCat(end > 1 ? "," : "", "\"parameters\":",
                                     CompactJson(tool.parameters_json())));

@@ -19,10 +19,15 @@ for i in $(seq 19); do
 done
 grep -q '^{"name":"view_file",.*"parameters":{"type":"object","additionalProperties":false,"properties":{"file_path":' \
   "$dir/first" || fail "view_file's parameters not in declared order: $(head -c 600 "$dir/first")"
+grep -q '^{"name":"str_replace_based_edit_tool",.*"provider_config":{"name":"str_replace_based_edit_tool","type":"text_editor_20250728"}' "$dir/first" \
+  || fail "provider_config not printed with sorted keys"
+# Every declared tool is a function in each provider's form, except the tools
+# the model provider itself runs (EXECUTOR_PROVIDER).
+tools=$(grep '^{"name":' "$dir/first" | grep -vc '"executor":"EXECUTOR_PROVIDER"')
 for format in openai openai_strict anthropic gemini; do
   out=$("$toolexec" --target="$target" list --format "$format") || fail "$format exited $?"
-  python3 -c 'import json,sys; t=json.loads(sys.argv[1]); assert isinstance(t, list) and len(t) == 18, len(t)' \
-    "$out" || fail "$format: not a JSON array of the 18 tools"
+  python3 -c 'import json,sys; t=json.loads(sys.argv[1]); assert isinstance(t, list) and len(t) == int(sys.argv[2]), len(t)' \
+    "$out" "$tools" || fail "$format: not a JSON array of the $tools tools"
 done
 "$toolexec" --target="$target" list --format claude 2>"$dir/err"
 rc=$?
