@@ -147,7 +147,7 @@ std::string Quote(absl::string_view line) {
   std::string out;
   bool cut = AppendCut(&out, line, 120);
   std::string safe;
-  fs::AppendSanitizedUtf8(&safe, out);
+  AppendSanitizedUtf8(&safe, out);
   return absl::StrCat("`", safe, cut ? "..." : "", "`");
 }
 
