@@ -30,14 +30,6 @@ class CollectErrors final : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors;
 };
 
-const char* FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // The whole file, if it is a regular file of at most kMaxConfigFileBytes.
 absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it).
@@ -55,7 +47,7 @@ absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
                                            kMaxConfigFileBytes, " bytes (4 MiB)");
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config file ", path, " is ", FileKind(st.st_mode), "; give a regular file"));
+        "config file ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
     return absl::InvalidArgumentError(too_big);

@@ -67,45 +67,6 @@ absl::Status ConvertValue(const Value& in, JsonValue* out, Json::AllocatorType& 
       absl::StrCat("arguments nest deeper than ", kMaxJsonDepth, " levels"));
 }
 
-// Returns the length of the valid UTF-8 sequence at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  unsigned char c = s[i];
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t min;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  uint32_t cp = c & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    unsigned char cc = s[i + k];
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-bool IsValidUtf8(absl::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = Utf8SequenceLength(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 const std::string& Utf8(const std::string& s, std::string* scratch) {
   if (IsValidUtf8(s)) return s;
   *scratch = SanitizeUtf8(s);
@@ -188,22 +149,6 @@ absl::Status JsonToValue(const JsonValue& in, Value* out) { return FillValue(in,
 absl::Status JsonToStruct(const JsonValue& in, Struct* out) {
   if (!in.IsObject()) return absl::InvalidArgumentError("not a JSON object");
   return JsonToStructAt(in, out, 1);
-}
-
-std::string SanitizeUtf8(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    size_t n = Utf8SequenceLength(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text.data() + i, n);
-      i += n;
-    }
-  }
-  return out;
 }
 
 CallRequest FromProto(const v1::ToolCall& call) {

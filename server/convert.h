@@ -16,6 +16,7 @@
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
+#include "tools/runtime/utf8.h"
 #include "toolexec/v1/toolexec.pb.h"
 
 namespace toolexec {
@@ -40,9 +41,6 @@ absl::StatusOr<Json> ValueToJson(const google::protobuf::Value& in);
 // wire requires valid UTF-8). Fails past kMaxWireJsonDepth.
 absl::Status JsonToValue(const JsonValue& in, google::protobuf::Value* out);
 absl::Status JsonToStruct(const JsonValue& in, google::protobuf::Struct* out);
-
-// Valid UTF-8, with each invalid sequence replaced by U+FFFD.
-std::string SanitizeUtf8(absl::string_view text);
 
 // The runtime's view of one wire call.
 CallRequest FromProto(const v1::ToolCall& call);

@@ -51,9 +51,9 @@ expect_refused missing_bwrap_or_bad_sandbox \
 
 # The config path must name a regular file of at most 4 MiB; it is neither
 # read without limit nor waited on.
-expect_exit_refused config_dev_zero "is a device" --config=/dev/zero
+expect_exit_refused config_dev_zero "is a character device" --config=/dev/zero
 mkfifo "$dir/fifo.textproto"
-expect_exit_refused config_fifo "is a FIFO" --config="$dir/fifo.textproto"
+expect_exit_refused config_fifo "is a fifo" --config="$dir/fifo.textproto"
 mkdir "$dir/conf.d"
 expect_exit_refused config_directory "is a directory" --config="$dir/conf.d"
 head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' > "$dir/huge.textproto"

@@ -63,6 +63,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tools/runtime/utf8.h"
 #include "tools/builtin/edit_engine.h"
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
@@ -714,7 +715,7 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
     }
   }
   std::string safe_output;
-  fs::AppendSanitizedUtf8(&safe_output, output);
+  AppendSanitizedUtf8(&safe_output, output);
   out.AddMember("output", JsonValue(safe_output, a), a);
   out.AddMember("added", added, a);
   out.AddMember("modified", modified, a);

@@ -175,7 +175,7 @@ DisplayResult CreateFileTool::display(const JsonValue& input, const JsonValue& r
     d.full_length = contents->size();
     std::string cut;
     d.is_truncated = AppendCut(&cut, *contents, kFileDisplayMaxBytes);
-    fs::AppendSanitizedUtf8(&d.content, cut);
+    AppendSanitizedUtf8(&d.content, cut);
   }
   return d;
 }

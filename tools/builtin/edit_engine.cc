@@ -1,3 +1,4 @@
+#include "tools/runtime/utf8.h"
 #include "tools/builtin/edit_engine.h"
 
 #include <fcntl.h>
@@ -95,7 +96,7 @@ std::string Quote(absl::string_view line) {
   std::string out;
   bool cut = AppendCut(&out, line, 120);
   std::string safe;
-  fs::AppendSanitizedUtf8(&safe, out);
+  AppendSanitizedUtf8(&safe, out);
   return absl::StrCat("`", safe, cut ? "..." : "", "`");
 }
 

@@ -263,7 +263,7 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
   // again after it.
   std::string out;
   out.reserve(raw.text().size());
-  fs::AppendSanitizedUtf8(&out, raw.text());
+  AppendSanitizedUtf8(&out, raw.text());
   *truncated = raw.cut();
   if (out.size() > max_bytes) {
     out.resize(Utf8SafePrefix(out, max_bytes));

@@ -152,7 +152,7 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   AddString(result, result, "pattern", pattern);
-  AddString(result, result, "path", search::SanitizeUtf8(start->Display(start->relative)));
+  AddString(result, result, "path", SanitizeUtf8(start->Display(start->relative)));
   AddString(result, result, "output_mode", mode_arg);
   std::string shown;
   switch (request.mode) {

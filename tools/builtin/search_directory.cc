@@ -95,7 +95,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   AddString(result, result, "query", query);
-  AddString(result, result, "directory", search::SanitizeUtf8(start->Display(start->relative)));
+  AddString(result, result, "directory", SanitizeUtf8(start->Display(start->relative)));
   JsonValue matches = MatchesJson(result, *r);
   result.AddMember("matches", matches, alloc);
   result.AddMember("num_matches", r->total_matches, alloc);

@@ -18,6 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tools/runtime/utf8.h"
 #include "tools/builtin/edit_engine.h"
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
@@ -90,7 +91,7 @@ std::string NumberedLines(absl::string_view text, int64_t first, int64_t last) {
         text.substr(pos, nl == absl::string_view::npos ? absl::string_view::npos : nl - pos);
     if (number >= first) {
       AppendLineNumber(&out, number);
-      fs::AppendSanitizedUtf8(&out, line);
+      AppendSanitizedUtf8(&out, line);
       out.push_back('\n');
     }
     if (nl == absl::string_view::npos) break;
@@ -112,7 +113,7 @@ Json Result(const fs::WorkspacePath& wp, absl::string_view output) {
   auto& a = out.GetAllocator();
   out.AddMember("path", JsonValue(wp.display, a), a);
   std::string safe;
-  fs::AppendSanitizedUtf8(&safe, output);
+  AppendSanitizedUtf8(&safe, output);
   out.AddMember("output", JsonValue(safe, a), a);
   return out;
 }

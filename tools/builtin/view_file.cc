@@ -253,7 +253,7 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
     }
     const size_t mark = content.size();
     AppendLineNumber(&content, number);
-    invalid_utf8 |= fs::AppendSanitizedUtf8(&content, text);
+    invalid_utf8 |= AppendSanitizedUtf8(&content, text);
     const bool complete = l.len == l.full_len;
     if (complete && l.has_newline) content.push_back('\n');
     if (content.size() <= max_bytes && complete) {

@@ -270,7 +270,7 @@ TEST_F(ViewFileTest, CutNeverSplitsAUtf8Character) {
   EXPECT_FALSE(Flag(*r, "invalid_utf8"));
   std::string content = Str(*r, "content");
   std::string check;
-  EXPECT_FALSE(fs::AppendSanitizedUtf8(&check, content));
+  EXPECT_FALSE(AppendSanitizedUtf8(&check, content));
 }
 
 TEST_F(ViewFileTest, BomIsReportedNotShown) {
