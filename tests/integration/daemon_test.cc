@@ -18,8 +18,8 @@
 #include "client/client.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/daemon.h"
-#include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/common/log_lines.h"
 #include "tests/common/test_tools.h"
 
 namespace toolexec {
@@ -243,42 +243,22 @@ TEST_F(DaemonTest, BadInputGetsClearErrorsAndTheDaemonStaysUp) {
 }
 
 // Keeps the messages logged through it.
-class LineSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::vector<std::string> Lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    lines_.emplace_back(msg.payload.data(), msg.payload.size());
-  }
-  void flush_() override {}
-
- private:
-  std::vector<std::string> lines_;
-};
-
 // The per-RPC line keeps the status message apart from the timing.
 TEST_F(DaemonTest, BatchLogLineSeparatesTheMessageFromTheTiming) {
-  auto sink = std::make_shared<LineSink>();
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
-  spdlog::set_level(spdlog::level::info);
-  auto r = client_->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}, "s-nope"));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   std::string line;
-  for (int i = 0; i < 500 && line.empty(); ++i) {  // the line is written after the reply
-    for (const auto& l : sink->Lines()) {
-      if (absl::StartsWith(l, "ExecuteBatch ")) line = l;
+  {
+    testing::CaptureLog log;
+    auto r = client_->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}, "s-nope"));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+    for (int i = 0; i < 500 && line.empty(); ++i) {  // the line is written after the reply
+      for (const auto& l : log.sink().Lines()) {
+        if (absl::StartsWith(l, "ExecuteBatch ")) line = l;
+      }
+      if (line.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (line.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    daemon_->Shutdown();
+    daemon_.reset();
   }
-  daemon_->Shutdown();
-  daemon_.reset();
-  spdlog::set_default_logger(previous);
-  spdlog::set_level(spdlog::level::warn);
   EXPECT_THAT(line, ::testing::MatchesRegex(
                         R"(.* status=NOT_FOUND msg="[^"]*s-nope[^"]*" ms=[0-9.]+)"));
 }
