@@ -385,20 +385,20 @@ void ToProto(const ProgressEvent& e, v1::ToolProgress* out) {
 }
 
 void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
-  const Tool& tool = *t.tool;
+  const ToolSpec& spec = t.tool->spec();
   out->set_name(t.name);
-  out->set_description(tool.description());
+  out->set_description(spec.description);
   // The schema compiled at registration; it is an object by construction.
   (void)JsonToStruct(t.schema->document(), out->mutable_parameters());
   out->set_server_name(t.server_name);
-  out->set_tool_type(ToProto(tool.tool_type()));
-  out->set_executor(ToProto(tool.executor()));
-  out->set_read_only(tool.read_only());
-  out->set_needs_context(tool.needs_context());
-  out->set_display_name(tool.display_name());
-  std::string provider = tool.provider_config();
-  if (!provider.empty()) {
-    auto doc = ParseJson(provider);
+  out->set_tool_type(ToProto(spec.type));
+  out->set_executor(ToProto(spec.executor));
+  out->set_read_only(spec.read_only);
+  out->set_needs_context(spec.needs_context);
+  out->set_display_name(spec.display_name);
+  for (const auto& tag : spec.tags) out->add_tags(tag);
+  if (!spec.provider_config.empty()) {
+    auto doc = ParseJson(spec.provider_config);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
 }

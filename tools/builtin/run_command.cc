@@ -79,19 +79,17 @@ class RunCommandTool final : public Tool {
  public:
   RunCommandTool(std::shared_ptr<const CommandConfig> config,
                  std::shared_ptr<BackgroundProcesses> background)
-      : config_(std::move(config)), background_(std::move(background)) {}
-
-  std::string name() const override { return "run_command"; }
-  std::string description() const override {
-    return "Runs a shell command (bash) in the workspace and returns its exit code, stdout, "
-           "stderr and combined output. A non-zero exit code is reported, not treated as an "
-           "error. Output is streamed while the command runs; very long output keeps its "
-           "beginning and end. Commands time out after timeout_ms (default 2 minutes); use "
-           "background:true for servers and watchers.";
-  }
-  std::string parameters_schema() const override { return kSchema; }
-  ToolType tool_type() const override { return ToolType::kBashCmd; }
-  bool read_only() const override { return false; }
+      : Tool(ToolSpec("run_command",
+                      "Runs a shell command (bash) in the workspace and returns its exit code, "
+                      "stdout, stderr and combined output. A non-zero exit code is reported, not "
+                      "treated as an error. Output is streamed while the command runs; very long "
+                      "output keeps its beginning and end. Commands time out after timeout_ms "
+                      "(default 2 minutes); use background:true for servers and watchers.",
+                      kSchema)
+                 .Type(ToolType::kBashCmd)
+                 .Tags({kTagDestructive, kTagMinimal})),
+        config_(std::move(config)),
+        background_(std::move(background)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 

@@ -166,7 +166,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                   absl::StrJoin(session_->tools(), ", ")));
     }
     // S9: declared here, run elsewhere; say who runs it before anything else.
-    if (rt->tool->executor() != ToolExecutor::kDaemon) {
+    if (rt->tool->spec().executor != ToolExecutor::kDaemon) {
       return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
     }
     auto args = ParseArgs(req);
@@ -176,7 +176,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
     const Tool& tool = *rt->tool;
     // S5: never fall back to running without the context the tool asked for.
-    if (tool.needs_context() && session_ == nullptr) {
+    if (tool.spec().needs_context && session_ == nullptr) {
       return Failure(i, rt, ErrorCode::kNoContext,
                      absl::StrCat("tool '", req.name,
                                   "' needs a session context: open one with OpenSession and pass "
@@ -197,7 +197,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       info.workspaces.push_back(runner_->options_.default_workspace);
     }
     std::weak_ptr<Session> session;
-    if (tool.needs_context()) session = session_;
+    if (tool.spec().needs_context) session = session_;
     auto self = shared_from_this();
     ToolContext ctx(std::move(info), session, &c.token,
                     [self, i](absl::string_view stream, absl::string_view text) {
@@ -245,7 +245,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                         r.payload.GetAllocator());
     r.error_message = std::string(message);
     r.error = ToolCallError{std::string(message), name, rt ? rt->server_name : "", code};
-    r.display.title = rt ? rt->tool->display_name() : name;
+    r.display.title = rt ? rt->tool->spec().display_name : name;
     r.display.content = r.error_message;
     r.display.full_length = r.display.content.size();
     r.compact_summary = absl::StrCat("[", name, ": error]");

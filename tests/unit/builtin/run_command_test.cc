@@ -139,8 +139,8 @@ class RunCommandTest : public ::testing::Test {
 TEST_F(RunCommandTest, RegistersThreeToolsInOrder) {
   EXPECT_THAT(registry_->names(), ElementsAre("run_command", "command_status", "kill_command"));
   const Tool& t = *registry_->Find("run_command")->tool;
-  EXPECT_EQ(t.tool_type(), ToolType::kBashCmd);
-  EXPECT_FALSE(t.read_only());
+  EXPECT_EQ(t.spec().type, ToolType::kBashCmd);
+  EXPECT_FALSE(t.spec().read_only);
   EXPECT_EQ(registry_->Find("run_command")->source, "built-in");
 }
 

@@ -16,19 +16,14 @@ namespace {
 class FinishTool final : public Tool {
  public:
   explicit FinishTool(std::unique_ptr<CompiledSchema> output_schema)
-      : output_schema_(std::move(output_schema)) {}
-
-  std::string name() const override { return "finish"; }
-  std::string description() const override {
-    return "Finishes the task and returns its final output. Give the output as any JSON value "
-           "(output) or as text (output_string).";
-  }
-  std::string parameters_schema() const override {
-    return R"({"type":"object","properties":{
+      : Tool(ToolSpec("finish",
+                      "Finishes the task and returns its final output. Give the output as any "
+                      "JSON value (output) or as text (output_string).",
+                      R"({"type":"object","properties":{
       "output":{"description":"The final output of the task, any JSON value."},
-      "output_string":{"type":"string","description":"The final output as plain text."}}})";
-  }
-  bool read_only() const override { return true; }
+      "output_string":{"type":"string","description":"The final output as plain text."}}})")
+                 .Tags({kTagReadOnly})),
+        output_schema_(std::move(output_schema)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     auto output = args.FindMember("output");
