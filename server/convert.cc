@@ -9,6 +9,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -390,6 +392,8 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
   out->set_description(spec.description);
   // The schema compiled at registration; it is an object by construction.
   (void)JsonToStruct(t.schema->document(), out->mutable_parameters());
+  // The Struct's map has no order; the text keeps the declared one.
+  out->set_parameters_json(spec.parameters_schema);
   out->set_server_name(t.server_name);
   out->set_tool_type(ToProto(spec.type));
   out->set_executor(ToProto(spec.executor));
@@ -474,6 +478,18 @@ void ToProto(const Artifact& a, v1::Artifact* out) {
     out->set_data(a.data);
   }
   out->set_mime_type(a.mime_type);
+}
+
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  grpc::Slice slice(std::move(bytes));
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace toolexec

@@ -8,6 +8,7 @@
 #include "server/execute_batch_reactor.h"
 #include "server/unary.h"
 #include "server/watch_session_reactor.h"
+#include "tools/runtime/provider_format.h"
 
 namespace toolexec {
 
@@ -17,14 +18,46 @@ ToolExecutorService::ToolExecutorService(Engine* engine, const ServerOptions& op
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  v1::ListToolsRequest request;
+  v1::ListToolsResponse response;
+  grpc::ByteBuffer copy(*request_bytes);
+  absl::Status status =
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &request).ok()
+          ? ListDeclarations(request, &response)
+          : absl::InvalidArgumentError("malformed ListToolsRequest");
+  if (status.ok()) *response_bytes = DeterministicBytes(response);
+  return ReplyUnary(context, "ListTools", status,
+                    absl::StrCat("set=", request.tool_set(), " tools=", response.tools_size()));
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
                                                          const v1::ListToolsRequest* request,
                                                          v1::ListToolsResponse* response) {
-  auto tools = engine_->ListTools(CallerIdentity{}, request->session_id(), request->tool_set());
-  if (tools.ok()) {
-    for (const RegisteredTool* t : *tools) *response->add_tools() = declarations_[t->position];
-  }
-  return ReplyUnary(context, "ListTools", tools.status(),
+  return ReplyUnary(context, "ListTools", ListDeclarations(*request, response),
                     absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
+}
+
+static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FORMAT_NATIVE &&
+              static_cast<int>(DeclarationFormat::kOpenAi) == v1::DECLARATION_FORMAT_OPENAI &&
+              static_cast<int>(DeclarationFormat::kOpenAiStrict) ==
+                  v1::DECLARATION_FORMAT_OPENAI_STRICT &&
+              static_cast<int>(DeclarationFormat::kAnthropic) == v1::DECLARATION_FORMAT_ANTHROPIC &&
+              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
+              "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
+
+absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& request,
+                                                   v1::ListToolsResponse* response) const {
+  if (!v1::DeclarationFormat_IsValid(request.format())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown format ", request.format()));
+  }
+  auto tools = engine_->ListTools(CallerIdentity{}, request.session_id(), request.tool_set());
+  if (!tools.ok()) return tools.status();
+  for (const RegisteredTool* t : *tools) *response->add_tools() = declarations_[t->position];
+  response->set_provider_tools_json(
+      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), *tools));
+  return absl::OkStatus();
 }
 
 grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ToolExecutorService::ExecuteBatch(

@@ -1,5 +1,5 @@
 // The built-in workspace tools and their options. Each group registers itself
-// through its own function; the Engine (core/engine.cc) calls them in the
+// through its own function; RegisterBuiltinTools registers every group in the
 // order the model sees them (S1):
 //   view_file, create_file, edit_file                      (RegisterFileTools)
 //   list_directory, find_file, search_directory, grep_search (RegisterSearchTools)
@@ -69,6 +69,9 @@ absl::Status RegisterControlTools(ToolRegistry& registry, const BuiltinOptions& 
 absl::Status RegisterDeclaredTools(ToolRegistry& registry, const BuiltinOptions& options);
 // The names RegisterDeclaredTools accepts.
 const std::vector<std::string>& DeclarableToolNames();
+
+// Every group above, in order.
+absl::Status RegisterBuiltinTools(ToolRegistry& registry, const BuiltinOptions& options);
 
 }  // namespace toolexec
 

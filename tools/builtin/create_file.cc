@@ -18,6 +18,7 @@ namespace {
 // stand in for it; Call() insists on exactly one path.
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",

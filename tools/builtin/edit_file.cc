@@ -23,6 +23,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -34,6 +35,7 @@ constexpr char kSchema[] = R"json({
       "description": "Replacements applied in order, each to the result of the ones before. If any fails, none is applied.",
       "items": {
         "type": "object",
+        "additionalProperties": false,
         "properties": {
           "old_string": {
             "type": "string",

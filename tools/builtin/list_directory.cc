@@ -58,6 +58,7 @@ std::string Description(const BuiltinOptions& options) {
 std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "directory_path": {
       "type": "string",
