@@ -170,12 +170,74 @@ CallRequest FromProto(const v1::ToolCall& call) {
 
 namespace {
 
+// Runtime enums to wire enums, value by value. Each switch names every
+// runtime value (-Wswitch under -Werror fails the build when one is added),
+// and each static_assert fails the build when the wire enum grows, so a new
+// value on either side is mapped on purpose.
+static_assert(v1::ErrorCode_ARRAYSIZE == 11, "map the new ErrorCode in ToProto(ErrorCode)");
 v1::ErrorCode ToProto(ErrorCode code) {
-  return static_cast<v1::ErrorCode>(static_cast<int>(code) + 1);
+  switch (code) {
+    case ErrorCode::kToolFailed: return v1::ERROR_CODE_TOOL_FAILED;
+    case ErrorCode::kUnknownTool: return v1::ERROR_CODE_UNKNOWN_TOOL;
+    case ErrorCode::kInvalidArguments: return v1::ERROR_CODE_INVALID_ARGUMENTS;
+    case ErrorCode::kNoContext: return v1::ERROR_CODE_NO_CONTEXT;
+    case ErrorCode::kDenied: return v1::ERROR_CODE_DENIED;
+    case ErrorCode::kTimeout: return v1::ERROR_CODE_TIMEOUT;
+    case ErrorCode::kCancelled: return v1::ERROR_CODE_CANCELLED;
+    case ErrorCode::kNotExecutableHere: return v1::ERROR_CODE_NOT_EXECUTABLE_HERE;
+    case ErrorCode::kServerUnavailable: return v1::ERROR_CODE_SERVER_UNAVAILABLE;
+    case ErrorCode::kInternal: return v1::ERROR_CODE_INTERNAL;
+  }
+  return v1::ERROR_CODE_UNSPECIFIED;
 }
 
+static_assert(v1::ResultStatus_ARRAYSIZE == 6, "map the new ResultStatus in ToProto");
 v1::ResultStatus ToProto(ResultStatus status) {
-  return static_cast<v1::ResultStatus>(static_cast<int>(status) + 1);
+  switch (status) {
+    case ResultStatus::kSuccess: return v1::RESULT_STATUS_SUCCESS;
+    case ResultStatus::kError: return v1::RESULT_STATUS_ERROR;
+    case ResultStatus::kTimeout: return v1::RESULT_STATUS_TIMEOUT;
+    case ResultStatus::kCancelled: return v1::RESULT_STATUS_CANCELLED;
+    case ResultStatus::kDenied: return v1::RESULT_STATUS_DENIED;
+  }
+  return v1::RESULT_STATUS_UNSPECIFIED;
+}
+
+static_assert(v1::ContentType_ARRAYSIZE == 6, "map the new ContentType in ToProto");
+v1::ContentType ToProto(ContentType type) {
+  switch (type) {
+    case ContentType::kPlainText: return v1::CONTENT_TYPE_PLAIN_TEXT;
+    case ContentType::kJson: return v1::CONTENT_TYPE_JSON;
+    case ContentType::kMarkdown: return v1::CONTENT_TYPE_MARKDOWN;
+    case ContentType::kYaml: return v1::CONTENT_TYPE_YAML;
+    case ContentType::kXml: return v1::CONTENT_TYPE_XML;
+    case ContentType::kAuto: return v1::CONTENT_TYPE_AUTO;
+  }
+  return v1::CONTENT_TYPE_PLAIN_TEXT;
+}
+
+static_assert(v1::ToolType_ARRAYSIZE == 7, "map the new ToolType in ToProto");
+v1::ToolType ToProto(ToolType type) {
+  switch (type) {
+    case ToolType::kCustom: return v1::TOOL_TYPE_CUSTOM;
+    case ToolType::kApiCall: return v1::TOOL_TYPE_API_CALL;
+    case ToolType::kBashCmd: return v1::TOOL_TYPE_BASH_CMD;
+    case ToolType::kWebSearch: return v1::TOOL_TYPE_WEB_SEARCH;
+    case ToolType::kTextEdit: return v1::TOOL_TYPE_TEXT_EDIT;
+    case ToolType::kFileRead: return v1::TOOL_TYPE_FILE_READ;
+    case ToolType::kUserInteraction: return v1::TOOL_TYPE_USER_INTERACTION;
+  }
+  return v1::TOOL_TYPE_CUSTOM;
+}
+
+static_assert(v1::Executor_ARRAYSIZE == 3, "map the new Executor in ToProto");
+v1::Executor ToProto(ToolExecutor executor) {
+  switch (executor) {
+    case ToolExecutor::kDaemon: return v1::EXECUTOR_DAEMON;
+    case ToolExecutor::kHarness: return v1::EXECUTOR_HARNESS;
+    case ToolExecutor::kProvider: return v1::EXECUTOR_PROVIDER;
+  }
+  return v1::EXECUTOR_DAEMON;
 }
 
 void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
@@ -198,7 +260,7 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
   auto* d = out->mutable_display();
   d->set_title(Utf8(r.display.title, &scratch));
   d->set_content(Utf8(r.display.content, &scratch));
-  d->set_content_type(static_cast<v1::ContentType>(r.display.content_type));
+  d->set_content_type(ToProto(r.display.content_type));
   d->set_is_truncated(r.display.is_truncated);
   d->set_full_length(r.display.full_length);
   out->set_compact_summary(Utf8(r.compact_summary, &scratch));
@@ -278,8 +340,8 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
   // The Struct's map has no order; the text keeps the declared one.
   out->set_parameters_json(spec.parameters_schema);
   out->set_server_name(t.server_name);
-  out->set_tool_type(static_cast<v1::ToolType>(spec.type));
-  out->set_executor(static_cast<v1::Executor>(spec.executor));
+  out->set_tool_type(ToProto(spec.type));
+  out->set_executor(ToProto(spec.executor));
   out->set_read_only(spec.read_only);
   out->set_needs_context(spec.needs_context);
   out->set_display_name(spec.display_name);
@@ -288,6 +350,79 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
     auto doc = ParseJson(spec.provider_config);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
+}
+
+BatchSpec FromProto(const v1::ExecuteBatchRequest& request) {
+  BatchSpec spec;
+  spec.session_id = request.session_id();
+  if (request.has_timeout()) {
+    spec.timeout =
+        absl::Seconds(request.timeout().seconds()) + absl::Nanoseconds(request.timeout().nanos());
+  }
+  spec.calls.reserve(request.calls_size());
+  for (const auto& call : request.calls()) spec.calls.push_back(FromProto(call));
+  return spec;
+}
+
+OpenSessionSpec FromProto(const v1::OpenSessionRequest& request) {
+  OpenSessionSpec spec;
+  spec.conversation_id = request.conversation_id();
+  spec.user_id = request.user_id();
+  spec.parent_session_id = request.parent_session_id();
+  spec.state_keys.assign(request.state_keys().begin(), request.state_keys().end());
+  spec.subagent = request.subagent();
+  spec.enabled_tools.assign(request.enabled_tools().begin(), request.enabled_tools().end());
+  spec.disabled_tools.assign(request.disabled_tools().begin(), request.disabled_tools().end());
+  spec.workspaces.assign(request.workspaces().begin(), request.workspaces().end());
+  return spec;
+}
+
+MergeOptions FromProto(const v1::CloseSessionRequest& request) {
+  MergeOptions merge;
+  merge.output_state_keys.assign(request.output_state_keys().begin(),
+                                 request.output_state_keys().end());
+  merge.reject_conflicts = request.merge_policy() == v1::STATE_MERGE_POLICY_REJECT_CONFLICTS;
+  merge.exempt_keys.assign(request.merge_exempt_keys().begin(), request.merge_exempt_keys().end());
+  merge.artifact_prefixes.assign(request.artifact_prefixes().begin(),
+                                 request.artifact_prefixes().end());
+  merge.discard = request.discard();
+  return merge;
+}
+
+Artifact FromProto(const v1::Artifact& in) {
+  Artifact a;
+  a.is_text = in.content_case() == v1::Artifact::kText;
+  a.text = in.text();
+  a.data = in.data();
+  a.mime_type = in.mime_type();
+  return a;
+}
+
+void ToProto(const SessionInfo& s, v1::Session* out) {
+  out->set_session_id(s.session_id);
+  for (const auto& w : s.warnings) out->add_warnings(w);
+  out->set_conversation_id(s.conversation_id);
+  out->set_idle(s.idle);
+  out->set_user_id(s.user_id);
+  out->set_parent_session_id(s.parent_session_id);
+  for (const auto& w : s.workspaces) out->add_workspaces(w);
+  for (const auto& t : s.tools) out->add_tools(t);
+}
+
+void ToProto(const MergeResult& merged, v1::EventActions* out) {
+  (void)JsonToStruct(merged.state_delta, out->mutable_state_delta());
+  for (const auto& [name, version] : merged.artifact_delta) {
+    (*out->mutable_artifact_delta())[name] = version;
+  }
+}
+
+void ToProto(const Artifact& a, v1::Artifact* out) {
+  if (a.is_text) {
+    out->set_text(a.text);
+  } else {
+    out->set_data(a.data);
+  }
+  out->set_mime_type(a.mime_type);
 }
 
 grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {

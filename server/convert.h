@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/engine.h"
 #include "google/protobuf/struct.pb.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
@@ -55,6 +56,16 @@ void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
 // `message` serialized deterministically (map entries, such as a Struct's
 // fields, in key order), so equal messages are equal bytes.
 grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message);
+
+// Requests and answers of the Engine's calls.
+BatchSpec FromProto(const v1::ExecuteBatchRequest& request);
+OpenSessionSpec FromProto(const v1::OpenSessionRequest& request);
+MergeOptions FromProto(const v1::CloseSessionRequest& request);
+// The artifact's content and mime type (the caller checks that it has content).
+Artifact FromProto(const v1::Artifact& artifact);
+void ToProto(const SessionInfo& session, v1::Session* out);
+void ToProto(const MergeResult& merged, v1::EventActions* out);
+void ToProto(const Artifact& artifact, v1::Artifact* out);
 
 }  // namespace toolexec
 

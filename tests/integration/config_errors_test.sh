@@ -107,6 +107,9 @@ call_timeout_ms $u64_max
 max_call_timeout_ms 10000000000000
 drain_grace_ms $u64_max
 session_idle_ttl_ms 10000000000000
+max_receive_message_bytes 100
+max_send_message_bytes $u32_max
+keepalive_min_ping_interval_ms 0
 RANGES
 
 check() {  # name, command...: the command must succeed
@@ -143,6 +146,20 @@ check "check_config with the flags at their maximum" \
   timeout 10 "$toolexecd" --check_config --workspace="$dir" --max_calls_per_batch=1048576 \
   --max_pending_calls=1048576 --max_concurrent_calls=4096 --call_timeout_ms=2592000000 \
   --max_call_timeout_ms=2592000000 --drain_grace_ms=2592000000 --session_idle_ttl_ms=0
+
+check "the transport flags at their maximum" \
+  timeout 10 "$toolexecd" --check_config --workspace="$dir" \
+  --max_receive_message_bytes=1073741824 --max_send_message_bytes=1073741824 \
+  --keepalive_min_ping_interval_ms=2592000000 --keepalive_permit_without_calls=false
+
+# --help lists every flag of toolexecd.
+help=$("$toolexecd" --help 2>&1)
+for flag in listen workspace config example_tools check_config max_calls_per_batch \
+    max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
+    session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
+    keepalive_min_ping_interval_ms keepalive_permit_without_calls log_level address_file; do
+  check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
+done
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,4 +1,3 @@
-#include "tools/runtime/utf8.h"
 #include "tools/builtin/edit_engine.h"
 
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "tools/runtime/utf8.h"
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/text.h"
 
