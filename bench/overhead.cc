@@ -435,9 +435,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   DaemonOptions options;
-  options.listen = "127.0.0.1:0";
-  options.workspace = workspace;
-  options.example_tools = true;
+  options.server.listen = "127.0.0.1:0";
+  options.engine.workspace = workspace;
+  options.engine.example_tools = true;
   auto daemon = Daemon::Create(options);
   if (!daemon.ok()) {
     std::fprintf(stderr, "cannot create the daemon: %s\n", daemon.status().ToString().c_str());

@@ -1,20 +1,22 @@
-// The toolexec.v1.ArtifactStore gRPC service (S10): a thin adapter over the
-// daemon's ArtifactStore, scoped by the request's session (its conversation,
-// or its user for "user:" names). A bad name is INVALID_ARGUMENT, a missing
-// artifact or session NOT_FOUND.
+// The toolexec.v1.ArtifactStore gRPC service (S10): converts each request,
+// calls the Engine's artifact calls (scoped by the request's session: its
+// conversation, or its user for "user:" names) and finishes with the status
+// converted once. A bad name is INVALID_ARGUMENT, a missing artifact or
+// session NOT_FOUND.
 #ifndef TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
 #define TOOLEXEC_SERVER_ARTIFACT_STORE_SERVICE_H_
 
 #include <grpcpp/grpcpp.h>
 
-#include "server/service_core.h"
+#include "core/engine.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
 
 class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
  public:
-  explicit ArtifactStoreService(ServiceCore* core) : core_(core) {}
+  // `engine` must outlive the service.
+  explicit ArtifactStoreService(Engine* engine) : engine_(engine) {}
 
   grpc::ServerUnaryReactor* SaveArtifact(grpc::CallbackServerContext* context,
                                          const v1::SaveArtifactRequest* request,
@@ -33,7 +35,7 @@ class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
                                            v1::DeleteArtifactResponse* response) override;
 
  private:
-  ServiceCore* const core_;
+  Engine* const engine_;
 };
 
 }  // namespace toolexec

@@ -30,14 +30,6 @@ class CollectErrors final : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors;
 };
 
-const char* FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // The whole file, if it is a regular file of at most kMaxConfigFileBytes.
 absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it).
@@ -55,7 +47,7 @@ absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
                                            kMaxConfigFileBytes, " bytes (4 MiB)");
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config file ", path, " is ", FileKind(st.st_mode), "; give a regular file"));
+        "config file ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
     return absl::InvalidArgumentError(too_big);
@@ -127,9 +119,10 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   return config;
 }
 
-absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
+absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
-  if (!config.listen().empty()) options->listen = config.listen();
+  EngineOptions* options = &daemon->engine;
+  if (!config.listen().empty()) daemon->server.listen = config.listen();
   if (!config.workspace().empty()) options->workspace = config.workspace();
   if (config.example_tools()) options->example_tools = true;
   if (!config.log_level().empty()) {
@@ -152,7 +145,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
   if (l.max_call_timeout_ms()) {
     options->max_call_timeout = MillisecondsOption(l.max_call_timeout_ms());
   }
-  if (l.drain_grace_ms()) options->drain_grace = MillisecondsOption(l.drain_grace_ms());
+  if (l.drain_grace_ms()) daemon->server.drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
   if (config.model_content_default_chars()) {
     options->model_content_default_chars = config.model_content_default_chars();
@@ -218,7 +211,9 @@ absl::Duration MillisecondsOption(uint64_t ms) {
   return absl::Milliseconds(static_cast<int64_t>(ms));
 }
 
-absl::Status ValidateOptions(const DaemonOptions& o) {
+absl::Status ValidateOptions(const DaemonOptions& daemon) {
+  const EngineOptions& o = daemon.engine;
+  const ServerOptions& server = daemon.server;
   const BuiltinOptions& b = o.builtin;
   const RangeCheck checks[] = {
       {"limits.max_calls_per_batch (--max_calls_per_batch)", o.max_calls_per_batch, 1, 1 << 20,
@@ -231,8 +226,15 @@ absl::Status ValidateOptions(const DaemonOptions& o) {
        kMaxMilliseconds, kMsUnit},
       {"limits.max_call_timeout_ms (--max_call_timeout_ms)", ToMs(o.max_call_timeout), 1,
        kMaxMilliseconds, kMsUnit},
-      {"limits.drain_grace_ms (--drain_grace_ms)", ToMs(o.drain_grace), 0, kMaxMilliseconds,
+      {"limits.drain_grace_ms (--drain_grace_ms)", ToMs(server.drain_grace), 0, kMaxMilliseconds,
        kMsUnit},
+      // gRPC takes an int; every result must fit one message.
+      {"--max_receive_message_bytes", static_cast<uint64_t>(server.max_receive_message_bytes),
+       4096, 1024 * kMiB, " bytes (1 GiB)"},
+      {"--max_send_message_bytes", static_cast<uint64_t>(server.max_send_message_bytes), 4096,
+       1024 * kMiB, " bytes (1 GiB)"},
+      {"--keepalive_min_ping_interval_ms", ToMs(server.keepalive.min_ping_interval), 1,
+       kMaxMilliseconds, kMsUnit},
       {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
       // 4M characters are at most 16 MiB of UTF-8: a result must fit in one message.
       {"model_content_max_chars (--model_content_max_chars)", o.model_content_max_chars,

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/service_core.h"
+#include "server/options.h"
 #include "toolexec/v1/config.pb.h"
 
 namespace toolexec {
@@ -34,7 +34,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
 // refuses them instead of seeing a wrapped value.
 absl::Duration MillisecondsOption(uint64_t ms);
 
-// Checks every numeric option of `options` against its documented range
+// Checks every numeric option of `options` (engine and server) against its documented range
 // (config.proto and the README's flag table give them) and the relations
 // between them. InvalidArgument names the config field and the flag (where
 // there is one) and the allowed range; nothing is clamped. toolexecd runs it

@@ -9,6 +9,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -63,45 +65,6 @@ absl::Status ConvertValue(const Value& in, JsonValue* out, Json::AllocatorType& 
   }
   return absl::InvalidArgumentError(
       absl::StrCat("arguments nest deeper than ", kMaxJsonDepth, " levels"));
-}
-
-// Returns the length of the valid UTF-8 sequence at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  unsigned char c = s[i];
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t min;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  uint32_t cp = c & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    unsigned char cc = s[i + k];
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-bool IsValidUtf8(absl::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = Utf8SequenceLength(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
 }
 
 const std::string& Utf8(const std::string& s, std::string* scratch) {
@@ -188,22 +151,6 @@ absl::Status JsonToStruct(const JsonValue& in, Struct* out) {
   return JsonToStructAt(in, out, 1);
 }
 
-std::string SanitizeUtf8(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    size_t n = Utf8SequenceLength(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text.data() + i, n);
-      i += n;
-    }
-  }
-  return out;
-}
-
 CallRequest FromProto(const v1::ToolCall& call) {
   CallRequest req;
   req.id = call.id();
@@ -223,12 +170,74 @@ CallRequest FromProto(const v1::ToolCall& call) {
 
 namespace {
 
+// Runtime enums to wire enums, value by value. Each switch names every
+// runtime value (-Wswitch under -Werror fails the build when one is added),
+// and each static_assert fails the build when the wire enum grows, so a new
+// value on either side is mapped on purpose.
+static_assert(v1::ErrorCode_ARRAYSIZE == 11, "map the new ErrorCode in ToProto(ErrorCode)");
 v1::ErrorCode ToProto(ErrorCode code) {
-  return static_cast<v1::ErrorCode>(static_cast<int>(code) + 1);
+  switch (code) {
+    case ErrorCode::kToolFailed: return v1::ERROR_CODE_TOOL_FAILED;
+    case ErrorCode::kUnknownTool: return v1::ERROR_CODE_UNKNOWN_TOOL;
+    case ErrorCode::kInvalidArguments: return v1::ERROR_CODE_INVALID_ARGUMENTS;
+    case ErrorCode::kNoContext: return v1::ERROR_CODE_NO_CONTEXT;
+    case ErrorCode::kDenied: return v1::ERROR_CODE_DENIED;
+    case ErrorCode::kTimeout: return v1::ERROR_CODE_TIMEOUT;
+    case ErrorCode::kCancelled: return v1::ERROR_CODE_CANCELLED;
+    case ErrorCode::kNotExecutableHere: return v1::ERROR_CODE_NOT_EXECUTABLE_HERE;
+    case ErrorCode::kServerUnavailable: return v1::ERROR_CODE_SERVER_UNAVAILABLE;
+    case ErrorCode::kInternal: return v1::ERROR_CODE_INTERNAL;
+  }
+  return v1::ERROR_CODE_UNSPECIFIED;
 }
 
+static_assert(v1::ResultStatus_ARRAYSIZE == 6, "map the new ResultStatus in ToProto");
 v1::ResultStatus ToProto(ResultStatus status) {
-  return static_cast<v1::ResultStatus>(static_cast<int>(status) + 1);
+  switch (status) {
+    case ResultStatus::kSuccess: return v1::RESULT_STATUS_SUCCESS;
+    case ResultStatus::kError: return v1::RESULT_STATUS_ERROR;
+    case ResultStatus::kTimeout: return v1::RESULT_STATUS_TIMEOUT;
+    case ResultStatus::kCancelled: return v1::RESULT_STATUS_CANCELLED;
+    case ResultStatus::kDenied: return v1::RESULT_STATUS_DENIED;
+  }
+  return v1::RESULT_STATUS_UNSPECIFIED;
+}
+
+static_assert(v1::ContentType_ARRAYSIZE == 6, "map the new ContentType in ToProto");
+v1::ContentType ToProto(ContentType type) {
+  switch (type) {
+    case ContentType::kPlainText: return v1::CONTENT_TYPE_PLAIN_TEXT;
+    case ContentType::kJson: return v1::CONTENT_TYPE_JSON;
+    case ContentType::kMarkdown: return v1::CONTENT_TYPE_MARKDOWN;
+    case ContentType::kYaml: return v1::CONTENT_TYPE_YAML;
+    case ContentType::kXml: return v1::CONTENT_TYPE_XML;
+    case ContentType::kAuto: return v1::CONTENT_TYPE_AUTO;
+  }
+  return v1::CONTENT_TYPE_PLAIN_TEXT;
+}
+
+static_assert(v1::ToolType_ARRAYSIZE == 7, "map the new ToolType in ToProto");
+v1::ToolType ToProto(ToolType type) {
+  switch (type) {
+    case ToolType::kCustom: return v1::TOOL_TYPE_CUSTOM;
+    case ToolType::kApiCall: return v1::TOOL_TYPE_API_CALL;
+    case ToolType::kBashCmd: return v1::TOOL_TYPE_BASH_CMD;
+    case ToolType::kWebSearch: return v1::TOOL_TYPE_WEB_SEARCH;
+    case ToolType::kTextEdit: return v1::TOOL_TYPE_TEXT_EDIT;
+    case ToolType::kFileRead: return v1::TOOL_TYPE_FILE_READ;
+    case ToolType::kUserInteraction: return v1::TOOL_TYPE_USER_INTERACTION;
+  }
+  return v1::TOOL_TYPE_CUSTOM;
+}
+
+static_assert(v1::Executor_ARRAYSIZE == 3, "map the new Executor in ToProto");
+v1::Executor ToProto(ToolExecutor executor) {
+  switch (executor) {
+    case ToolExecutor::kDaemon: return v1::EXECUTOR_DAEMON;
+    case ToolExecutor::kHarness: return v1::EXECUTOR_HARNESS;
+    case ToolExecutor::kProvider: return v1::EXECUTOR_PROVIDER;
+  }
+  return v1::EXECUTOR_DAEMON;
 }
 
 void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
@@ -251,7 +260,7 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
   auto* d = out->mutable_display();
   d->set_title(Utf8(r.display.title, &scratch));
   d->set_content(Utf8(r.display.content, &scratch));
-  d->set_content_type(static_cast<v1::ContentType>(r.display.content_type));
+  d->set_content_type(ToProto(r.display.content_type));
   d->set_is_truncated(r.display.is_truncated);
   d->set_full_length(r.display.full_length);
   out->set_compact_summary(Utf8(r.compact_summary, &scratch));
@@ -331,9 +340,11 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
   out->set_description(spec.description);
   // The schema compiled at registration; it is an object by construction.
   (void)JsonToStruct(t.schema->document(), out->mutable_parameters());
+  // The Struct's map has no order; the text keeps the declared one.
+  out->set_parameters_json(spec.parameters_schema);
   out->set_server_name(t.server_name);
-  out->set_tool_type(static_cast<v1::ToolType>(spec.type));
-  out->set_executor(static_cast<v1::Executor>(spec.executor));
+  out->set_tool_type(ToProto(spec.type));
+  out->set_executor(ToProto(spec.executor));
   out->set_read_only(spec.read_only);
   out->set_needs_context(spec.needs_context);
   out->set_display_name(spec.display_name);
@@ -342,6 +353,92 @@ void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
     auto doc = ParseJson(spec.provider_config);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
+}
+
+BatchSpec FromProto(const v1::ExecuteBatchRequest& request) {
+  BatchSpec spec;
+  spec.session_id = request.session_id();
+  if (request.has_timeout()) {
+    spec.timeout =
+        absl::Seconds(request.timeout().seconds()) + absl::Nanoseconds(request.timeout().nanos());
+  }
+  spec.model_content_max_chars = request.model_content_max_chars();
+  spec.calls.reserve(request.calls_size());
+  for (const auto& call : request.calls()) spec.calls.push_back(FromProto(call));
+  return spec;
+}
+
+OpenSessionSpec FromProto(const v1::OpenSessionRequest& request) {
+  OpenSessionSpec spec;
+  spec.conversation_id = request.conversation_id();
+  spec.user_id = request.user_id();
+  spec.parent_session_id = request.parent_session_id();
+  spec.state_keys.assign(request.state_keys().begin(), request.state_keys().end());
+  spec.subagent = request.subagent();
+  spec.enabled_tools.assign(request.enabled_tools().begin(), request.enabled_tools().end());
+  spec.disabled_tools.assign(request.disabled_tools().begin(), request.disabled_tools().end());
+  spec.workspaces.assign(request.workspaces().begin(), request.workspaces().end());
+  return spec;
+}
+
+MergeOptions FromProto(const v1::CloseSessionRequest& request) {
+  MergeOptions merge;
+  merge.output_state_keys.assign(request.output_state_keys().begin(),
+                                 request.output_state_keys().end());
+  merge.reject_conflicts = request.merge_policy() == v1::STATE_MERGE_POLICY_REJECT_CONFLICTS;
+  merge.exempt_keys.assign(request.merge_exempt_keys().begin(), request.merge_exempt_keys().end());
+  merge.artifact_prefixes.assign(request.artifact_prefixes().begin(),
+                                 request.artifact_prefixes().end());
+  merge.discard = request.discard();
+  return merge;
+}
+
+Artifact FromProto(const v1::Artifact& in) {
+  Artifact a;
+  a.is_text = in.content_case() == v1::Artifact::kText;
+  a.text = in.text();
+  a.data = in.data();
+  a.mime_type = in.mime_type();
+  return a;
+}
+
+void ToProto(const SessionInfo& s, v1::Session* out) {
+  out->set_session_id(s.session_id);
+  for (const auto& w : s.warnings) out->add_warnings(w);
+  out->set_conversation_id(s.conversation_id);
+  out->set_idle(s.idle);
+  out->set_user_id(s.user_id);
+  out->set_parent_session_id(s.parent_session_id);
+  for (const auto& w : s.workspaces) out->add_workspaces(w);
+  for (const auto& t : s.tools) out->add_tools(t);
+}
+
+void ToProto(const MergeResult& merged, v1::EventActions* out) {
+  (void)JsonToStruct(merged.state_delta, out->mutable_state_delta());
+  for (const auto& [name, version] : merged.artifact_delta) {
+    (*out->mutable_artifact_delta())[name] = version;
+  }
+}
+
+void ToProto(const Artifact& a, v1::Artifact* out) {
+  if (a.is_text) {
+    out->set_text(a.text);
+  } else {
+    out->set_data(a.data);
+  }
+  out->set_mime_type(a.mime_type);
+}
+
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  grpc::Slice slice(std::move(bytes));
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace toolexec

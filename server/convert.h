@@ -4,6 +4,7 @@
 #ifndef TOOLEXEC_SERVER_CONVERT_H_
 #define TOOLEXEC_SERVER_CONVERT_H_
 
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include <cstddef>
@@ -11,10 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/engine.h"
 #include "google/protobuf/struct.pb.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
+#include "tools/runtime/utf8.h"
 #include "toolexec/v1/toolexec.pb.h"
 
 namespace toolexec {
@@ -40,9 +43,6 @@ absl::StatusOr<Json> ValueToJson(const google::protobuf::Value& in);
 absl::Status JsonToValue(const JsonValue& in, google::protobuf::Value* out);
 absl::Status JsonToStruct(const JsonValue& in, google::protobuf::Struct* out);
 
-// Valid UTF-8, with each invalid sequence replaced by U+FFFD.
-std::string SanitizeUtf8(absl::string_view text);
-
 // The runtime's view of one wire call.
 CallRequest FromProto(const v1::ToolCall& call);
 // A wire result of at most `max_bytes` encoded. A result that cannot be
@@ -53,6 +53,19 @@ void ToProto(ToolCallResult result, v1::ToolResult* out,
              size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
+// `message` serialized deterministically (map entries, such as a Struct's
+// fields, in key order), so equal messages are equal bytes.
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message);
+
+// Requests and answers of the Engine's calls.
+BatchSpec FromProto(const v1::ExecuteBatchRequest& request);
+OpenSessionSpec FromProto(const v1::OpenSessionRequest& request);
+MergeOptions FromProto(const v1::CloseSessionRequest& request);
+// The artifact's content and mime type (the caller checks that it has content).
+Artifact FromProto(const v1::Artifact& artifact);
+void ToProto(const SessionInfo& session, v1::Session* out);
+void ToProto(const MergeResult& merged, v1::EventActions* out);
+void ToProto(const Artifact& artifact, v1::Artifact* out);
 
 }  // namespace toolexec
 

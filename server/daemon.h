@@ -1,45 +1,37 @@
-// toolexecd as an object: the tool registry, the runtime (runner, sessions),
-// the gRPC server with its services, health and reflection, and the staged
-// shutdown. main.cc, the integration tests and the benchmarks all run the
-// daemon through this class, so they exercise the same code.
+// toolexecd as an object: an Engine (core/engine.h) behind a grpc::Server with
+// the ToolExecutor and ArtifactStore services, health and reflection, and the
+// staged shutdown. main.cc, the integration tests and the benchmarks all run
+// the daemon through this class, so they exercise the same code.
 //
 // Threads: Start() and Shutdown() are called from the owner's thread (main's
-// signal thread in toolexecd). gRPC runs the handlers on its own threads; tool
-// code runs on the ToolRunner's executor.
+// signal thread in toolexecd). gRPC runs the handlers on its own threads; the
+// engine runs tools on its own (see core/engine.h).
 #ifndef TOOLEXEC_SERVER_DAEMON_H_
 #define TOOLEXEC_SERVER_DAEMON_H_
 
 #include <grpcpp/grpcpp.h>
 
-#include <functional>
 #include <memory>
-#include <map>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/engine.h"
 #include "server/artifact_store_service.h"
-#include "server/service_core.h"
+#include "server/options.h"
 #include "server/tool_executor_service.h"
-#include "tools/runtime/session.h"
-#include "tools/runtime/tool_registry.h"
-#include "tools/runtime/tool_runner.h"
 
 namespace toolexec {
 
 class Daemon final {
  public:
-  // Registers extra tools after the daemon's own (tests, embedders).
-  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
-
-  // Builds the registry (fails on a duplicate name or invalid schema) and the
-  // runtime. Does not listen yet.
-  static absl::StatusOr<std::unique_ptr<Daemon>> Create(DaemonOptions options,
-                                                        ToolInstaller extra_tools = nullptr);
+  // Builds the engine (fails on a duplicate tool name, an invalid schema or
+  // selection). Does not listen yet.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(
+      DaemonOptions options, Engine::ToolInstaller extra_tools = nullptr);
   // Shutdown() if still running.
   ~Daemon();
   Daemon(const Daemon&) = delete;
@@ -51,30 +43,22 @@ class Daemon final {
   // The bound address, with the real port when the options asked for port 0.
   const std::string& address() const { return address_; }
 
-  // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING and new
-  // batches refused with UNAVAILABLE; in-flight batches get up to drain_grace
-  // to finish; then sessions close (ending WatchSession streams), the gRPC
-  // server stops (cancelling what is left) and the runtime stops. Idempotent.
+  // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING, then the
+  // engine drains (new batches refused with UNAVAILABLE, in-flight ones get
+  // up to drain_grace, sessions close and WatchSession streams end), then the
+  // gRPC server stops (cancelling what is left) and the engine stops.
+  // Idempotent; later callers wait for the first.
   void Shutdown();
 
   const DaemonOptions& options() const { return options_; }
-  const ToolRegistry& registry() const { return registry_; }
-  ServiceCore& core() { return *core_; }
+  Engine& engine() { return *engine_; }
 
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   void SetServing(bool serving);
 
   const DaemonOptions options_;
-  ToolRegistry registry_;
-  std::unique_ptr<ArtifactStore> artifacts_;
-  std::map<std::string, ResolvedSubagent> subagents_;
-  // Closes sessions past their idle TTL (only when a TTL is configured).
-  std::thread sweeper_;
-  absl::Notification stop_sweeper_;
-  std::unique_ptr<ToolRunner> runner_;
-  std::unique_ptr<SessionManager> sessions_;
-  std::unique_ptr<ServiceCore> core_;
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<ToolExecutorService> executor_service_;
   std::unique_ptr<ArtifactStoreService> artifact_service_;
   std::unique_ptr<grpc::Server> server_;
@@ -83,17 +67,7 @@ class Daemon final {
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::Notification shutdown_done_;  // later Shutdown() callers wait on it
-  bool runner_abandoned_ = false;     // tools ignored cancellation past the grace
 };
-
-// The tools a daemon with `options` registers, in order (S1): the chosen
-// built-ins, the declared tools (S9), then the example tools.
-absl::Status RegisterDaemonTools(const DaemonOptions& options, ToolRegistry& registry);
-
-// S7: each configured subagent's tools, or InvalidArgument naming the
-// subagent and the problem (both lists, an unknown tool, a duplicate name).
-absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
-    const DaemonOptions& options, const ToolRegistry& registry);
 
 }  // namespace toolexec
 

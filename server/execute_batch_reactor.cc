@@ -11,92 +11,60 @@
 
 namespace toolexec {
 
-ExecuteBatchReactor::ExecuteBatchReactor(ServiceCore* core, grpc::CallbackServerContext* context,
-                                         size_t calls)
-    : core_(core), context_(context), calls_(calls) {}
+namespace {
 
-ExecuteBatchReactor* ExecuteBatchReactor::Start(ServiceCore* core,
+// The largest encoded result that fits one response under the message size
+// limit (what gRPC refuses to send would end the stream): a response is the
+// result plus its field's tag and length.
+size_t MaxResultBytes(int max_message_bytes) {
+  constexpr size_t kEnvelopeBytes = 1 + 5;
+  const size_t max_message = static_cast<size_t>(std::max(max_message_bytes, 0));
+  return max_message > kEnvelopeBytes ? max_message - kEnvelopeBytes : 0;
+}
+
+}  // namespace
+
+ExecuteBatchReactor::ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls,
+                                         int max_message_bytes)
+    : context_(context), calls_(calls), max_result_bytes_(MaxResultBytes(max_message_bytes)) {}
+
+ExecuteBatchReactor* ExecuteBatchReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
-                                                const v1::ExecuteBatchRequest* request) {
-  auto* reactor = new ExecuteBatchReactor(core, context, request->calls_size());
-  reactor->Begin(*request);
+                                                const v1::ExecuteBatchRequest& request,
+                                                int max_message_bytes) {
+  auto* reactor = new ExecuteBatchReactor(context, request.calls_size(), max_message_bytes);
+  reactor->Begin(engine, request);
   return reactor;
 }
 
-void ExecuteBatchReactor::Begin(const v1::ExecuteBatchRequest& request) {
-  const DaemonOptions& options = core_->options();
-  if (core_->draining()) {
-    return Reject(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                               "toolexecd is shutting down and accepts no new batches; retry on "
-                               "another instance"));
-  }
-  if (static_cast<uint32_t>(request.calls_size()) > options.max_calls_per_batch) {
-    return Reject(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("the batch has ", request.calls_size(), " calls; the limit is ",
-                     options.max_calls_per_batch, " (split it into several batches)")));
-  }
-  BatchRequest batch;
-  if (!request.session_id().empty()) {
-    auto session = core_->sessions().Get(request.session_id());
-    if (!session.ok()) return Reject(ToGrpcStatus(session.status()));
-    (*session)->Touch();
-    batch.session = std::move(*session);
-  }
-  if (request.has_timeout()) {
-    absl::Duration timeout =
-        absl::Seconds(request.timeout().seconds()) + absl::Nanoseconds(request.timeout().nanos());
-    if (timeout <= absl::ZeroDuration()) {
-      return Reject(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "timeout must be positive (leave it unset for the default)"));
-    }
-    batch.timeout = timeout;
-  }
-  batch.model_content_max_chars = request.model_content_max_chars();
-  batch.calls.reserve(request.calls_size());
-  for (const auto& call : request.calls()) batch.calls.push_back(FromProto(call));
-
-  // Checked and counted in one step, so a drain that has begun never misses
-  // a batch it must wait for.
-  if (!core_->TryBatchStarted()) {
-    return Reject(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                               "toolexecd is shutting down and accepts no new batches; retry on "
-                               "another instance"));
-  }
-  counted_ = true;
-  auto handle = core_->runner().Start(std::move(batch), this);
-  if (!handle.ok()) return Reject(ToGrpcStatus(handle.status()));
+void ExecuteBatchReactor::Begin(Engine* engine, const v1::ExecuteBatchRequest& request) {
+  auto batch = engine->StartBatch(CallerIdentity{}, FromProto(request), this);
+  if (!batch.ok()) return Reject(batch.status());
   // gRPC runs no reaction (OnCancel included) before this handler returns, so
-  // nothing can need the handle before it is stored.
+  // nothing can need the batch before it is stored.
   absl::MutexLock lock(&mu_);
-  batch_ = *handle;
+  batch_ = *std::move(batch);
 }
 
-void ExecuteBatchReactor::Reject(const grpc::Status& status) {
+void ExecuteBatchReactor::Reject(const absl::Status& status) {
+  grpc::Status wire = ToGrpcStatus(status);
   {
     absl::MutexLock lock(&mu_);
     finished_ = true;
-    final_status_ = status;
+    final_status_ = wire;
   }
-  Finish(status);
-}
-
-size_t ExecuteBatchReactor::MaxResultBytes() const {
-  // A response is the result plus its field's tag and length.
-  constexpr size_t kEnvelopeBytes = 1 + 5;
-  const size_t max_message = static_cast<size_t>(std::max(core_->options().max_message_bytes, 0));
-  return max_message > kEnvelopeBytes ? max_message - kEnvelopeBytes : 0;
+  Finish(wire);
 }
 
 void ExecuteBatchReactor::OnResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
-  ToProto(std::move(result), response.mutable_result(), MaxResultBytes());
+  ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
-  ToProto(std::move(result), response.mutable_result(), MaxResultBytes());
+  ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
 }
 
@@ -191,7 +159,7 @@ void ExecuteBatchReactor::Perform(const Action& action) {
 void ExecuteBatchReactor::OnWriteDone(bool ok) {
   // A write is in flight, so no other thread can finish the stream until this
   // reaction has decided: `this` stays valid here.
-  std::shared_ptr<BatchHandle> to_cancel;
+  StartedBatch* to_cancel = nullptr;
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
@@ -210,7 +178,7 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
       queued_progress_ = 0;
       queued_progress_bytes_ = 0;
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
-      to_cancel = batch_;
+      to_cancel = batch_.get();
     }
   }
   // Cancelling completes the remaining calls; their results arrive through
@@ -225,19 +193,18 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
 }
 
 void ExecuteBatchReactor::OnCancel() {
-  std::shared_ptr<BatchHandle> to_cancel;
+  StartedBatch* to_cancel = nullptr;
   {
     absl::MutexLock lock(&mu_);
     if (final_status_.ok()) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the batch was cancelled");
     }
-    to_cancel = batch_;
+    to_cancel = batch_.get();
   }
   if (to_cancel) to_cancel->Cancel();
 }
 
 void ExecuteBatchReactor::OnDone() {
-  if (counted_) core_->BatchFinished();
   {
     absl::MutexLock lock(&mu_);
     if (dropped_progress_ > 0) {

@@ -12,6 +12,8 @@
 // - OnCancel (client cancelled, deadline passed, server shutting down) cancels
 //   the batch, which completes every unfinished call as CANCELLED at once and
 //   trips their cancellation tokens, so running tools see it.
+// - Drain: the engine counts the batch as in flight while the reactor holds
+//   its StartedBatch, which goes with the reactor in OnDone (after Finish).
 // - Lifetime: gRPC deletes nothing; we `delete this` in OnDone, which gRPC calls
 //   after Finish. Finish is only called once the runner has made its final
 //   observer call (OnLastResult or OnBatchDone), after which it never touches
@@ -30,7 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/service_core.h"
+#include "core/engine.h"
 #include "tools/runtime/tool_runner.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
@@ -39,10 +41,12 @@ namespace toolexec {
 class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBatchResponse>,
                                   public BatchObserver {
  public:
-  // Validates the request and starts the batch, or finishes at once with the
-  // RPC error. Returns the reactor for the handler to return to gRPC.
-  static ExecuteBatchReactor* Start(ServiceCore* core, grpc::CallbackServerContext* context,
-                                    const v1::ExecuteBatchRequest* request);
+  // Starts the batch on the engine, or finishes at once with the engine's
+  // error. Results are kept under `max_message_bytes` each. Returns the
+  // reactor for the handler to return to gRPC.
+  static ExecuteBatchReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    const v1::ExecuteBatchRequest& request,
+                                    int max_message_bytes);
 
   // gRPC reactions.
   void OnWriteDone(bool ok) override;
@@ -63,13 +67,10 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   static constexpr size_t kMaxQueuedProgressBytes = 8 << 20;
 
  private:
-  ExecuteBatchReactor(ServiceCore* core, grpc::CallbackServerContext* context, size_t calls);
-  void Begin(const v1::ExecuteBatchRequest& request);
-  void Reject(const grpc::Status& status);
+  ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls, int max_message_bytes);
+  void Begin(Engine* engine, const v1::ExecuteBatchRequest& request);
+  void Reject(const absl::Status& status);
   void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
-  // The largest encoded result that fits one response under the daemon's
-  // message size limit (what gRPC refuses to send would end the stream).
-  size_t MaxResultBytes() const;
 
   // The write pump. Every state change and the decision it leads to happen in
   // one critical section (NextActionLocked); the thread then performs the
@@ -84,10 +85,10 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   Action NextActionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Perform(const Action& action);
 
-  ServiceCore* const core_;
   grpc::CallbackServerContext* const context_;
   const absl::Time started_ = absl::Now();
   const size_t calls_;
+  const size_t max_result_bytes_;
 
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
@@ -99,9 +100,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   bool batch_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;  // a write failed: drop the rest
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool counted_ = false;  // the batch counts as in flight (for the drain)
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<BatchHandle> batch_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<StartedBatch> batch_ ABSL_GUARDED_BY(mu_);
   // Outcome counters for the log line.
   size_t results_ ABSL_GUARDED_BY(mu_) = 0;
   size_t failures_ ABSL_GUARDED_BY(mu_) = 0;

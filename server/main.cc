@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -17,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -56,6 +58,19 @@ ABSL_FLAG(uint64_t, drain_grace_ms, 30000,
 ABSL_FLAG(uint64_t, session_idle_ttl_ms,
           static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultSessionIdleTtl)),
           "Close sessions unused this long (no call, no RPC, no batch running); 0 = never.");
+ABSL_FLAG(uint32_t, max_receive_message_bytes,
+          static_cast<uint32_t>(toolexec::ServerOptions().max_receive_message_bytes),
+          "Largest request accepted (tool arguments such as file contents); 4096 to 1 GiB.");
+ABSL_FLAG(uint32_t, max_send_message_bytes,
+          static_cast<uint32_t>(toolexec::ServerOptions().max_send_message_bytes),
+          "Largest response sent; a result over it becomes a TOOL_FAILED result saying so. "
+          "4096 to 1 GiB.");
+ABSL_FLAG(uint64_t, keepalive_min_ping_interval_ms,
+          static_cast<uint64_t>(
+              absl::ToInt64Milliseconds(toolexec::KeepAliveOptions().min_ping_interval)),
+          "Client keepalive pings closer together than this (without data) are refused.");
+ABSL_FLAG(bool, keepalive_permit_without_calls, toolexec::KeepAliveOptions().permit_without_calls,
+          "Accept keepalive pings on a connection with no call in flight.");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
 ABSL_FLAG(std::string, address_file, "",
           "Once serving, write the bound address (with the real port) to this file.");
@@ -83,9 +98,19 @@ void RecordGivenFlags(int argc, char** argv) {
 
 bool OnCommandLine(absl::string_view name) { return GivenFlags().contains(name); }
 
+// A byte count for gRPC (an int). Counts past INT_MAX saturate there, which is
+// out of range, so ValidateOptions refuses them instead of seeing a wrapped value.
+int IntOption(uint32_t value) {
+  return value > static_cast<uint32_t>(std::numeric_limits<int>::max())
+             ? std::numeric_limits<int>::max()
+             : static_cast<int>(value);
+}
+
 // Config file first, then the flags the user actually gave.
 absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   DaemonOptions options;
+  EngineOptions& engine = options.engine;
+  ServerOptions& server = options.server;
   *log_level = absl::GetFlag(FLAGS_log_level);
   if (std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
     auto config = LoadConfigFile(path);
@@ -94,57 +119,77 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
       return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", s.message()));
     }
   }
-  if (OnCommandLine("listen")) options.listen = absl::GetFlag(FLAGS_listen);
-  if (OnCommandLine("workspace")) options.workspace = absl::GetFlag(FLAGS_workspace);
-  if (OnCommandLine("example_tools")) options.example_tools = absl::GetFlag(FLAGS_example_tools);
-  if (OnCommandLine("max_calls_per_batch")) {
-    options.max_calls_per_batch = absl::GetFlag(FLAGS_max_calls_per_batch);
+  if (OnCommandLine("listen")) server.listen = absl::GetFlag(FLAGS_listen);
+  if (OnCommandLine("max_receive_message_bytes")) {
+    server.max_receive_message_bytes = IntOption(absl::GetFlag(FLAGS_max_receive_message_bytes));
   }
-  if (OnCommandLine("max_concurrent_calls")) {
-    options.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
+  if (OnCommandLine("max_send_message_bytes")) {
+    server.max_send_message_bytes = IntOption(absl::GetFlag(FLAGS_max_send_message_bytes));
   }
-  if (OnCommandLine("max_pending_calls")) {
-    options.max_pending_calls = absl::GetFlag(FLAGS_max_pending_calls);
+  if (OnCommandLine("keepalive_min_ping_interval_ms")) {
+    server.keepalive.min_ping_interval =
+        MillisecondsOption(absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms));
   }
-  if (OnCommandLine("call_timeout_ms")) {
-    options.default_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_call_timeout_ms));
-  }
-  if (OnCommandLine("max_call_timeout_ms")) {
-    options.max_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_max_call_timeout_ms));
+  if (OnCommandLine("keepalive_permit_without_calls")) {
+    server.keepalive.permit_without_calls = absl::GetFlag(FLAGS_keepalive_permit_without_calls);
   }
   if (OnCommandLine("model_content_default_chars")) {
-    options.model_content_default_chars = absl::GetFlag(FLAGS_model_content_default_chars);
+    engine.model_content_default_chars = absl::GetFlag(FLAGS_model_content_default_chars);
   }
   if (OnCommandLine("model_content_max_chars")) {
-    options.model_content_max_chars = absl::GetFlag(FLAGS_model_content_max_chars);
+    engine.model_content_max_chars = absl::GetFlag(FLAGS_model_content_max_chars);
   }
   if (OnCommandLine("drain_grace_ms")) {
-    options.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));
+    server.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));
+  }
+  if (OnCommandLine("workspace")) engine.workspace = absl::GetFlag(FLAGS_workspace);
+  if (OnCommandLine("example_tools")) engine.example_tools = absl::GetFlag(FLAGS_example_tools);
+  if (OnCommandLine("max_calls_per_batch")) {
+    engine.max_calls_per_batch = absl::GetFlag(FLAGS_max_calls_per_batch);
+  }
+  if (OnCommandLine("max_concurrent_calls")) {
+    engine.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
+  }
+  if (OnCommandLine("max_pending_calls")) {
+    engine.max_pending_calls = absl::GetFlag(FLAGS_max_pending_calls);
+  }
+  if (OnCommandLine("call_timeout_ms")) {
+    engine.default_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_call_timeout_ms));
+  }
+  if (OnCommandLine("max_call_timeout_ms")) {
+    engine.max_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_max_call_timeout_ms));
   }
   if (OnCommandLine("session_idle_ttl_ms")) {
-    options.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
+    engine.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
   }
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   // The workspace: absolute and real, so confinement compares real paths.
   std::error_code ec;
-  std::filesystem::path ws = options.workspace.empty()
-                                 ? std::filesystem::current_path(ec)
-                                 : std::filesystem::path(options.workspace);
+  std::filesystem::path ws = engine.workspace.empty() ? std::filesystem::current_path(ec)
+                                                      : std::filesystem::path(engine.workspace);
   auto canonical = std::filesystem::canonical(ws, ec);
   if (ec || !std::filesystem::is_directory(canonical)) {
     return absl::InvalidArgumentError(
         absl::StrCat("workspace '", ws.string(), "' is not an existing directory"));
   }
-  options.workspace = canonical.string();
+  engine.workspace = canonical.string();
   return options;
 }
 
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "toolexecd: runs an agent's tools over gRPC (toolexec.v1.ToolExecutor).\n"
+      "runs an agent's tools over gRPC (toolexec.v1.ToolExecutor).\n"
       "  toolexecd [--listen=127.0.0.1:50051] [--workspace=DIR] [--config=FILE] "
       "[--example_tools]");
+  // --help and --helpshort list the flags defined in this file (abseil's
+  // default looks for a file named after the program, toolexecd.cc).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
   // Debian's abseil checks every Mutex acquisition for lock-order cycles, at a
@@ -216,9 +261,10 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (check_only) {
-    std::cout << "config OK: " << (*daemon)->registry().size() << " tools ("
-              << absl::StrJoin((*daemon)->registry().names(), ", ") << "), listen "
-              << options->listen << ", workspace " << options->workspace << "\n";
+    const ToolRegistry& registry = (*daemon)->engine().registry();
+    std::cout << "config OK: " << registry.size() << " tools ("
+              << absl::StrJoin(registry.names(), ", ") << "), listen " << options->server.listen
+              << ", workspace " << options->engine.workspace << "\n";
     return 0;
   }
   if (absl::Status s = (*daemon)->Start(); !s.ok()) {

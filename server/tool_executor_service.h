@@ -1,7 +1,11 @@
-// The toolexec.v1.ToolExecutor gRPC service: a thin adapter. Each handler
-// converts the request, calls the runtime through the ServiceCore, converts
-// back, and logs one line with the outcome. Streaming RPCs are reactors of
-// their own (execute_batch_reactor.h, watch_session_reactor.h).
+// The toolexec.v1.ToolExecutor gRPC service: each handler converts the
+// request (convert.h), calls the Engine, converts the answer, and finishes
+// with the status converted once (unary.h), logging one line. Streaming RPCs
+// are reactors of their own (execute_batch_reactor.h, watch_session_reactor.h).
+// Stateless apart from the declarations, converted once. ListTools is served
+// as bytes so that its response is serialized deterministically: the same
+// declarations are the same bytes on every call and across restarts (model
+// providers cache prompts by their bytes).
 #ifndef TOOLEXEC_SERVER_TOOL_EXECUTOR_SERVICE_H_
 #define TOOLEXEC_SERVER_TOOL_EXECUTOR_SERVICE_H_
 
@@ -9,15 +13,24 @@
 
 #include <vector>
 
-#include "server/service_core.h"
+#include "core/engine.h"
+#include "server/options.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
 
-class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
+class ToolExecutorService final
+    : public v1::ToolExecutor::WithRawCallbackMethod_ListTools<v1::ToolExecutor::CallbackService> {
  public:
-  explicit ToolExecutorService(ServiceCore* core);
+  // `engine` must outlive the service.
+  ToolExecutorService(Engine* engine, const ServerOptions& options);
 
+  // What gRPC calls: ListTools below, its response serialized deterministically.
+  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request_bytes,
+                                      grpc::ByteBuffer* response_bytes) override;
+  // The declarations in registration order, and provider_tools_json in the
+  // requested format.
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
                                       const v1::ListToolsRequest* request,
                                       v1::ListToolsResponse* response) override;
@@ -42,7 +55,11 @@ class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
                                               v1::RespondPermissionResponse* response) override;
 
  private:
-  ServiceCore* const core_;
+  absl::Status ListDeclarations(const v1::ListToolsRequest& request,
+                                v1::ListToolsResponse* response) const;
+
+  Engine* const engine_;
+  const int max_send_message_bytes_;
   // Declarations converted once: the registry is fixed after start-up.
   std::vector<v1::ToolDeclaration> declarations_;
 };

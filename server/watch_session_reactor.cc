@@ -30,13 +30,15 @@ class WatchSessionReactor::Bridge final : public SessionListener {
   WatchSessionReactor* reactor_ ABSL_GUARDED_BY(mu_);
 };
 
-WatchSessionReactor* WatchSessionReactor::Start(ServiceCore* core,
+WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
-                                                const v1::WatchSessionRequest* request) {
-  auto* reactor = new WatchSessionReactor(context);
-  auto session = core->sessions().Get(request->session_id());
-  if (!session.ok()) {
-    grpc::Status status = ToGrpcStatus(session.status());
+                                                const v1::WatchSessionRequest& request) {
+  auto* reactor = new WatchSessionReactor(context, request.session_id());
+  reactor->bridge_ = std::make_shared<Bridge>(reactor);
+  // If the session closed meanwhile, this calls SessionClosed() at once.
+  auto subscription = engine->Watch(CallerIdentity{}, request.session_id(), reactor->bridge_);
+  if (!subscription.ok()) {
+    grpc::Status status = ToGrpcStatus(subscription.status());
     {
       absl::MutexLock lock(&reactor->mu_);
       reactor->finished_ = true;
@@ -45,10 +47,7 @@ WatchSessionReactor* WatchSessionReactor::Start(ServiceCore* core,
     reactor->Finish(status);
     return reactor;
   }
-  reactor->session_ = std::move(*session);
-  reactor->bridge_ = std::make_shared<Bridge>(reactor);
-  // If the session closed meanwhile, this calls SessionClosed() at once.
-  reactor->listener_id_ = reactor->session_->AddListener(reactor->bridge_);
+  reactor->subscription_ = *std::move(subscription);
   return reactor;
 }
 
@@ -128,8 +127,8 @@ void WatchSessionReactor::OnCancel() {
 }
 
 void WatchSessionReactor::OnDone() {
-  if (bridge_) bridge_->Detach();
-  if (session_ && listener_id_ != 0) session_->RemoveListener(listener_id_);
+  bridge_->Detach();
+  subscription_.reset();
   {
     absl::MutexLock lock(&mu_);
     if (dropped_ > 0) {
@@ -137,7 +136,7 @@ void WatchSessionReactor::OnDone() {
                    context_->peer(), dropped_);
     }
     spdlog::info("WatchSession peer={} session={} sent={} {}", context_->peer(),
-                 session_ ? session_->id() : "", sent_, StatusLogFields(final_status_));
+                 session_id_, sent_, StatusLogFields(final_status_));
   }
   delete this;
 }

@@ -1,9 +1,9 @@
 // The WatchSession stream: messages tools send() to the agent (S5), in order,
 // until the session closes (then the stream ends OK) or the client cancels.
 //
-// Ownership: the Session holds a Bridge (shared_ptr SessionListener) that
-// points at this reactor; OnDone detaches the bridge under its mutex before
-// `delete this`, so a tool sending concurrently either reaches a live reactor
+// Ownership: the engine's subscription holds a Bridge (shared_ptr
+// SessionListener) that points at this reactor; OnDone detaches the bridge
+// under its mutex and ends the subscription before `delete this`, so a tool sending concurrently either reaches a live reactor
 // or nothing. One write in flight; a bounded queue (a watcher that stops
 // reading loses messages past kMaxQueued, counted in the log, rather than
 // growing the daemon's memory).
@@ -14,10 +14,12 @@
 
 #include <deque>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "server/service_core.h"
+#include "core/engine.h"
 #include "tools/runtime/session.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
@@ -25,8 +27,9 @@ namespace toolexec {
 
 class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEvent> {
  public:
-  static WatchSessionReactor* Start(ServiceCore* core, grpc::CallbackServerContext* context,
-                                    const v1::WatchSessionRequest* request);
+  // Subscribes to the session, or finishes at once with the engine's error.
+  static WatchSessionReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    const v1::WatchSessionRequest& request);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -36,15 +39,16 @@ class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEve
 
  private:
   class Bridge;
-  explicit WatchSessionReactor(grpc::CallbackServerContext* context) : context_(context) {}
+  WatchSessionReactor(grpc::CallbackServerContext* context, std::string session_id)
+      : context_(context), session_id_(std::move(session_id)) {}
   void Enqueue(const ContextMessage& message);
   void SessionClosed();
   void MaybeWrite();
 
   grpc::CallbackServerContext* const context_;
-  std::shared_ptr<Session> session_;
+  const std::string session_id_;
   std::shared_ptr<Bridge> bridge_;
-  int listener_id_ = 0;
+  std::unique_ptr<Subscription> subscription_;
 
   absl::Mutex mu_;
   std::deque<v1::SessionEvent> queue_ ABSL_GUARDED_BY(mu_);

@@ -191,8 +191,8 @@ int Main(int argc, char** argv) {
   // for lock-order cycles, which production turns off; measure what it runs.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   DaemonOptions daemon_options;
-  daemon_options.listen = "127.0.0.1:0";
-  daemon_options.workspace = ws;
+  daemon_options.server.listen = "127.0.0.1:0";
+  daemon_options.engine.workspace = ws;
   auto daemon = Daemon::Create(daemon_options);
   absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
   if (!started.ok()) {

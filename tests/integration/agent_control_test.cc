@@ -27,9 +27,9 @@ class AgentControlTest : public ::testing::Test {
 
   void Start(DaemonOptions options = {}) {
     if (daemon_) daemon_->Shutdown();
-    options.listen = "127.0.0.1:0";
-    options.workspace = std::filesystem::temp_directory_path().string();
-    options.example_tools = true;
+    options.server.listen = "127.0.0.1:0";
+    options.engine.workspace = std::filesystem::temp_directory_path().string();
+    options.engine.example_tools = true;
     auto d = Daemon::Create(options);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
@@ -155,7 +155,7 @@ TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
   std::string dir = std::filesystem::temp_directory_path().string() + "/toolexec-it-art-" +
                     std::to_string(getpid());
   DaemonOptions options;
-  options.artifact_dir = dir;
+  options.engine.artifact_dir = dir;
   Start(options);
   ASSERT_TRUE(Save(OpenSession("conv-r"), "plan.md", "v1").ok());
   ASSERT_TRUE(Save(OpenSession("conv-r"), "plan.md", "v2").ok());
@@ -188,7 +188,7 @@ TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
 
 TEST_F(AgentControlTest, ExitLoopAndDeclaredTools) {
   DaemonOptions options;
-  options.builtin.declared_tools = {"ask_question", "google_search"};
+  options.engine.builtin.declared_tools = {"ask_question", "google_search"};
   Start(options);
   auto exit = Call("exit_loop", "");
   EXPECT_EQ(exit.status(), v1::RESULT_STATUS_SUCCESS);
@@ -217,8 +217,8 @@ TEST_F(AgentControlTest, ExitLoopAndDeclaredTools) {
 
 TEST_F(AgentControlTest, Subagents) {
   DaemonOptions options;
-  options.builtin.declared_tools = {"start_subagent"};
-  options.subagents = {{"reader", "reads", {}, {}},
+  options.engine.builtin.declared_tools = {"start_subagent"};
+  options.engine.subagents = {{"reader", "reads", {}, {}},
                        {"helper", "helps", {"get_weather", "start_subagent"}, {}}};
   Start(options);
   v1::OpenSessionRequest req;
@@ -264,14 +264,14 @@ TEST_F(AgentControlTest, Subagents) {
 
 TEST_F(AgentControlTest, BadSubagentConfigStopsTheDaemon) {
   DaemonOptions options;
-  options.listen = "127.0.0.1:0";
-  options.workspace = "/tmp";
-  options.subagents = {{"both", "", {"get_weather"}, {"wait"}}};
-  options.example_tools = true;
+  options.server.listen = "127.0.0.1:0";
+  options.engine.workspace = "/tmp";
+  options.engine.subagents = {{"both", "", {"get_weather"}, {"wait"}}};
+  options.engine.example_tools = true;
   auto d = Daemon::Create(options);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr("subagent 'both'"));
-  options.subagents = {{"ghost", "", {"no_such_tool"}, {}}};
+  options.engine.subagents = {{"ghost", "", {"no_such_tool"}, {}}};
   d = Daemon::Create(options);
   EXPECT_THAT(d.status().message(), HasSubstr("no_such_tool"));
 }
@@ -394,7 +394,7 @@ TEST_F(AgentControlTest, ConcurrentClosesOfOneChildMergeOnce) {
   std::string dir = std::filesystem::temp_directory_path().string() + "/toolexec-it-close-" +
                     std::to_string(getpid());
   DaemonOptions options;
-  options.artifact_dir = dir;
+  options.engine.artifact_dir = dir;
   Start(options);
   for (int round = 0; round < 5; ++round) {
     std::string conversation = "conv-close-" + std::to_string(round);
@@ -431,7 +431,7 @@ TEST_F(AgentControlTest, ConcurrentClosesOfOneChildMergeOnce) {
 
 TEST_F(AgentControlTest, SessionDepthLimit) {
   DaemonOptions options;
-  options.session_max_depth = 1;
+  options.engine.session_max_depth = 1;
   Start(options);
   std::string root = OpenSession();
   std::string child = OpenSession("", "", root);
@@ -444,7 +444,7 @@ TEST_F(AgentControlTest, SessionDepthLimit) {
 
 TEST_F(AgentControlTest, IdleSessionsCloseAfterTheTtl) {
   DaemonOptions options;
-  options.session_idle_ttl = absl::Milliseconds(200);
+  options.engine.session_idle_ttl = absl::Milliseconds(200);
   Start(options);
   std::string s = OpenSession();
   v1::WatchSessionRequest watch_req;
@@ -462,7 +462,7 @@ TEST_F(AgentControlTest, IdleSessionsCloseAfterTheTtl) {
 
 TEST_F(AgentControlTest, ASessionInUseOutlivesTheTtl) {
   DaemonOptions options;
-  options.session_idle_ttl = absl::Milliseconds(150);
+  options.engine.session_idle_ttl = absl::Milliseconds(150);
   Start(options);
   std::string s = OpenSession();
   // One call longer than the TTL: the session is busy, not idle.
@@ -477,7 +477,7 @@ TEST_F(AgentControlTest, ASessionInUseOutlivesTheTtl) {
 // kill grace, SIGKILL); that wait must not hold up the daemon's other RPCs.
 TEST_F(AgentControlTest, ASlowSessionCloseDoesNotStallOtherCalls) {
   DaemonOptions options;
-  options.builtin.command_kill_grace = absl::Seconds(3);
+  options.engine.builtin.command_kill_grace = absl::Seconds(3);
   Start(options);
   std::vector<std::string> sessions;
   for (int i = 0; i < 4; ++i) {
@@ -511,7 +511,7 @@ TEST_F(AgentControlTest, ASlowSessionCloseDoesNotStallOtherCalls) {
 // is waited out once, not once per session.
 TEST_F(AgentControlTest, ShutdownEndsAllSessionsCommandsTogether) {
   DaemonOptions options;
-  options.builtin.command_kill_grace = absl::Seconds(2);
+  options.engine.builtin.command_kill_grace = absl::Seconds(2);
   Start(options);
   for (int i = 0; i < 4; ++i) {
     v1::ToolResult started = Call(

@@ -51,9 +51,9 @@ expect_refused missing_bwrap_or_bad_sandbox \
 
 # The config path must name a regular file of at most 4 MiB; it is neither
 # read without limit nor waited on.
-expect_exit_refused config_dev_zero "is a device" --config=/dev/zero
+expect_exit_refused config_dev_zero "is a character device" --config=/dev/zero
 mkfifo "$dir/fifo.textproto"
-expect_exit_refused config_fifo "is a FIFO" --config="$dir/fifo.textproto"
+expect_exit_refused config_fifo "is a fifo" --config="$dir/fifo.textproto"
 mkdir "$dir/conf.d"
 expect_exit_refused config_directory "is a directory" --config="$dir/conf.d"
 head -c $((4 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' > "$dir/huge.textproto"
@@ -116,6 +116,9 @@ drain_grace_ms $u64_max
 session_idle_ttl_ms 10000000000000
 model_content_default_chars 199
 model_content_max_chars 4000001
+max_receive_message_bytes 100
+max_send_message_bytes $u32_max
+keepalive_min_ping_interval_ms 0
 RANGES
 
 check() {  # name, command...: the command must succeed
@@ -153,6 +156,20 @@ check "check_config with the flags at their maximum" \
   timeout 10 "$toolexecd" --check_config --workspace="$dir" --max_calls_per_batch=1048576 \
   --max_pending_calls=1048576 --max_concurrent_calls=4096 --call_timeout_ms=2592000000 \
   --max_call_timeout_ms=2592000000 --drain_grace_ms=2592000000 --session_idle_ttl_ms=0
+
+check "the transport flags at their maximum" \
+  timeout 10 "$toolexecd" --check_config --workspace="$dir" \
+  --max_receive_message_bytes=1073741824 --max_send_message_bytes=1073741824 \
+  --keepalive_min_ping_interval_ms=2592000000 --keepalive_permit_without_calls=false
+
+# --help lists every flag of toolexecd.
+help=$("$toolexecd" --help 2>&1)
+for flag in listen workspace config example_tools check_config max_calls_per_batch \
+    max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
+    session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
+    keepalive_min_ping_interval_ms keepalive_permit_without_calls log_level address_file; do
+  check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
+done
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

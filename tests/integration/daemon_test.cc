@@ -13,13 +13,15 @@
 #include <sstream>
 #include <thread>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/daemon.h"
-#include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/common/log_lines.h"
 #include "tests/common/test_tools.h"
 
 namespace toolexec {
@@ -79,11 +81,11 @@ class DaemonTest : public ::testing::Test {
 
   void StartDaemon(DaemonOptions options) {
     if (daemon_) daemon_->Shutdown();
-    options.listen = options.listen == DaemonOptions().listen ? "127.0.0.1:0" : options.listen;
-    if (options.workspace.empty()) {
-      options.workspace = std::filesystem::temp_directory_path().string();
+    options.server.listen = options.server.listen == ServerOptions().listen ? "127.0.0.1:0" : options.server.listen;
+    if (options.engine.workspace.empty()) {
+      options.engine.workspace = std::filesystem::temp_directory_path().string();
     }
-    options.example_tools = true;
+    options.engine.example_tools = true;
     auto d = Daemon::Create(options, InstallTestTools);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
@@ -127,20 +129,72 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
   std::vector<std::string> names;
   for (const auto& t : r->tools()) names.push_back(t.name());
   // Built-ins, then the example tools, then the test's own (S1).
-  EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file", "list_directory",
+  EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file",
+                                 "str_replace_based_edit_tool", "apply_patch", "list_directory",
                                  "find_file", "search_directory", "grep_search", "run_command",
                                  "command_status", "kill_command", "finish", "exit_loop",
                                  "load_artifacts", "get_weather", "counter", "check_inventory",
                                  "calculate_sum", "wait", "throws", "notify", "stubborn",
                                  "blocker"));
-  const auto& weather = r->tools(13);
+  const auto& weather = r->tools(15);
   EXPECT_EQ(weather.tool_type(), v1::TOOL_TYPE_API_CALL);
   EXPECT_TRUE(weather.read_only());
   EXPECT_EQ(weather.executor(), v1::EXECUTOR_DAEMON);
   EXPECT_EQ(weather.parameters().fields().at("type").string_value(), "object");
-  EXPECT_TRUE(r->tools(14).needs_context());
+  EXPECT_TRUE(r->tools(16).needs_context());
   EXPECT_EQ(r->tools(0).tool_type(), v1::TOOL_TYPE_FILE_READ);
-  EXPECT_EQ(r->tools(7).tool_type(), v1::TOOL_TYPE_BASH_CMD);
+  EXPECT_EQ(r->tools(9).tool_type(), v1::TOOL_TYPE_BASH_CMD);
+}
+
+// The bytes of a ListTools response, as a harness receives them.
+std::string ListToolsBytes(const std::string& address, v1::DeclarationFormat format) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  v1::ListToolsRequest request;
+  request.set_format(format);
+  std::string request_bytes = request.SerializeAsString();
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer in(&slice, 1), out;
+  grpc::ClientContext context;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/toolexec.v1.ToolExecutor/ListTools", grpc::StubOptions(), &in, &out,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  (void)out.Dump(&slices);
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+
+// Provider prompt caches key on bytes: the declarations are the same bytes on
+// every call and after a restart, and the schema text keeps its declared order.
+TEST_F(DaemonTest, ListToolsBytesAreStableAcrossCallsAndRestarts) {
+  for (auto format : {v1::DECLARATION_FORMAT_NATIVE, v1::DECLARATION_FORMAT_OPENAI_STRICT}) {
+    const std::string first = ListToolsBytes(daemon_->address(), format);
+    ASSERT_FALSE(first.empty());
+    for (int i = 0; i < 19; ++i) EXPECT_EQ(ListToolsBytes(daemon_->address(), format), first);
+    StartDaemon({});
+    EXPECT_EQ(ListToolsBytes(daemon_->address(), format), first);
+  }
+  auto r = client_->ListTools({});
+  ASSERT_TRUE(r.ok());
+  const std::string& view = r->tools(0).parameters_json();
+  EXPECT_LT(view.find("\"file_path\""), view.find("\"start_line\""));
+  EXPECT_LT(view.find("\"start_line\""), view.find("\"end_line\""));
+  EXPECT_TRUE(r->provider_tools_json().empty());
+  v1::ListToolsRequest gemini;
+  gemini.set_format(v1::DECLARATION_FORMAT_GEMINI);
+  auto g = client_->ListTools(gemini);
+  ASSERT_TRUE(g.ok());
+  EXPECT_THAT(g->provider_tools_json(), HasSubstr(R"({"name":"view_file","description":)"));
+  gemini.set_format(static_cast<v1::DeclarationFormat>(42));
+  EXPECT_EQ(client_->ListTools(gemini).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(DaemonTest, ListToolsRejectsUnknownSet) {
@@ -243,42 +297,22 @@ TEST_F(DaemonTest, BadInputGetsClearErrorsAndTheDaemonStaysUp) {
 }
 
 // Keeps the messages logged through it.
-class LineSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::vector<std::string> Lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    lines_.emplace_back(msg.payload.data(), msg.payload.size());
-  }
-  void flush_() override {}
-
- private:
-  std::vector<std::string> lines_;
-};
-
 // The per-RPC line keeps the status message apart from the timing.
 TEST_F(DaemonTest, BatchLogLineSeparatesTheMessageFromTheTiming) {
-  auto sink = std::make_shared<LineSink>();
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
-  spdlog::set_level(spdlog::level::info);
-  auto r = client_->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}, "s-nope"));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   std::string line;
-  for (int i = 0; i < 500 && line.empty(); ++i) {  // the line is written after the reply
-    for (const auto& l : sink->Lines()) {
-      if (absl::StartsWith(l, "ExecuteBatch ")) line = l;
+  {
+    testing::CaptureLog log;
+    auto r = client_->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}, "s-nope"));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+    for (int i = 0; i < 500 && line.empty(); ++i) {  // the line is written after the reply
+      for (const auto& l : log.sink().Lines()) {
+        if (absl::StartsWith(l, "ExecuteBatch ")) line = l;
+      }
+      if (line.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (line.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    daemon_->Shutdown();
+    daemon_.reset();
   }
-  daemon_->Shutdown();
-  daemon_.reset();
-  spdlog::set_default_logger(previous);
-  spdlog::set_level(spdlog::level::warn);
   EXPECT_THAT(line, ::testing::MatchesRegex(
                         R"(.* status=NOT_FOUND msg="[^"]*s-nope[^"]*" ms=[0-9.]+)"));
 }
@@ -293,8 +327,8 @@ TEST_F(DaemonTest, RequestLevelErrorsAreRpcStatuses) {
             absl::StatusCode::kInvalidArgument);
 
   DaemonOptions small;
-  small.max_calls_per_batch = 2;
-  small.max_pending_calls = 2;
+  small.engine.max_calls_per_batch = 2;
+  small.engine.max_pending_calls = 2;
   StartDaemon(small);
   auto over = client_->ExecuteBatchCollect(Batch(
       {MakeCallOrDie("1", "get_weather"), MakeCallOrDie("2", "get_weather"),
@@ -315,7 +349,7 @@ TEST_F(DaemonTest, SessionStateCounterAndClose) {
   auto session = client_->OpenSession(open);
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_EQ(session->conversation_id(), "conv-1");
-  EXPECT_EQ(session->tools_size(), static_cast<int>(daemon_->registry().size()));
+  EXPECT_EQ(session->tools_size(), static_cast<int>(daemon_->engine().registry().size()));
   const std::string id = session->session_id();
 
   // 8 clients x 100 counter calls through real ExecuteBatch RPCs.
@@ -473,10 +507,10 @@ TEST_F(DaemonTest, DrainLetsInFlightBatchesFinishAndRefusesNewOnes) {
         });
   });
   // Wait until the daemon sees the batch.
-  for (int i = 0; i < 200 && daemon_->core().in_flight() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
-  ASSERT_EQ(daemon_->core().in_flight(), 1);
+  for (int i = 0; i < 200 && daemon_->engine().in_flight_batches() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_EQ(daemon_->engine().in_flight_batches(), 1);
   std::thread stopper([&] { daemon_->Shutdown(); });
-  for (int i = 0; i < 200 && !daemon_->core().draining(); ++i) absl::SleepFor(absl::Milliseconds(5));
+  for (int i = 0; i < 200 && !daemon_->engine().draining(); ++i) absl::SleepFor(absl::Milliseconds(5));
   auto refused = client_->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(client_->Health().value_or(true), false);  // NOT_SERVING while draining
@@ -487,9 +521,37 @@ TEST_F(DaemonTest, DrainLetsInFlightBatchesFinishAndRefusesNewOnes) {
   daemon_.reset();
 }
 
+// Batches that reach a daemon as it shuts down are refused with UNAVAILABLE
+// (retry elsewhere), never failed as CANCELLED.
+TEST_F(DaemonTest, BatchesArrivingDuringShutdownAreUnavailable) {
+  constexpr int kClients = 8;
+  std::atomic<int> sent{0};
+  std::vector<absl::Status> last(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      auto client = Client::Create(daemon_->address());
+      for (;;) {
+        auto r = client->ExecuteBatchCollect(Batch({MakeCallOrDie("1", "get_weather")}),
+                                             absl::Seconds(10));
+        ++sent;
+        if (!r.ok()) {
+          last[i] = r.status();
+          return;
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 400 && sent.load() < 50; ++i) absl::SleepFor(absl::Milliseconds(5));
+  daemon_->Shutdown();
+  for (auto& t : clients) t.join();
+  for (const absl::Status& s : last) EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  daemon_.reset();
+}
+
 TEST_F(DaemonTest, DrainGraceCancelsStragglers) {
   DaemonOptions options;
-  options.drain_grace = absl::Milliseconds(200);
+  options.server.drain_grace = absl::Milliseconds(200);
   StartDaemon(options);
   v1::ToolResult result;
   std::thread in_flight([&] {
@@ -498,7 +560,7 @@ TEST_F(DaemonTest, DrainGraceCancelsStragglers) {
                                   if (e.has_result()) result = e.result();
                                 });
   });
-  for (int i = 0; i < 200 && daemon_->core().in_flight() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  for (int i = 0; i < 200 && daemon_->engine().in_flight_batches() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
   absl::Time start = absl::Now();
   daemon_->Shutdown();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
@@ -511,8 +573,8 @@ TEST_F(DaemonTest, DrainGraceCancelsStragglers) {
 // A tool that ignores cancellation cannot hold shutdown beyond the grace.
 TEST_F(DaemonTest, ShutdownDoesNotWaitForeverForAStubbornTool) {
   DaemonOptions options;
-  options.drain_grace = absl::Milliseconds(50);
-  options.tool_stop_grace = absl::Milliseconds(100);
+  options.server.drain_grace = absl::Milliseconds(50);
+  options.engine.tool_stop_grace = absl::Milliseconds(100);
   StartDaemon(options);
   v1::ToolResult result;
   std::thread in_flight([&] {
@@ -521,7 +583,7 @@ TEST_F(DaemonTest, ShutdownDoesNotWaitForeverForAStubbornTool) {
                                   if (e.has_result()) result = e.result();
                                 });
   });
-  for (int i = 0; i < 200 && daemon_->core().in_flight() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  for (int i = 0; i < 200 && daemon_->engine().in_flight_batches() == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
   absl::Time start = absl::Now();
   daemon_->Shutdown();
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(1200));  // the tool sleeps 1.5 s
@@ -541,7 +603,7 @@ TEST_F(DaemonTest, ServesOnAUnixSocket) {
   std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(),
                                    "/toolexec-test-", getpid(), ".sock");
   DaemonOptions options;
-  options.listen = "unix:" + path;
+  options.server.listen = "unix:" + path;
   StartDaemon(options);
   EXPECT_EQ(daemon_->address(), "unix:" + path);
   auto r = Results(Batch({MakeCallOrDie("1", "get_weather", R"({"city":"Oslo"})")}));
@@ -594,7 +656,7 @@ class WorkspaceSwapTest : public DaemonTest {
   }
 
   void StartIn(DaemonOptions options = {}) {
-    options.workspace = Ws();
+    options.engine.workspace = Ws();
     StartDaemon(std::move(options));
   }
   std::string OpenOn(const std::string& workspace, const std::string& parent = "") {
@@ -664,10 +726,10 @@ TEST_F(WorkspaceSwapTest, FileToolsKeepTheDirectoryOpenedAtOpenSession) {
 
 TEST_F(WorkspaceSwapTest, SandboxedCommandsBindTheDirectoryOpenedAtOpenSession) {
   DaemonOptions options;
-  options.builtin.sandbox = "bwrap";
-  options.workspace = Ws();
-  options.listen = "127.0.0.1:0";
-  options.example_tools = true;
+  options.engine.builtin.sandbox = "bwrap";
+  options.engine.workspace = Ws();
+  options.server.listen = "127.0.0.1:0";
+  options.engine.example_tools = true;
   if (auto probe = Daemon::Create(options, InstallTestTools); !probe.ok()) {
     GTEST_SKIP() << "bwrap cannot create its sandbox here: " << probe.status();
   }

@@ -68,9 +68,10 @@ TEST(ResultSizeTest, AResultLargerThanAMessageFailsAndTheLaterResultsArrive) {
   spdlog::set_level(spdlog::level::warn);
   TempDir dir;
   DaemonOptions options;
-  options.listen = "127.0.0.1:0";
-  options.workspace = dir.path();
-  options.max_message_bytes = 1 << 20;
+  options.server.listen = "127.0.0.1:0";
+  options.engine.workspace = dir.path();
+  options.server.max_receive_message_bytes = 1 << 20;
+  options.server.max_send_message_bytes = 1 << 20;
   auto daemon = Daemon::Create(options, [](ToolRegistry& r) {
     return r.Register(testing::MakeTool("sized",
                                         [](const JsonValue& a, ToolContext&) -> absl::StatusOr<Json> {

@@ -30,6 +30,15 @@ TEST(ConvertTest, InvalidUtf8IsReplaced) {
   EXPECT_EQ(SanitizeUtf8("\xC3\xA9"), "\xC3\xA9");        // é stays
   EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");         // truncated sequence
   EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  // One U+FFFD per maximal subpart (tools/runtime/utf8.h), as the tools use:
+  // a truncated 3-byte sequence is one, not one per byte.
+  EXPECT_EQ(SanitizeUtf8("a\xE2\x82z"), "a\xEF\xBF\xBDz");
+  google::protobuf::Struct s;
+  ASSERT_TRUE(JsonToStruct(J(R"({"k":""})"), &s).ok());
+  Json doc = J(R"({"k":""})");
+  doc["k"].SetString("x \xF0\x9F\x98 y", doc.GetAllocator());
+  ASSERT_TRUE(JsonToStruct(doc, &s).ok());
+  EXPECT_EQ(s.fields().at("k").string_value(), "x \xEF\xBF\xBD y");
 }
 
 TEST(ConvertTest, ResultTooDeepForTheWireBecomesAnInternalError) {

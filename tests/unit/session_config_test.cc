@@ -3,7 +3,7 @@
 
 #include "google/protobuf/text_format.h"
 #include "server/config.h"
-#include "server/service_core.h"
+#include "server/options.h"
 
 namespace toolexec {
 namespace {
@@ -14,11 +14,11 @@ absl::Duration TtlFrom(const std::string& config_text) {
   DaemonOptions options;
   std::string log_level;
   EXPECT_TRUE(ApplyConfig(config, &options, &log_level).ok());
-  return options.session_idle_ttl;
+  return options.engine.session_idle_ttl;
 }
 
 TEST(SessionIdleTtlConfigTest, OneHourUnlessConfigured) {
-  EXPECT_EQ(DaemonOptions().session_idle_ttl, absl::Hours(1));
+  EXPECT_EQ(EngineOptions().session_idle_ttl, absl::Hours(1));
   EXPECT_EQ(SessionManager::Options().idle_ttl, absl::Hours(1));
   EXPECT_EQ(TtlFrom(""), absl::Hours(1));
   EXPECT_EQ(TtlFrom("sessions { max_depth: 3 }"), absl::Hours(1));

@@ -1,7 +1,8 @@
 // The built-in workspace tools and their options. Each group registers itself
 // through its own function; RegisterBuiltinTools registers every group in the
 // order the model sees them (S1):
-//   view_file, create_file, edit_file                      (RegisterFileTools)
+//   view_file, create_file, edit_file, str_replace_based_edit_tool,
+//   apply_patch                                            (RegisterFileTools)
 //   list_directory, find_file, search_directory, grep_search (RegisterSearchTools)
 //   run_command, command_status, kill_command              (RegisterCommandTools)
 //   finish, exit_loop, load_artifacts                      (RegisterControlTools)

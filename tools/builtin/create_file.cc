@@ -18,6 +18,7 @@ namespace {
 // stand in for it; Call() insists on exactly one path.
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -75,6 +76,52 @@ std::string Description(const BuiltinOptions& options) {
 
 }  // namespace
 
+absl::StatusOr<bool> WriteWholeFile(const fs::WorkspacePath& wp, absl::string_view contents,
+                                    bool overwrite, absl::string_view tool, ToolContext& ctx) {
+  const std::string name = wp.BaseName();
+  if (ctx.cancelled()) return absl::CancelledError(absl::StrCat(tool, " was cancelled"));
+  auto dir = fs::MakeDirectories(wp.Parent());
+  if (!dir.ok()) return dir.status();
+  // From the existence check to the rename, no other write of this file by
+  // the daemon runs (see fs/write_lock.h).
+  auto lock = fs::FileWriteLock::Acquire(dir->get(), name, ctx.cancellation(), wp.display);
+  if (!lock.ok()) return lock.status();
+
+  fs::AtomicWriteOptions write;
+  write.display = wp.display;
+  struct stat st;
+  bool exists = fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!exists && errno != ENOENT) return fs::ErrnoStatus(errno, wp.display);
+  if (exists) {
+    if (S_ISLNK(st.st_mode)) return fs::RefuseFinalSymlink(wp, tool);
+    if (S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", wp.display, "' is a directory; give a file path"));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", wp.display, "' exists and is not a regular file"));
+    }
+    if (!overwrite) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("'", wp.display, "' already exists (", st.st_size, " bytes)"));
+    }
+    write.replace_existing = true;
+    write.mode = st.st_mode & 07777;
+    write.uid = st.st_uid;
+    write.gid = st.st_gid;
+  }
+  // Without overwrite the rename refuses a file that appeared meanwhile.
+  if (absl::Status s = fs::WriteFileAtomic(dir->get(), name, contents, write); !s.ok()) {
+    if (!exists && absl::IsFailedPrecondition(s) && absl::StrContains(s.message(), "already exists")) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("'", wp.display, "' already exists (it was created meanwhile)"));
+    }
+    return s;
+  }
+  return !exists;
+}
+
 CreateFileTool::CreateFileTool(const BuiltinOptions& options)
     : Tool(ToolSpec("create_file", Description(options), kSchema)
                .Type(ToolType::kTextEdit)
@@ -100,54 +147,19 @@ absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ct
     return absl::InvalidArgumentError(absl::StrCat(
         choice->param, " '", choice->path, "' names a directory; end it with a file name"));
   }
-  if (ctx.cancelled()) return absl::CancelledError("create_file was cancelled");
-  auto dir = fs::MakeDirectories(wp->Parent());
-  if (!dir.ok()) return dir.status();
-  // From the existence check to the rename, no other write of this file by
-  // the daemon runs (see fs/write_lock.h).
-  auto lock = fs::FileWriteLock::Acquire(dir->get(), name, ctx.cancellation(), wp->display);
-  if (!lock.ok()) return lock.status();
-
-  fs::AtomicWriteOptions write;
-  write.display = wp->display;
-  struct stat st;
-  bool exists = fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (!exists && errno != ENOENT) return fs::ErrnoStatus(errno, wp->display);
-  if (exists) {
-    if (S_ISLNK(st.st_mode)) return fs::RefuseFinalSymlink(*wp, "create_file");
-    if (S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", wp->display, "' is a directory; give a file path"));
-    }
-    if (!S_ISREG(st.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", wp->display, "' exists and is not a regular file"));
-    }
-    if (!overwrite) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "'", wp->display, "' already exists (", st.st_size,
-          " bytes); pass overwrite: true to replace it, or use edit_file to change part of it"));
-    }
-    write.replace_existing = true;
-    write.mode = st.st_mode & 07777;
-    write.uid = st.st_uid;
-    write.gid = st.st_gid;
+  auto created = WriteWholeFile(*wp, *contents, overwrite, "create_file", ctx);
+  if (absl::IsAlreadyExists(created.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        created.status().message(),
+        "; pass overwrite: true to replace it, or use edit_file to change part of it"));
   }
-  // Without overwrite the rename refuses a file that appeared meanwhile.
-  if (absl::Status s = fs::WriteFileAtomic(dir->get(), name, *contents, write); !s.ok()) {
-    if (!exists && absl::IsFailedPrecondition(s) && absl::StrContains(s.message(), "already exists")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "'", wp->display,
-          "' already exists (it was created meanwhile); pass overwrite: true to replace it"));
-    }
-    return s;
-  }
+  if (!created.ok()) return created.status();
 
   Json out = MakeObject();
   auto& a = out.GetAllocator();
   out.AddMember("path", JsonValue(wp->display, a), a);
   out.AddMember("bytes_written", static_cast<uint64_t>(contents->size()), a);
-  out.AddMember("created", !exists, a);
+  out.AddMember("created", *created, a);
   out.AddMember("sha256", JsonValue(Sha256Hex(*contents), a), a);
   return out;
 }
@@ -163,7 +175,7 @@ DisplayResult CreateFileTool::display(const JsonValue& input, const JsonValue& r
     d.full_length = contents->size();
     std::string cut;
     d.is_truncated = AppendCut(&cut, *contents, kFileDisplayMaxBytes);
-    fs::AppendSanitizedUtf8(&d.content, cut);
+    AppendSanitizedUtf8(&d.content, cut);
   }
   return d;
 }

@@ -1,20 +1,13 @@
 // edit_file: exact string replacements, all or none (see file_tools.h).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
+#include "tools/builtin/edit_engine.h"
 #include "tools/builtin/file_tools.h"
 #include "tools/builtin/fs/confined.h"
-#include "tools/builtin/fs/text.h"
 #include "tools/builtin/fs/write_lock.h"
 #include "tools/runtime/tool_context.h"
 
@@ -23,6 +16,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -34,6 +28,7 @@ constexpr char kSchema[] = R"json({
       "description": "Replacements applied in order, each to the result of the ones before. If any fails, none is applied.",
       "items": {
         "type": "object",
+        "additionalProperties": false,
         "properties": {
           "old_string": {
             "type": "string",
@@ -65,155 +60,9 @@ constexpr char kSchema[] = R"json({
   "required": ["file_path", "edits"]
 })json";
 
-constexpr absl::string_view kBom = "\xEF\xBB\xBF";
 constexpr size_t kMaxListedLines = 20;
 
 std::string PathOf(const JsonValue& input) { return StringField(input, "file_path", "?"); }
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-
-// `s` with every run of whitespace collapsed to one space and the ends trimmed.
-std::string CollapseWhitespace(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  bool in_space = false;
-  for (char c : s) {
-    if (IsSpace(c)) {
-      in_space = true;
-      continue;
-    }
-    if (in_space && !out.empty()) out.push_back(' ');
-    in_space = false;
-    out.push_back(c);
-  }
-  return out;
-}
-
-// The line where `needle` matches `text` if runs of whitespace are treated as
-// equal (indentation, trailing spaces, tabs vs spaces), or 0.
-int FindIgnoringWhitespace(absl::string_view text, absl::string_view needle) {
-  std::string n = CollapseWhitespace(needle);
-  if (n.empty()) return 0;
-  // Collapse `text` the same way (without trimming); whitespace runs become
-  // one space. A second pass maps the match back to a line number.
-  auto collapse = [&](auto&& emit) {
-    bool in_space = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-      char c = text[i];
-      if (IsSpace(c)) {
-        if (!in_space && !emit(' ', i)) return;
-        in_space = true;
-        continue;
-      }
-      in_space = false;
-      if (!emit(c, i)) return;
-    }
-  };
-  std::string t;
-  t.reserve(text.size());
-  collapse([&](char c, size_t) {
-    t.push_back(c);
-    return true;
-  });
-  size_t pos = t.find(n);
-  if (pos == std::string::npos) return 0;
-  size_t seen = 0, offset = 0;
-  collapse([&](char, size_t i) {
-    if (seen++ == pos) {
-      offset = i;
-      return false;
-    }
-    return true;
-  });
-  // A match that starts on a whitespace run starts at the run's first byte:
-  // name the line of the first non-space byte after it instead.
-  while (offset < text.size() && IsSpace(text[offset])) ++offset;
-  return LineNumberAt(text, offset);
-}
-
-absl::string_view LineAt(absl::string_view text, int number) {
-  size_t pos = 0;
-  for (int i = 1; i < number; ++i) {
-    size_t nl = text.find('\n', pos);
-    if (nl == absl::string_view::npos) return "";
-    pos = nl + 1;
-  }
-  size_t nl = text.find('\n', pos);
-  return text.substr(pos, nl == absl::string_view::npos ? absl::string_view::npos : nl - pos);
-}
-
-std::string Quote(absl::string_view line) {
-  line = absl::StripAsciiWhitespace(line);
-  std::string out;
-  bool cut = AppendCut(&out, line, 120);
-  std::string safe;
-  fs::AppendSanitizedUtf8(&safe, out);
-  return absl::StrCat("`", safe, cut ? "..." : "", "`");
-}
-
-// The line of `text` most similar to the first non-blank line of `needle`
-// (Dice coefficient of byte bigrams, whitespace-trimmed), if any scores >= 0.5.
-struct Similar {
-  int line = 0;
-  double score = 0;
-};
-Similar MostSimilarLine(absl::string_view text, absl::string_view needle,
-                        const CancellationToken& cancel) {
-  absl::string_view first;
-  for (absl::string_view l : absl::StrSplit(needle, '\n')) {
-    l = absl::StripAsciiWhitespace(l);
-    if (!l.empty()) {
-      first = l;
-      break;
-    }
-  }
-  constexpr size_t kMaxLine = 1000;
-  if (first.size() < 3) return {};
-  first = first.substr(0, kMaxLine);
-  auto bigram = [](absl::string_view s, size_t i) {
-    return static_cast<uint16_t>(static_cast<unsigned char>(s[i]) << 8 |
-                                 static_cast<unsigned char>(s[i + 1]));
-  };
-  std::vector<int> counts(65536, 0);
-  const int needle_bigrams = static_cast<int>(first.size()) - 1;
-  for (size_t i = 0; i + 1 < first.size(); ++i) ++counts[bigram(first, i)];
-  std::vector<uint16_t> taken;
-  Similar best;
-  int number = 0;
-  for (absl::string_view l : absl::StrSplit(text, '\n')) {
-    ++number;
-    if ((number & 4095) == 0 && cancel.cancelled()) break;
-    l = absl::StripAsciiWhitespace(l).substr(0, kMaxLine);
-    if (l.size() < 2) continue;
-    int common = 0;
-    for (size_t i = 0; i + 1 < l.size(); ++i) {
-      uint16_t b = bigram(l, i);
-      if (counts[b] > 0) {
-        --counts[b];
-        taken.push_back(b);
-        ++common;
-      }
-    }
-    for (uint16_t b : taken) ++counts[b];
-    taken.clear();
-    double score = 2.0 * common / (needle_bigrams + static_cast<int>(l.size()) - 1);
-    if (score > best.score) best = {number, score};
-  }
-  if (best.score < 0.5) return {};
-  return best;
-}
-
-// "    12\t" at the start of a line: copied from view_file's output.
-bool HasLineNumberPrefix(absl::string_view s) {
-  for (absl::string_view l : absl::StrSplit(s, '\n')) {
-    size_t i = 0;
-    while (i < l.size() && l[i] == ' ') ++i;
-    size_t digits = i;
-    while (i < l.size() && absl::ascii_isdigit(static_cast<unsigned char>(l[i]))) ++i;
-    if (i > digits && i < l.size() && l[i] == '\t') return true;
-  }
-  return false;
-}
 
 // `note` follows the file's name (e.g. that another write ran just before).
 std::string MissMessage(absl::string_view text, absl::string_view old_string, size_t index,
@@ -221,23 +70,7 @@ std::string MissMessage(absl::string_view text, absl::string_view old_string, si
                         const CancellationToken& cancel) {
   std::string msg = absl::StrCat("edits[", index, "].old_string was not found in '", display, "'");
   if (index > 0) absl::StrAppend(&msg, " (after applying edits[0..", index - 1, "])");
-  absl::StrAppend(&msg, note, ".");
-  if (HasLineNumberPrefix(old_string)) {
-    msg += " It seems to include view_file's line-number prefixes (\"    12<TAB>\"); remove them.";
-  }
-  if (int line = FindIgnoringWhitespace(text, old_string); line > 0) {
-    absl::StrAppend(&msg, " Line ", line, " matches if whitespace is ignored: ",
-                    Quote(LineAt(text, line)),
-                    "; copy its exact indentation and spacing from view_file.");
-    return msg;
-  }
-  Similar best = MostSimilarLine(text, old_string, cancel);
-  if (best.line > 0) {
-    absl::StrAppend(&msg, " The closest line is ", best.line, ": ", Quote(LineAt(text, best.line)),
-                    ". View the file again to see its current text.");
-  } else {
-    msg += " No similar line was found; view the file to check its current content.";
-  }
+  absl::StrAppend(&msg, note, ".", MissHint(text, old_string, "view_file", cancel));
   return msg;
 }
 
@@ -330,53 +163,10 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
       lock.has_value() && lock->waited()
           ? absl::StrCat(" (another write of '", wp->display, "' finished just before this edit)")
           : "";
-  fs::UniqueFd fd(openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.valid()) {
-    int err = errno;
-    struct stat lst;
-    if (err == ELOOP && fstatat(dir->get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISLNK(lst.st_mode)) {
-      return fs::RefuseFinalSymlink(*wp, "edit_file");
-    }
-    if (err == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("no such file: ", wp->display,
-                                              " (to create it, use create_file)"));
-    }
-    return fs::ErrnoStatus(err, wp->display, "opening");
-  }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return fs::ErrnoStatus(errno, wp->display);
-  if (S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat("'", wp->display, "' is a directory"));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("'", wp->display, "' is not a regular file"));
-  }
-  if (static_cast<uint64_t>(st.st_size) > options_.max_file_bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "'", wp->display, "' is ", st.st_size, " bytes; edit_file loads at most ",
-        options_.max_file_bytes, " bytes (use run_command for larger files)"));
-  }
-  std::string raw;
-  raw.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (true) {
-    if (got == raw.size()) raw.resize(raw.size() + 4096);  // grew since fstat
-    ssize_t n = read(fd.get(), raw.data() + got, raw.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fs::ErrnoStatus(errno, wp->display, "reading");
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-    if (got > options_.max_file_bytes) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", wp->display, "' grew past ", options_.max_file_bytes, " bytes"));
-    }
-  }
-  raw.resize(got);
-  fd.reset();
+  EditLimits limits{"edit_file", options_.max_file_bytes, " (to create it, use create_file)"};
+  auto file = ReadEditable(dir->get(), *wp, limits);
+  if (!file.ok()) return file.status();
+  const std::string& raw = file->raw;
   const std::string previous_sha = Sha256Hex(raw);
   if (expected.has_value() && *expected != previous_sha) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -385,16 +175,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
         "' again and redo the edit against its current content"));
   }
 
-  // --- normalize: BOM off, CRLF -> LF when every line ending is CRLF ---
-  absl::string_view body = raw;
-  const bool bom = absl::StartsWith(body, kBom);
-  if (bom) body.remove_prefix(kBom.size());
-  size_t crlf = 0, lf = 0;
-  for (size_t i = body.find('\n'); i != absl::string_view::npos; i = body.find('\n', i + 1)) {
-    (i > 0 && body[i - 1] == '\r' ? crlf : lf)++;
-  }
-  const bool crlf_mode = crlf > 0 && lf == 0;
-  std::string text = crlf_mode ? absl::StrReplaceAll(body, {{"\r\n", "\n"}}) : std::string(body);
+  std::string text = file->text;
   const std::string original = text;
 
   // --- apply, in memory; each result is sized (and capped) before it is built ---
@@ -409,9 +190,9 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   for (size_t i = 0; i < edits.size(); ++i) {
     if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
     Edit& e = edits[i];
-    if (crlf_mode) {
-      e.old_string = absl::StrReplaceAll(e.old_string, {{"\r\n", "\n"}});
-      e.new_string = absl::StrReplaceAll(e.new_string, {{"\r\n", "\n"}});
+    if (file->crlf_mode) {
+      e.old_string = CrlfToLf(e.old_string);
+      e.new_string = CrlfToLf(e.new_string);
     }
     auto matches = [&](auto&& each) {
       for (size_t p = text.find(e.old_string); p != std::string::npos;
@@ -419,29 +200,17 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
         each(p);
       }
     };
-    uint64_t count = 0;
-    std::vector<size_t> first;  // where the first kMaxListedLines matches start
-    matches([&](size_t p) {
-      if (first.size() < kMaxListedLines) first.push_back(p);
-      ++count;
-    });
+    const Occurrences found = FindOccurrences(text, e.old_string, kMaxListedLines);
+    const uint64_t count = found.count;
     if (count == 0) {
       return absl::FailedPreconditionError(
           MissMessage(text, e.old_string, i, wp->display, after_other_write, ctx.cancellation()));
     }
     if (count > 1 && !e.replace_all) {
-      std::vector<int> lines;
-      int line = 1;
-      size_t last = 0;
-      for (size_t p : first) {
-        line += static_cast<int>(std::count(text.begin() + last, text.begin() + p, '\n'));
-        last = p;
-        lines.push_back(line);
-      }
       return absl::FailedPreconditionError(absl::StrCat(
           "edits[", i, "].old_string occurs ", count, " times in '", wp->display, "'",
           i > 0 ? absl::StrCat(" (after applying edits[0..", i - 1, "])") : "", " (lines ",
-          absl::StrJoin(lines, ", "), count > kMaxListedLines ? ", ..." : "",
+          absl::StrJoin(found.lines, ", "), count > kMaxListedLines ? ", ..." : "",
           ")", after_other_write,
           "; include more surrounding lines to make it unique, or set replace_all: true to "
           "replace every occurrence"));
@@ -471,23 +240,9 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   }
 
   // --- back to the file's conventions ---
-  const uint64_t out_size =
-      (bom ? kBom.size() : 0) + text.size() +
-      (crlf_mode ? static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) : 0);
+  const uint64_t out_size = EncodedSize(*file, text);
   if (out_size > options_.max_file_bytes) return too_big("the edits", out_size);
-  std::string out_bytes;
-  out_bytes.reserve(static_cast<size_t>(out_size));
-  if (bom) out_bytes.append(kBom.data(), kBom.size());
-  if (crlf_mode) {  // into the reserved buffer: no second copy of the text
-    size_t from = 0;
-    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
-      out_bytes.append(text, from, nl - from).append("\r\n");
-      from = nl + 1;
-    }
-    out_bytes.append(text, from, std::string::npos);
-  } else {
-    out_bytes += text;
-  }
+  const std::string out_bytes = Encode(*file, text);
   const std::string new_sha = Sha256Hex(out_bytes);
 
   DiffStats stats;
@@ -498,14 +253,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
 
   bool written = false;
   if (!dry_run && out_bytes != raw) {
-    fs::AtomicWriteOptions write;
-    write.replace_existing = true;
-    write.mode = st.st_mode & 07777;
-    write.uid = st.st_uid;
-    write.gid = st.st_gid;
-    write.expect = fs::FileIdentity::Of(st);
-    write.display = wp->display;
-    if (absl::Status s = fs::WriteFileAtomic(dir->get(), name, out_bytes, write); !s.ok()) return s;
+    if (absl::Status s = ReplaceFile(dir->get(), *wp, *file, out_bytes); !s.ok()) return s;
     written = true;
   }
 
@@ -521,9 +269,8 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   out.AddMember("written", written, a);
   out.AddMember("lines_added", stats.added, a);
   out.AddMember("lines_removed", stats.removed, a);
-  const char* endings = crlf_mode ? "crlf" : (crlf > 0 ? "mixed" : (lf > 0 ? "lf" : "none"));
-  out.AddMember("line_endings", JsonValue(endings, a), a);
-  if (bom) out.AddMember("bom", true, a);
+  out.AddMember("line_endings", JsonValue(file->line_endings(), a), a);
+  if (file->bom) out.AddMember("bom", true, a);
   return out;
 }
 

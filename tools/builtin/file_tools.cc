@@ -263,7 +263,7 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
   // again after it.
   std::string out;
   out.reserve(raw.text().size());
-  fs::AppendSanitizedUtf8(&out, raw.text());
+  AppendSanitizedUtf8(&out, raw.text());
   *truncated = raw.cut();
   if (out.size() > max_bytes) {
     out.resize(Utf8SafePrefix(out, max_bytes));
@@ -274,6 +274,18 @@ std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
 
 // ---------------------------------------------------------------------------
 // Small helpers
+
+void AppendLineNumber(std::string* out, int64_t number) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + number % 10);
+    number /= 10;
+  } while (number > 0);
+  for (int pad = n; pad < 6; ++pad) out->push_back(' ');
+  while (n > 0) out->push_back(digits[--n]);
+  out->push_back('\t');
+}
 
 int LineNumberAt(absl::string_view text, size_t offset) {
   offset = std::min(offset, text.size());

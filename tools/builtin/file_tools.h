@@ -1,6 +1,8 @@
-// The file tools (S6 file_tools): view_file, create_file, edit_file, one class
-// per .cc file, and the helpers they share (SHA-256, unified diff, argument
-// access). Paths go through the confined path layer (tools/builtin/fs), so
+// The file tools (S6 file_tools): view_file, create_file, edit_file, and the
+// editing tools models are trained on, str_replace_based_edit_tool
+// (Anthropic) and apply_patch (OpenAI); one class per .cc file, and the
+// helpers they share (SHA-256, unified diff, argument access). The editing
+// ones share the edit engine of edit_engine.h. Paths go through the confined path layer (tools/builtin/fs), so
 // every path is resolved beneath the call's workspace in the kernel (S12).
 //
 // Errors follow fs/confined.h: INVALID_ARGUMENTS for bad arguments, DENIED for
@@ -17,7 +19,8 @@
 // no set order), each to the content the previous one wrote; an edit that no
 // longer applies to that content fails and says another write ran first; and
 // of several edits that give the same expected_sha256 exactly one applies.
-// A dry run takes no lock. Writers outside the daemon are detected, not
+// A dry run takes no lock; apply_patch holds the locks of all its files at
+// once (FileWriteLock::AcquireAll). Writers outside the daemon are detected, not
 // excluded (WriteFileAtomic's `expect`: "changed while it was being edited").
 #ifndef TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
 #define TOOLEXEC_TOOLS_BUILTIN_FILE_TOOLS_H_
@@ -31,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/builtin/builtin.h"
+#include "tools/builtin/fs/confined.h"
 #include "tools/builtin/json_fields.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
@@ -128,8 +132,75 @@ class EditFileTool final : public Tool {
   BuiltinOptions options_;
 };
 
+// str_replace_based_edit_tool{command*, path*, view_range, file_text, old_str,
+// new_str, insert_line}: Anthropic's text editor tool (text_editor_20250728),
+// executed here. Its provider_config is Anthropic's provider-defined form,
+// {"type":"text_editor_20250728","name":"str_replace_based_edit_tool"}, so a
+// harness may declare it that way; the parameters schema is the same tool as
+// a plain function. Commands:
+//   view: a file as `cat -n` shows it (view_range [start, end], 1-based,
+//     end -1 = to the end; capped like view_file), or a directory: its
+//     entries two levels deep, hidden ones left out.
+//   create: a new file with file_text (parents made); an existing file is
+//     refused, as in Anthropic's reference implementation.
+//   str_replace: old_str must occur exactly once; none or several is an error
+//     saying how many and on which lines.
+//   insert: new_str as whole lines after line insert_line (0 = at the start,
+//     the line count = at the end).
+// Writes go through the edit engine (edit_engine.h): atomic, one writer per
+// file, line endings, BOM and mode kept. Result: {path, output (the text for
+// the model, in the shape Anthropic's documentation and reference
+// implementation give), ...command-specific fields}.
+class StrReplaceBasedEditTool final : public Tool {
+ public:
+  explicit StrReplaceBasedEditTool(const BuiltinOptions& options);
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  std::string display_title(const JsonValue& input) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
+// apply_patch{input*}: OpenAI's apply_patch tool in its function form, the
+// patch text in V4A format as `input` (optionally wrapped in the
+// `%%bash` / `apply_patch <<"EOF"` ... `EOF` heredoc of OpenAI's examples).
+// See apply_patch.cc for the grammar and how hunks are located. All files of
+// a patch change or none: the whole patch is parsed, every path confined and
+// every hunk located before anything is written; the files' write locks are
+// held together; a write that fails undoes the ones before it.
+// Result: {output ("Success. Updated the following files:\nA x\nM y\nD z\n"),
+// added[], modified[], deleted[], diff}.
+class ApplyPatchTool final : public Tool {
+ public:
+  explicit ApplyPatchTool(const BuiltinOptions& options);
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
+  std::string compact_summary(const JsonValue& input, const JsonValue& result,
+                              bool ok) const override;
+  std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+
+ private:
+  BuiltinOptions options_;
+};
+
 // ---------------------------------------------------------------------------
 // Shared helpers
+
+// The core of create_file: writes `contents` to `wp` atomically, creating
+// missing parent directories, holding the file's write lock from the
+// existence check to the rename. An existing file is replaced only with
+// `overwrite` (keeping its mode and owner), else AlreadyExists
+// ("'x' already exists (N bytes)"); a symlink, directory or special file
+// there is refused. True when the file was created, false when replaced.
+absl::StatusOr<bool> WriteWholeFile(const fs::WorkspacePath& wp, absl::string_view contents,
+                                    bool overwrite, absl::string_view tool, ToolContext& ctx);
+
+// Appends "<number right-aligned in 6 columns>\t", as `cat -n` numbers a line.
+void AppendLineNumber(std::string* out, int64_t number);
 
 // Incremental SHA-256 (OpenSSL libcrypto). Not thread-safe; one per use.
 class Sha256 final {

@@ -83,6 +83,7 @@ std::string Description(const BuiltinOptions& options) {
 std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",
@@ -148,7 +149,7 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
         const bool is_dir = e.kind == search::EntryKind::kDir;
         const bool matched = ((*set)->Match(e.start_path, is_dir) != nullptr) != negated;
         if (!matched) return;
-        std::string path = search::SanitizeUtf8(start->Display(e.path));
+        std::string path = SanitizeUtf8(start->Display(e.path));
         if (is_dir) path.push_back('/');
         collector.Add(std::move(path));
       });
@@ -159,7 +160,7 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   AddString(result, result, "pattern", pattern);
-  AddString(result, result, "directory", search::SanitizeUtf8(display));
+  AddString(result, result, "directory", SanitizeUtf8(display));
   JsonValue list(rapidjson::kArrayType);
   for (const std::string& p : paths) {
     list.PushBack(JsonValue(p.data(), static_cast<rapidjson::SizeType>(p.size()), alloc), alloc);

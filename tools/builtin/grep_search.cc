@@ -78,6 +78,7 @@ std::string Description(const BuiltinOptions& options) {
 std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",
@@ -184,7 +185,7 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   AddString(result, result, "pattern", pattern);
-  AddString(result, result, "path", search::SanitizeUtf8(start->Display(start->relative)));
+  AddString(result, result, "path", SanitizeUtf8(start->Display(start->relative)));
   AddString(result, result, "output_mode", mode_arg);
   // Entries past the model_content budget are dropped too (KeepWithinChars).
   const size_t budget = ctx.info().model_content.TextChars();

@@ -80,6 +80,7 @@ std::string Description(const BuiltinOptions& options) {
 std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "directory_path": {
       "type": "string",
@@ -181,14 +182,14 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
 
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
-  AddString(result, result, "directory", search::SanitizeUtf8(display));
+  AddString(result, result, "directory", SanitizeUtf8(display));
   JsonValue entries(rapidjson::kArrayType);
   for (const Listed& item : listed) {
     JsonValue e(rapidjson::kObjectType);
-    AddString(result, e, "name", search::SanitizeUtf8(item.path));
+    AddString(result, e, "name", SanitizeUtf8(item.path));
     AddString(result, e, "type", KindName(item.kind));
     if (item.kind != search::EntryKind::kDir) e.AddMember("size", item.size, alloc);
-    if (!item.target.empty()) AddString(result, e, "target", search::SanitizeUtf8(item.target));
+    if (!item.target.empty()) AddString(result, e, "target", SanitizeUtf8(item.target));
     entries.PushBack(e, alloc);
   }
   const size_t dropped = KeepWithinChars(entries, ctx.info().model_content.TextChars(),

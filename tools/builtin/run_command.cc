@@ -54,9 +54,10 @@ constexpr char kSchema[] = R"json({
       "description": "End the command if it prints nothing for this long (timed_out \"idle\")."
     },
     "env": {
-      "type": "object",
+      "type": ["array", "object"],
+      "items": {"type": "string"},
       "additionalProperties": {"type": "string"},
-      "description": "Environment variables to set, on top of the daemon's environment (from which secrets are removed: variables with a name word such as KEY, SECRET, TOKEN, PASSWORD, PASS, PAT, CREDENTIALS or AUTH, or a URL value with a password)."
+      "description": "Environment variables to set, as \"NAME=value\" strings ([\"DEBUG=1\"]) or as an object ({\"DEBUG\": \"1\"}), on top of the daemon's environment (from which secrets are removed: variables with a name word such as KEY, SECRET, TOKEN, PASSWORD, PASS, PAT, CREDENTIALS or AUTH, or a URL value with a password)."
     },
     "stdin": {
       "type": "string",
@@ -154,18 +155,34 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   // --- environment ---
   std::vector<std::pair<std::string, std::string>> overrides;
   if (auto it = args.FindMember("env"); it != args.MemberEnd()) {
-    for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
-      std::string name(Str(m->name));
+    // Either form: {"NAME": "value"} or ["NAME=value"] (the one every model
+    // provider's schema dialect can express).
+    std::vector<std::pair<std::string, std::string>> given;
+    if (it->value.IsArray()) {
+      for (const auto& item : it->value.GetArray()) {
+        absl::string_view entry = Str(item);
+        size_t eq = entry.find('=');
+        if (eq == absl::string_view::npos) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("env: '", entry, "' is not of the form NAME=value"));
+        }
+        given.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+      }
+    } else {
+      for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
+        if (!m->value.IsString()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("env: the value of ", Str(m->name), " must be a string"));
+        }
+        given.emplace_back(std::string(Str(m->name)), std::string(Str(m->value)));
+      }
+    }
+    for (auto& [name, value] : given) {
       if (name.empty() || name.find('=') != std::string::npos ||
           name.find('\0') != std::string::npos) {
         return absl::InvalidArgumentError(absl::StrCat(
             "env: '", name, "' is not a valid variable name (no '=' or NUL, not empty)"));
       }
-      if (!m->value.IsString()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("env: the value of ", name, " must be a string"));
-      }
-      std::string value(Str(m->value));
       if (value.find('\0') != std::string::npos) {
         return absl::InvalidArgumentError(
             absl::StrCat("env: the value of ", name, " contains a NUL byte"));

@@ -36,6 +36,7 @@ std::string Description(const BuiltinOptions& options) {
 std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "query": {
       "type": "string",
@@ -98,7 +99,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   AddString(result, result, "query", query);
-  AddString(result, result, "directory", search::SanitizeUtf8(start->Display(start->relative)));
+  AddString(result, result, "directory", SanitizeUtf8(start->Display(start->relative)));
   JsonValue matches = MatchesJson(result, *r);
   // Lines past the model_content budget are dropped too.
   const bool truncated =

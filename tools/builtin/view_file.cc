@@ -18,6 +18,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -117,19 +118,6 @@ class Scanner {
   std::vector<KeptLine> lines_;
   std::string kept_;
 };
-
-// cat -n style: the number right-aligned in 6 columns, then a tab.
-void AppendLineNumber(std::string* out, int64_t number) {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + number % 10);
-    number /= 10;
-  } while (number > 0);
-  for (int pad = n; pad < 6; ++pad) out->push_back(' ');
-  while (n > 0) out->push_back(digits[--n]);
-  out->push_back('\t');
-}
 
 absl::StatusOr<size_t> ReadSome(int fd, char* buf, size_t want, const std::string& display) {
   size_t got = 0;
@@ -270,7 +258,7 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
     }
     const size_t mark = content.size();
     AppendLineNumber(&content, number);
-    invalid_utf8 |= fs::AppendSanitizedUtf8(&content, text);
+    invalid_utf8 |= AppendSanitizedUtf8(&content, text);
     const bool complete = l.len == l.full_len;
     if (complete && l.has_newline) content.push_back('\n');
     chars += Utf8Chars(absl::string_view(content).substr(mark));

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tools/runtime/file_io.h"
 
 namespace toolexec {
 namespace {
@@ -240,30 +241,17 @@ class DirectoryArtifactStore final : public ArtifactStore {
     int64_t version = versions.empty() ? 1 : versions.front() + 1;
     std::string content = absl::StrCat(artifact.is_text ? "text " : "data ", artifact.mime_type,
                                        "\n", artifact.is_text ? artifact.text : artifact.data);
-    std::string final_path = absl::StrCat(*dir, "/", version);
-    std::string tmp_path = absl::StrCat(*dir, "/.tmp-", version);
-    int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return Errno("create", tmp_path);
-    size_t off = 0;
-    while (off < content.size()) {
-      ssize_t n = write(fd, content.data() + off, content.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        close(fd);
-        unlink(tmp_path.c_str());
-        return Errno("write", tmp_path);
-      }
-      off += static_cast<size_t>(n);
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-      unlink(tmp_path.c_str());
-      return Errno("sync", tmp_path);
-    }
-    if (rename(tmp_path.c_str(), final_path.c_str()) != 0) return Errno("rename", final_path);
-    int dfd = open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      fsync(dfd);
-      close(dfd);
+    // Written whole or not at all: a reader (or a daemon after a crash)
+    // never sees part of a version.
+    UniqueFd dir_fd(open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd.valid()) return Errno("open", *dir);
+    AtomicWriteOptions write;
+    write.replace_existing = true;
+    write.mode = 0600;
+    write.display = absl::StrCat(*dir, "/", version);
+    if (absl::Status s = WriteFileAtomic(dir_fd.get(), absl::StrCat(version), content, write);
+        !s.ok()) {
+      return absl::InternalError(absl::StrCat("artifact store: ", s.message()));
     }
     return version;
   }

@@ -105,14 +105,6 @@ std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLe
   return {r};
 }
 
-size_t Utf8SafePrefix(absl::string_view s, size_t max) {
-  if (s.size() <= max) return s.size();
-  size_t cut = max;
-  // Back up over continuation bytes to the start of the sequence cut in two.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return cut;
-}
-
 DisplayResult TextDisplay(std::string title, ContentType type, std::string text, size_t max) {
   DisplayResult d;
   d.title = std::move(title);

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/model_content.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 
@@ -73,10 +74,6 @@ struct DisplayResult {
   bool is_truncated = false;
   uint64_t full_length = 0;
 };
-
-// The length of the longest prefix of `s` no longer than `max` that does not
-// cut a UTF-8 sequence in two.
-size_t Utf8SafePrefix(absl::string_view s, size_t max);
 
 // A display of `text` under `title`, cut to `max` bytes on a UTF-8 boundary;
 // full_length and is_truncated say what was cut.

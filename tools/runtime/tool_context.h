@@ -1,6 +1,6 @@
 // What a running call can see and do besides its arguments: cancellation and
 // deadline, progress output, the actions it reports (S8), and, for tools that
-// needs_context(), the session (S5).
+// spec().needs_context, the session (S5).
 //
 // Ownership: created by the ToolRunner for one call and passed to Tool::Call;
 // valid only during that call. It holds a weak handle to the session, so once

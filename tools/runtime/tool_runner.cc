@@ -5,12 +5,53 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 
 namespace toolexec {
 namespace {
+
+// Edit distance, case-insensitive: how many single-character insertions,
+// deletions and substitutions turn `a` into `b`.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      bool same = absl::ascii_tolower(a[i - 1]) == absl::ascii_tolower(b[j - 1]);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Up to three of `names` close to `name` (a typo away, or one containing the
+// other), closest first.
+std::vector<std::string> ClosestNames(absl::string_view name,
+                                      const std::vector<std::string>& names) {
+  std::string lower = absl::AsciiStrToLower(name);
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& n : names) {
+    std::string candidate = absl::AsciiStrToLower(n);
+    size_t d = EditDistance(lower, candidate);
+    bool contains = lower.size() >= 3 && (absl::StrContains(candidate, lower) ||
+                                          absl::StrContains(lower, candidate));
+    if (d <= std::max<size_t>(2, std::min(lower.size(), candidate.size()) / 3) || contains) {
+      scored.emplace_back(d, n);
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (size_t k = 0; k < scored.size() && k < 3; ++k) out.push_back(scored[k].second);
+  return out;
+}
 
 ResultStatus StatusForCode(ErrorCode code) {
   switch (code) {
@@ -171,13 +212,26 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     Complete(i, std::move(result));
   }
 
+  // Said to the model, which cannot list the tools itself: the closest names
+  // it may call, else all of them.
+  std::string UnknownToolMessage(const std::string& name) const {
+    std::vector<std::string> callable =
+        session_ != nullptr && !session_->tools().empty() ? session_->tools()
+                                                          : runner_->registry_->names();
+    std::vector<std::string> close = ClosestNames(name, callable);
+    if (!close.empty()) {
+      return absl::StrCat("unknown tool '", name, "'; did you mean ",
+                          absl::StrJoin(close, " or "), "?");
+    }
+    return absl::StrCat("unknown tool '", name, "'; the tools you can call are: ",
+                        absl::StrJoin(callable, ", "));
+  }
+
   // The S3/S4/S5 pipeline for one call. May throw (from tool code); the caller catches.
   ToolCallResult Execute(uint32_t i, Call& c, const RegisteredTool* rt) {
     const CallRequest& req = c.request;
     if (rt == nullptr) {
-      return Failure(i, nullptr, ErrorCode::kUnknownTool,
-                     absl::StrCat("unknown tool '", req.name,
-                                  "': no tool of that name is registered (ListTools lists them)"));
+      return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
     }
     if (session_ != nullptr && !session_->AllowsTool(req.name)) {
       return Failure(i, rt, ErrorCode::kDenied,

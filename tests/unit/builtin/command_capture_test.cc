@@ -6,12 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/command/output_capture.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec::command {
 namespace {
 
 std::string Sanitize(const std::vector<std::string>& reads, uint64_t* invalid = nullptr) {
-  Utf8Sanitizer s;
+  Utf8StreamSanitizer s;
   std::string out;
   for (const auto& r : reads) s.Feed(r, &out);
   s.Finish(&out);

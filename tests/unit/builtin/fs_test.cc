@@ -739,23 +739,5 @@ TEST(FsTextTest, BinaryDetection) {
   EXPECT_FALSE(fs::LooksBinary(late));
 }
 
-TEST(FsTextTest, Utf8) {
-  EXPECT_TRUE(fs::IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(fs::IsValidUtf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"));
-  EXPECT_FALSE(fs::IsValidUtf8("\xC3"));              // truncated
-  EXPECT_FALSE(fs::IsValidUtf8("\xC0\xAF"));          // overlong
-  EXPECT_FALSE(fs::IsValidUtf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(fs::IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
-  EXPECT_FALSE(fs::IsValidUtf8("\xFF"));
-  std::string out;
-  EXPECT_TRUE(fs::AppendSanitizedUtf8(&out, "a\xFF" "b\xE2\x82"));
-  EXPECT_EQ(out, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
-  out.clear();
-  EXPECT_FALSE(fs::AppendSanitizedUtf8(&out, "ok \xE2\x82\xAC"));
-  EXPECT_EQ(out, "ok \xE2\x82\xAC");
-  EXPECT_EQ(Utf8SafePrefix("\xE2\x82\xAC\xE2\x82\xAC", 4), 3u);
-  EXPECT_EQ(Utf8SafePrefix("abc", 10), 3u);
-}
-
 }  // namespace
 }  // namespace toolexec

@@ -227,6 +227,19 @@ TEST_F(RunCommandTest, InvalidArguments) {
   EXPECT_EQ(Run(R"({"command_line":"   "})").error->code, ErrorCode::kInvalidArguments);
 }
 
+// env as ["NAME=value"]: the form every model provider's schema can express
+// (a string map has none in OpenAI strict mode or Gemini).
+TEST_F(RunCommandTest, EnvAsNameValueStrings) {
+  auto r = Sh(R"(echo "[$RCT_A][$RCT_B]")", R"("env":["RCT_A=1","RCT_B=x=y"])");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(Str(r.payload, "stdout"), "[1][x=y]\n");
+  auto bad = Run(R"({"command_line":"true","env":["RCT_A"]})");
+  EXPECT_EQ(bad.error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(bad.error_message, "env: 'RCT_A' is not of the form NAME=value");
+  EXPECT_EQ(Run(R"({"command_line":"true","env":["=x"]})").error->code,
+            ErrorCode::kInvalidArguments);
+}
+
 TEST_F(RunCommandTest, TimeoutsBeyondThirtyDaysAreInvalidNotImmediate) {
   // 10^13 ms overflowed the clock and ended a 1 s command at once as idle.
   for (const char* arg : {"timeout_ms", "idle_timeout_ms"}) {

@@ -43,10 +43,13 @@ class BuiltinToolSetsTest : public ::testing::Test {
 TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
   EXPECT_THAT(Names("read_only"), ElementsAre("view_file", "list_directory", "find_file",
                                               "search_directory", "finish"));
-  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
+  // The provider-compatible editing tools are file tools too.
+  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file",
+                                               "str_replace_based_edit_tool", "apply_patch"));
   EXPECT_THAT(Names("path_scoped"),
-              ElementsAre("view_file", "create_file", "edit_file", "list_directory", "find_file",
-                          "search_directory", "grep_search"));
+              ElementsAre("view_file", "create_file", "edit_file", "str_replace_based_edit_tool",
+                          "apply_patch", "list_directory", "find_file", "search_directory",
+                          "grep_search"));
   EXPECT_THAT(Names("minimal"), ElementsAre("view_file", "create_file", "edit_file",
                                             "list_directory", "search_directory", "run_command"));
   std::vector<std::string> all = Names("all");

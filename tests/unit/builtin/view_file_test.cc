@@ -270,7 +270,7 @@ TEST_F(ViewFileTest, CutNeverSplitsAUtf8Character) {
   EXPECT_FALSE(Flag(*r, "invalid_utf8"));
   std::string content = Str(*r, "content");
   std::string check;
-  EXPECT_FALSE(fs::AppendSanitizedUtf8(&check, content));
+  EXPECT_FALSE(AppendSanitizedUtf8(&check, content));
 }
 
 TEST_F(ViewFileTest, BomIsReportedNotShown) {
@@ -393,7 +393,9 @@ TEST_F(ViewFileTest, HonoursCancellation) {
 TEST_F(ViewFileTest, ThroughTheRunner) {
   ToolRegistry registry;
   ASSERT_TRUE(RegisterFileTools(registry, options_).ok());
-  EXPECT_EQ(registry.names(), (std::vector<std::string>{"view_file", "create_file", "edit_file"}));
+  EXPECT_EQ(registry.names(),
+            (std::vector<std::string>{"view_file", "create_file", "edit_file",
+                                      "str_replace_based_edit_tool", "apply_patch"}));
   for (const auto& r : registry.tools()) EXPECT_EQ(r->source, "built-in");
   const Tool& view = *registry.Find("view_file")->tool;
   EXPECT_TRUE(view.spec().read_only);

@@ -147,3 +147,41 @@ TEST_F(WriteLockTest, MutualExclusionUnderContention) {
 
 }  // namespace
 }  // namespace toolexec
+
+namespace toolexec {
+namespace {
+
+using fs::FileWriteLock;
+
+// AcquireAll takes a set of locks for a write of several files: paths that
+// alias one file share one lock (holding it twice would wait for itself),
+// and two callers taking the same files in opposite orders never deadlock.
+TEST_F(WriteLockTest, AcquireAllSharesAliasesAndTakesLocksInOneOrder) {
+  {
+    auto held = FileWriteLock::AcquireAll(
+        {{d_.get(), "f", "d/f"}, {alias_.get(), "f", "alias/f"}, {e_.get(), "g", "e/g"}},
+        never_);
+    ASSERT_TRUE(held.ok()) << held.status();
+    EXPECT_EQ(held->size(), 2u);
+    EXPECT_EQ(FileWriteLock::UsersForTesting(dotdot_.get(), "f"), 1);
+    EXPECT_EQ(FileWriteLock::UsersForTesting(e_.get(), "g"), 1);
+  }
+  EXPECT_EQ(FileWriteLock::KeysInUse(), 0u);
+
+  std::atomic<int> done{0};
+  auto loop = [&](std::vector<FileWriteLock::Target> targets) {
+    for (int i = 0; i < 2000; ++i) {
+      auto held = FileWriteLock::AcquireAll(targets, never_);
+      if (held.ok()) ++done;
+    }
+  };
+  std::thread a(loop, std::vector<FileWriteLock::Target>{{d_.get(), "f", "f"}, {e_.get(), "g", "g"}});
+  std::thread b(loop, std::vector<FileWriteLock::Target>{{e_.get(), "g", "g"}, {d_.get(), "f", "f"}});
+  a.join();
+  b.join();
+  EXPECT_EQ(done.load(), 4000);
+  EXPECT_EQ(FileWriteLock::KeysInUse(), 0u);
+}
+
+}  // namespace
+}  // namespace toolexec

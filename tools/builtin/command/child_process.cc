@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tools/builtin/command/reaper.h"
 
 namespace toolexec::command {
 namespace {
@@ -391,7 +392,7 @@ absl::Status LiftFd(UniqueFd& fd) {
   if (fd.get() > 2) return absl::OkStatus();
   int lifted = fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
   if (lifted < 0) return absl::InternalError(absl::StrCat("fcntl(F_DUPFD): ", strerror(errno)));
-  fd.Reset(lifted);
+  fd.reset(lifted);
   return absl::OkStatus();
 }
 
@@ -400,8 +401,8 @@ absl::Status MakePipe(UniqueFd* read_end, UniqueFd* write_end) {
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("pipe2: ", strerror(errno)));
   }
-  read_end->Reset(fds[0]);
-  write_end->Reset(fds[1]);
+  read_end->reset(fds[0]);
+  write_end->reset(fds[1]);
   if (absl::Status s = LiftFd(*read_end); !s.ok()) return s;
   return LiftFd(*write_end);
 }
@@ -421,35 +422,6 @@ int WaitidPidfdOrPid(int pidfd, pid_t pid, siginfo_t* si, int options) {
     std::memset(si, 0, sizeof(*si));
   }
   return waitid(P_PID, static_cast<id_t>(pid), si, options);
-}
-
-struct ProcStat {
-  pid_t ppid;
-  pid_t pgrp;
-  pid_t sid;
-};
-
-// Parses /proc/<pid>/stat: "pid (comm) state ppid pgrp session ...". The
-// command name may contain spaces and parentheses, so parse after the last ')'.
-bool ReadProcStat(const char* pid_name, ProcStat* out) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%s/stat", pid_name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* rp = strrchr(buf, ')');
-  if (rp == nullptr) return false;
-  char state;
-  int ppid, pgrp, sid;
-  if (sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4) return false;
-  out->ppid = ppid;
-  out->pgrp = pgrp;
-  out->sid = sid;
-  return true;
 }
 
 bool EnvironHas(pid_t pid, absl::string_view entry) {
@@ -510,11 +482,6 @@ bool AppendChildrenOfAllThreads(pid_t pid, std::vector<pid_t>* out) {
 
 }  // namespace
 
-void UniqueFd::Reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
-
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty argv");
   if (spec.inherit_fds.size() > SpawnSpec::kMaxInheritFds) {
@@ -530,7 +497,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpe
     if (absl::Status s = MakePipe(&child_in, &child->stdin_); !s.ok()) return s;
     SetNonBlocking(child->stdin_.get());
   } else {
-    child_in.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    child_in.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!child_in.valid())
       return absl::InternalError(absl::StrCat("open /dev/null: ", strerror(errno)));
     if (absl::Status s = LiftFd(child_in); !s.ok()) return s;
@@ -598,7 +565,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpe
       if (pid > 0) pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
     }
     clone_errno = errno;
-    ready_write.Reset();
+    ready_write.reset();
     if (pid > 0) {
       // EOF once the supervisor has started the leader (or given up).
       char byte;
@@ -612,7 +579,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnSpe
     return absl::ResourceExhaustedError(absl::StrCat("clone: ", strerror(clone_errno)));
   }
   child->supervisor_ = pid;
-  child->pidfd_.Reset(pidfd < 0 ? -1 : pidfd);
+  child->pidfd_.reset(pidfd < 0 ? -1 : pidfd);
   child->region_ = region;
   if (report->leader <= 0 || args.error != 0) {
     // The supervisor could not start the leader, or the leader failed before
@@ -716,7 +683,7 @@ void ChildProcess::SignalTree(int sig, bool include_leader) {
     while (struct dirent* e = readdir(dir)) {
       int pid;
       ProcStat st;
-      if (!absl::SimpleAtoi(e->d_name, &pid) || !ReadProcStat(e->d_name, &st)) continue;
+      if (!absl::SimpleAtoi(e->d_name, &pid) || !ReadProcStat(pid, &st)) continue;
       children[st.ppid].push_back(pid);
     }
     closedir(dir);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/command/output_capture.h"
 #include "tools/runtime/tool.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec::command {
 namespace {
@@ -50,7 +51,7 @@ int MsUntil(Clock::time_point now, Clock::time_point deadline) {
 struct Stream {
   UniqueFd* fd;
   bool is_stderr;
-  Utf8Sanitizer utf8;
+  Utf8StreamSanitizer utf8;
   HeadTail capture;
   uint64_t bytes = 0;  // read from the pipe: what the command wrote
 
@@ -104,8 +105,8 @@ absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) 
   }
   auto child = ChildProcess::Spawn(s);
   if (!child.ok()) return child.status();
-  return std::unique_ptr<CommandRun>(new CommandRun(std::move(spec), std::move(cgroup),
-                                                    std::move(*child), wake_fd.Release()));
+  return std::unique_ptr<CommandRun>(
+      new CommandRun(std::move(spec), std::move(cgroup), std::move(*child), wake_fd.release()));
 }
 
 CommandRun::CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
@@ -148,7 +149,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
 
   const std::string& stdin_text = spec_.stdin_text ? *spec_.stdin_text : std::string();
   size_t stdin_off = 0;
-  if (child_->stdin_fd().valid() && stdin_text.empty()) child_->stdin_fd().Reset();
+  if (child_->stdin_fd().valid() && stdin_text.empty()) child_->stdin_fd().reset();
 
   const Clock::time_point start = started_;
   std::optional<Clock::time_point> wall_deadline;
@@ -258,7 +259,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
         s->utf8.Feed(absl::string_view(buf.get(), n), &text);
         emit(*s, text);
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        s->fd->Reset();
+        s->fd->reset();
         text.clear();
         s->utf8.Finish(&text);
         emit(*s, text);
@@ -270,7 +271,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       if (w > 0) stdin_off += w;
       // Done, or the command closed its stdin (EPIPE): either way, no more.
       if (stdin_off >= stdin_text.size() || (w < 0 && errno != EAGAIN && errno != EINTR)) {
-        child_->stdin_fd().Reset();
+        child_->stdin_fd().reset();
       }
     }
     bool ended = false;
@@ -291,7 +292,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       if (child_->reaped()) cgroup_.reset();
       exited = true;
       drain_deadline = now + kDrainAfterExit;
-      child_->stdin_fd().Reset();
+      child_->stdin_fd().reset();
     }
   }
 
@@ -299,7 +300,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   for (Stream* s : {&out, &err}) {
     if (s->fd->valid()) {
       o.output_cut_at_exit = true;
-      s->fd->Reset();
+      s->fd->reset();
       text.clear();
       s->utf8.Finish(&text);
       emit(*s, text);

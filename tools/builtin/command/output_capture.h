@@ -1,12 +1,10 @@
 // Bounded, UTF-8-clean capture of a command's output.
 //
-// Utf8Sanitizer turns a byte stream that arrives in arbitrary reads into
-// valid UTF-8: a sequence split across reads is held back until it is
-// complete, and every invalid byte (or truncated sequence) becomes U+FFFD and
-// is counted. HeadTail keeps the first `limit` and the last `limit` bytes of
-// what it is given, whatever the total, and renders them with a marker
-// saying how many bytes were dropped in between. BackgroundLog keeps the
-// chunks of a background command that nobody has read yet, bounded too.
+// A command's bytes become valid UTF-8 through Utf8StreamSanitizer
+// (tools/runtime/utf8.h) before they reach HeadTail. HeadTail keeps the first `limit` and the last
+// `limit` bytes of what it is given, whatever the total, and renders them with a marker saying how
+// many bytes were dropped in between. BackgroundLog keeps the chunks of a background command that
+// nobody has read yet, bounded too.
 //
 // Thread safety: none; each object belongs to one CommandRun (BackgroundLog
 // is guarded by its owner's mutex).
@@ -21,22 +19,6 @@
 #include "absl/strings/string_view.h"
 
 namespace toolexec::command {
-
-class Utf8Sanitizer final {
- public:
-  // Appends the valid UTF-8 of (held bytes + `in`) to `*out` and holds back an
-  // incomplete trailing sequence (at most 3 bytes).
-  void Feed(absl::string_view in, std::string* out);
-  // End of stream: a held incomplete sequence becomes U+FFFD.
-  void Finish(std::string* out);
-  // Invalid bytes replaced so far (a truncated sequence counts its bytes).
-  uint64_t invalid_bytes() const { return invalid_bytes_; }
-
- private:
-  unsigned char held_[4] = {};
-  size_t held_len_ = 0;
-  uint64_t invalid_bytes_ = 0;
-};
 
 // The marker put where command output was dropped: "[... 1,157,849 bytes
 // omitted; <how to see them> ...]" on a line of its own.

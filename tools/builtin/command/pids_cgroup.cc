@@ -103,7 +103,7 @@ void RemoveStaleCgroups(const std::string& parent) {
 }  // namespace
 
 CommandCgroup::~CommandCgroup() {
-  procs_.Reset();
+  procs_.reset();
   // The last exits may still be leaving the cgroup for a moment.
   for (int i = 0; i < 100; ++i) {
     if (rmdir(path_.c_str()) == 0 || errno != EBUSY) return;

@@ -32,6 +32,19 @@ std::string ReadSmallFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+bool ReadProcStat(pid_t pid, ProcStat* out) {
+  const std::string text = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
+  // The command name may hold spaces and parentheses: parse after the last ')'.
+  const size_t rp = text.rfind(')');
+  if (rp == std::string::npos) return false;
+  std::vector<absl::string_view> f =
+      absl::StrSplit(absl::string_view(text).substr(rp + 1), ' ', absl::SkipEmpty());
+  // f[0] is the state (field 3), so field N is f[N - 3].
+  return f.size() > 19 && absl::SimpleAtoi(f[1], &out->ppid) &&
+         absl::SimpleAtoi(f[2], &out->pgrp) && absl::SimpleAtoi(f[3], &out->sid) &&
+         absl::SimpleAtoi(f[19], &out->start_ticks);
+}
+
 namespace {
 
 // A zombie in the daemon's own session that nobody claims within this long
@@ -40,26 +53,6 @@ namespace {
 constexpr absl::Duration kForeignZombieGrace = absl::Seconds(2);
 
 constexpr char kRunIdName[] = "TOOLEXEC_RUN_ID=";
-
-// Fields of /proc/<pid>/stat after the command name; 0 if unreadable.
-struct Stat {
-  pid_t ppid = 0;
-  uint64_t start_ticks = 0;
-};
-Stat ReadStat(pid_t pid) {
-  Stat st;
-  std::string text = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
-  size_t rp = text.rfind(')');
-  if (rp == std::string::npos) return st;
-  std::vector<absl::string_view> f =
-      absl::StrSplit(absl::string_view(text).substr(rp + 1), ' ', absl::SkipEmpty());
-  // f[0] is the state (field 3), so field N is f[N - 3].
-  int ppid = 0;
-  if (f.size() > 19 && absl::SimpleAtoi(f[1], &ppid) && absl::SimpleAtoi(f[19], &st.start_ticks)) {
-    st.ppid = ppid;
-  }
-  return st;
-}
 
 // The pid namespace of `pid` ("pid:[4026531836]"), "" if unreadable.
 std::string PidNamespace(pid_t pid) {
@@ -78,7 +71,8 @@ bool OwnerAlive(absl::string_view run_id) {
       !absl::SimpleAtoi(parts[1], &start) || pid <= 0) {
     return true;  // not ours to judge
   }
-  return ReadStat(pid).start_ticks == start;
+  ProcStat st;
+  return ReadProcStat(pid, &st) && st.start_ticks == start;
 }
 
 namespace {
@@ -91,7 +85,10 @@ namespace {
 uint64_t KillLeftovers() {
   const pid_t self = getpid();
   absl::flat_hash_set<pid_t> spared = {self};
-  for (pid_t p = getppid(); p > 1 && spared.insert(p).second;) p = ReadStat(p).ppid;
+  for (pid_t p = getppid(); p > 1 && spared.insert(p).second;) {
+    ProcStat st;
+    p = ReadProcStat(p, &st) ? st.ppid : 0;
+  }
   const std::string own_ns = PidNamespace(self);
   const uid_t uid = geteuid();
   const char* own = getenv("TOOLEXEC_RUN_ID");
@@ -126,7 +123,11 @@ uint64_t KillLeftovers() {
 }  // namespace
 
 std::string NewRunId() {
-  static const std::string prefix = absl::StrCat(getpid(), "-", ReadStat(getpid()).start_ticks);
+  static const std::string prefix = [] {
+    ProcStat st;
+    ReadProcStat(getpid(), &st);  // start_ticks stays 0 if unreadable
+    return absl::StrCat(getpid(), "-", st.start_ticks);
+  }();
   static std::atomic<uint64_t> counter{0};
   return absl::StrCat(prefix, "-", ++counter);
 }

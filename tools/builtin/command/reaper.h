@@ -67,6 +67,17 @@ bool OwnerAlive(absl::string_view run_id);
 // The whole of a small file (/proc, cgroup files); "" if unreadable.
 std::string ReadSmallFile(const std::string& path);
 
+// Fields of /proc/<pid>/stat: "pid (comm) state ppid pgrp session ... and
+// starttime (field 22, in clock ticks after boot)".
+struct ProcStat {
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t sid = 0;
+  uint64_t start_ticks = 0;
+};
+// False when the process is gone or its stat cannot be read.
+bool ReadProcStat(pid_t pid, ProcStat* out);
+
 }  // namespace toolexec::command
 
 #endif  // TOOLEXEC_TOOLS_BUILTIN_COMMAND_REAPER_H_

@@ -18,7 +18,7 @@ class LoadArtifactsTool final : public Tool {
                       "Loads the latest version of each named artifact of this session (files, "
                       "images, reports saved earlier). Text artifacts come back as text, others "
                       "as base64 data.",
-                      R"({"type":"object","required":["artifact_names"],"properties":{
+                      R"({"type":"object","additionalProperties":false,"required":["artifact_names"],"properties":{
       "artifact_names":{"type":"array","items":{"type":"string"},
                         "description":"Names of the artifacts to load."}}})")
                  .Type(ToolType::kFileRead)

@@ -1,9 +1,8 @@
 #include "tools/builtin/fs/confined.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <linux/limits.h>
-#include <stdio.h>  // renameat2
+#include <linux/openat2.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,7 +12,6 @@
 #include <deque>
 #include <utility>
 
-#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,9 +20,6 @@
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
-#endif
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
 #endif
 
 namespace toolexec::fs {
@@ -37,11 +32,6 @@ std::atomic<internal::Resolver> g_resolver{internal::Resolver::kAuto};
 
 // How often a resolution is retried when the tree changes under it.
 constexpr int kMaxRetries = 16;
-
-std::string ErrnoText(int err) {
-  const char* text = strerrordesc_np(err);
-  return text != nullptr ? std::string(text) : absl::StrCat("errno ", err);
-}
 
 // Lexical components: "" and "." dropped, ".." kept.
 std::vector<absl::string_view> Components(absl::string_view path) {
@@ -62,19 +52,6 @@ std::string DisplayOf(const ConfinedRoot& root, absl::string_view relative, bool
   if (is_default) return std::string(relative);
   if (relative == ".") return root.path();
   return root.path() == "/" ? absl::StrCat("/", relative) : absl::StrCat(root.path(), "/", relative);
-}
-
-absl::Status Denied(absl::string_view display, absl::string_view detail) {
-  return ToolError(ErrorCode::kDenied,
-                   absl::StrCat("path '", display, "' is outside the workspace: ", detail));
-}
-
-long Openat2(int dirfd, const char* path, int flags, uint64_t resolve) {
-  struct open_how how = {};
-  how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
-  how.mode = 0;
-  how.resolve = resolve;
-  return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
 bool SameFile(const struct stat& a, const struct stat& b) {
@@ -105,11 +82,6 @@ bool DirIsBeneath(int dir, const struct stat& root) {
 
 // ---------------------------------------------------------------------------
 // UniqueFd, ConfinedRoot
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
 
 absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Make(std::string path,
                                                                         UniqueFd fd) {
@@ -214,10 +186,10 @@ absl::StatusOr<WorkspacePath> ResolveWorkspacePath(
       for (const auto& root : workspaces) {
         if (root != nullptr) names.push_back(root->path());
       }
-      return Denied(path, absl::StrCat("it is not beneath the workspace ",
-                                       names.size() == 1 ? "" : "roots ",
-                                       absl::StrJoin(names, ", "),
-                                       "; give a path relative to the workspace"));
+      return OutsideWorkspaceError(
+          path,
+          absl::StrCat("it is not beneath the workspace ", names.size() == 1 ? "" : "roots ",
+                       absl::StrJoin(names, ", "), "; give a path relative to the workspace"));
     }
   }
   WorkspacePath wp;
@@ -381,49 +353,11 @@ UniqueFd WalkBeneath(int root_fd, absl::string_view relative, int flags, FollowF
 // ---------------------------------------------------------------------------
 // Opening
 
-absl::Status ErrnoStatus(int err, absl::string_view display, absl::string_view doing) {
-  std::string prefix = doing.empty() ? "" : absl::StrCat(doing, " ");
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(absl::StrCat(prefix, "no such file or directory: ", display));
-    case ENOTDIR:
-      return absl::FailedPreconditionError(
-          absl::StrCat(prefix, "'", display, "': a component of the path is not a directory"));
-    case EISDIR:
-      return absl::FailedPreconditionError(absl::StrCat(prefix, "'", display, "' is a directory"));
-    case EACCES:
-    case EPERM:
-      return absl::FailedPreconditionError(
-          absl::StrCat(prefix, "'", display, "': permission denied by the file system"));
-    case EEXIST:
-      return absl::FailedPreconditionError(absl::StrCat(prefix, "'", display, "' already exists"));
-    case ENAMETOOLONG:
-      return absl::InvalidArgumentError(absl::StrCat("path '", display, "' is too long"));
-    case ELOOP:
-      return absl::FailedPreconditionError(absl::StrCat(
-          prefix, "'", display, "': too many levels of symbolic links (a symlink loop?)"));
-    case EXDEV:
-      return Denied(display, "it leads out of the workspace");
-    case ENOSPC:
-    case EDQUOT:
-      return absl::FailedPreconditionError(
-          absl::StrCat(prefix, "'", display, "': no space left on the device"));
-    case EROFS:
-      return absl::FailedPreconditionError(
-          absl::StrCat(prefix, "'", display, "': the file system is read-only"));
-    case EAGAIN:
-      return absl::FailedPreconditionError(absl::StrCat(
-          prefix, "'", display, "': the directory tree kept changing during the lookup; retry"));
-    default:
-      return absl::UnknownError(absl::StrCat(prefix, "'", display, "': ", ErrnoText(err)));
-  }
-}
-
 namespace {
 
 // Turns a resolution failure into the status of the convention.
 absl::Status FailureStatus(const internal::ResolveFailure& f, const WorkspacePath& path) {
-  if (f.err == EXDEV) return Denied(path.display, f.detail);
+  if (f.err == EXDEV) return OutsideWorkspaceError(path.display, f.detail);
   if (f.err == ELOOP && !f.detail.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("cannot open '", path.display, "': ", f.detail));
   }
@@ -475,8 +409,10 @@ absl::StatusOr<UniqueFd> OpenBeneath(const WorkspacePath& path, int flags, Follo
           }
         }
         // ELOOP the walk did not reproduce: a /proc magic link (RESOLVE_NO_MAGICLINKS).
-        if (err == ELOOP) return Denied(path.display, "it passes through a /proc magic link");
-        return Denied(path.display, "it leads out of the workspace");
+        if (err == ELOOP) {
+          return OutsideWorkspaceError(path.display, "it passes through a /proc magic link");
+        }
+        return OutsideWorkspaceError(path.display, "it leads out of the workspace");
       }
       return ErrnoStatus(err, path.display);
     }
@@ -513,13 +449,8 @@ absl::StatusOr<OpenedFile> OpenRegularFile(const WorkspacePath& path, FollowFina
         "'", path.display, "' is not a directory, but the path ends in '/'; drop the '/'"));
   }
   if (!S_ISREG(file.st.st_mode)) {
-    const char* kind = S_ISFIFO(file.st.st_mode)   ? "a fifo"
-                       : S_ISSOCK(file.st.st_mode) ? "a socket"
-                       : S_ISCHR(file.st.st_mode)  ? "a character device"
-                       : S_ISBLK(file.st.st_mode)  ? "a block device"
-                                                   : "not a regular file";
-    return absl::FailedPreconditionError(
-        absl::StrCat("'", path.display, "' is ", kind, ", not a regular file"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", path.display, "' is ", FileKindName(file.st.st_mode), ", not a regular file"));
   }
   if (!fd.ok()) return fd.status();
   int fl = fcntl(fd->get(), F_GETFL);
@@ -596,7 +527,7 @@ absl::Status CheckBeforeCreating(const WorkspacePath& path) {
       continue;
     }
     if (ErrorCodeOf(dir.status()) == ErrorCode::kDenied && comps[i] == "..") {
-      return Denied(path.display, "its '..' climbs above the workspace root");
+      return OutsideWorkspaceError(path.display, "its '..' climbs above the workspace root");
     }
     if (!absl::IsNotFound(dir.status())) return dir.status();
     base.pop_back();
@@ -642,104 +573,12 @@ absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path) {
   return cur;
 }
 
-// ---------------------------------------------------------------------------
-// Atomic writes
-
-FileIdentity FileIdentity::Of(const struct stat& st) {
-  FileIdentity id;
-  id.dev = st.st_dev;
-  id.ino = st.st_ino;
-  id.size = st.st_size;
-  id.mtime = st.st_mtim;
-  return id;
-}
-
-bool FileIdentity::operator==(const FileIdentity& o) const {
-  return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
-         mtime.tv_nsec == o.mtime.tv_nsec;
-}
-
-absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_view data,
-                             const AtomicWriteOptions& options) {
-  const std::string display = options.display.empty() ? std::string(name) : options.display;
-  if (name.empty() || name == "." || name == ".." || name.find('/') != absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("'", display, "' does not end in a file name"));
-  }
-  const std::string target(name);
-  thread_local absl::BitGen bitgen;
-  std::string tmp;
-  UniqueFd out;
-  const mode_t create_mode = 0666;
-  for (int attempt = 0; attempt < 8 && !out.valid(); ++attempt) {
-    tmp = absl::StrCat(".", name.substr(0, 200), ".tmp-",
-                       absl::Hex(absl::Uniform<uint64_t>(bitgen), absl::kZeroPad16));
-    out.reset(openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                     create_mode));
-    if (!out.valid() && errno != EEXIST) return ErrnoStatus(errno, display, "creating a temp file for");
-  }
-  if (!out.valid()) return ErrnoStatus(EEXIST, tmp, "creating temp file");
-
-  auto fail = [&](absl::Status status) {
-    out.reset();
-    unlinkat(dir_fd, tmp.c_str(), 0);
-    return status;
-  };
-  const char* p = data.data();
-  size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = write(out.get(), p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(ErrnoStatus(errno, display, "writing"));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (options.uid.has_value() || options.gid.has_value()) {
-    // Keeping the owner needs privileges we may lack; the content matters more.
-    (void)!fchown(out.get(), options.uid.value_or(static_cast<uid_t>(-1)),
-                  options.gid.value_or(static_cast<gid_t>(-1)));
-  }
-  // The mode last: write(2) by a normal user and chown(2) by anyone clear
-  // set-user-ID and set-group-ID. Those stay only where the owner (group) was
-  // kept, so a file is never made set-ID to the daemon's own user.
-  if (options.mode.has_value()) {
-    mode_t mode = *options.mode & 07777;
-    struct stat st;
-    if (fstat(out.get(), &st) != 0) st.st_uid = st.st_gid = static_cast<uid_t>(-1);
-    if (options.uid.has_value() && st.st_uid != *options.uid) mode &= ~S_ISUID;
-    if (options.gid.has_value() && st.st_gid != *options.gid) mode &= ~S_ISGID;
-    if (fchmod(out.get(), mode) != 0) return fail(ErrnoStatus(errno, display, "setting the mode of"));
-  }
-  if (fsync(out.get()) != 0) return fail(ErrnoStatus(errno, display, "syncing"));
-  if (close(out.release()) != 0) return fail(ErrnoStatus(errno, display, "closing"));
-
-  if (options.expect.has_value()) {
-    struct stat st;
-    if (fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !(FileIdentity::Of(st) == *options.expect)) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "'", display, "' changed while it was being edited; read it again and retry")));
-    }
-  }
-  if (options.replace_existing) {
-    if (renameat(dir_fd, tmp.c_str(), dir_fd, target.c_str()) != 0) {
-      return fail(ErrnoStatus(errno, display, "replacing"));
-    }
-  } else if (renameat2(dir_fd, tmp.c_str(), dir_fd, target.c_str(), RENAME_NOREPLACE) != 0) {
-    int err = errno;
-    if (err != EINVAL && err != ENOSYS) return fail(ErrnoStatus(err, display, "creating"));
-    // The file system has no RENAME_NOREPLACE: link(2) also refuses to replace.
-    if (linkat(dir_fd, tmp.c_str(), dir_fd, target.c_str(), 0) != 0) {
-      return fail(ErrnoStatus(errno, display, "creating"));
-    }
-    unlinkat(dir_fd, tmp.c_str(), 0);
-  }
-  // Make the rename itself durable. Some file systems refuse fsync on a directory.
-  if (fsync(dir_fd) != 0 && errno != EINVAL && errno != EBADF) {
-    return ErrnoStatus(errno, display, "syncing the directory of");
-  }
-  return absl::OkStatus();
+long Openat2(int dirfd, const char* path, int flags, uint64_t resolve) {
+  struct open_how how = {};
+  how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
+  how.mode = 0;
+  how.resolve = resolve;
+  return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
 absl::Status RefuseFinalSymlink(const WorkspacePath& path, absl::string_view tool) {

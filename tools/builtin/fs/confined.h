@@ -80,38 +80,20 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tools/runtime/file_io.h"
 
 namespace toolexec::fs {
 
+// The file primitives of the runtime (tools/runtime/file_io.h), under the
+// names the tools use.
+using ::toolexec::AtomicWriteOptions;
+using ::toolexec::ErrnoStatus;
+using ::toolexec::FileIdentity;
+using ::toolexec::UniqueFd;
+using ::toolexec::WriteFileAtomic;
+
 // The most symlinks one resolution follows (the kernel's own limit is 40).
 inline constexpr int kMaxSymlinks = 40;
-
-// An owned file descriptor. Move-only; closes on destruction.
-class UniqueFd final {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 struct WorkspacePath;
 
@@ -222,47 +204,10 @@ absl::StatusOr<UniqueFd> OpenDirectory(const WorkspacePath& path);
 // created.
 absl::StatusOr<UniqueFd> MakeDirectories(const WorkspacePath& path);
 
-// The identity of a file at one moment, to detect that it changed.
-struct FileIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  struct timespec mtime = {};
-  static FileIdentity Of(const struct stat& st);
-  bool operator==(const FileIdentity& o) const;
-};
-
-struct AtomicWriteOptions {
-  // false: fail FailedPrecondition ("already exists") if `name` exists at the
-  // moment of the rename (renameat2 RENAME_NOREPLACE; link+unlink where the
-  // file system lacks it). true: replace it.
-  bool replace_existing = false;
-  // Permission bits for the file (applied with fchmod, so not masked by the
-  // umask). Unset: 0666 & ~umask.
-  std::optional<mode_t> mode;
-  // Best effort fchown (kept from the file being replaced); failures ignored.
-  std::optional<uid_t> uid;
-  std::optional<gid_t> gid;
-  // If set, the current `name` must still be this file right before the
-  // rename, else FailedPrecondition ("changed while it was being edited").
-  std::optional<FileIdentity> expect;
-  // How to name the file in messages.
-  std::string display;
-};
-
-// Writes `data` to `name` (one component) in `dir_fd` (an O_RDONLY directory
-// handle from OpenDirectory/MakeDirectories) atomically: a temp file in the
-// same directory (".<name>.tmp-<random>", O_EXCL|O_NOFOLLOW), write, fsync,
-// rename over `name`, fsync the directory. A crash leaves the old or the new
-// content, never a mix. rename(2) replaces a directory entry and never follows
-// a symlink at `name`, so a planted link is replaced, not written through
-// (callers that must refuse symlinks check with fstatat first). The temp file
-// is removed on any failure.
-absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_view data,
-                             const AtomicWriteOptions& options);
-
-// The status for an errno from an operation on `display` (see the convention).
-absl::Status ErrnoStatus(int err, absl::string_view display, absl::string_view doing = "");
+// openat2(2) of `path` in `dirfd` with open(2) `flags` (| O_CLOEXEC) and
+// `resolve` (RESOLVE_BENEATH, ...): the descriptor, or -1 with errno (ENOSYS
+// where the kernel lacks the call).
+long Openat2(int dirfd, const char* path, int flags, uint64_t resolve);
 
 namespace internal {
 

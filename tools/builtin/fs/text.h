@@ -1,6 +1,5 @@
 // Text helpers shared by the file and search tools: is it binary, what mime
-// type, and UTF-8 made safe for JSON/protobuf strings (which must be valid
-// UTF-8; raw file bytes need not be).
+// type. (UTF-8 made safe for JSON/protobuf strings: tools/runtime/utf8.h.)
 // Thread safety: pure functions.
 #ifndef TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_
 #define TOOLEXEC_TOOLS_BUILTIN_FS_TEXT_H_
@@ -24,14 +23,6 @@ bool LooksBinary(absl::string_view head);
 // the extension of `name`; "application/octet-stream" when unknown binary,
 // "text/plain" when unknown text.
 std::string GuessMimeType(absl::string_view head, absl::string_view name);
-
-// True if `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
-bool IsValidUtf8(absl::string_view s);
-
-// Appends `s` to `out`, replacing every ill-formed sequence with U+FFFD (one
-// per maximal invalid subpart, as Unicode recommends). Returns true if any
-// replacement was made.
-bool AppendSanitizedUtf8(std::string* out, absl::string_view s);
 
 }  // namespace toolexec::fs
 

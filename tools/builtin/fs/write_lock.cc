@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 #include <string>
@@ -17,9 +18,7 @@
 
 namespace toolexec::fs {
 
-namespace {
-
-struct Key {
+struct FileWriteLock::Key {
   dev_t dev;
   ino_t ino;
   std::string name;
@@ -27,13 +26,14 @@ struct Key {
   bool operator==(const Key& o) const {
     return std::tie(dev, ino, name) == std::tie(o.dev, o.ino, o.name);
   }
+  bool operator<(const Key& o) const {
+    return std::tie(dev, ino, name) < std::tie(o.dev, o.ino, o.name);
+  }
   template <typename H>
   friend H AbslHashValue(H h, const Key& k) {
     return H::combine(std::move(h), k.dev, k.ino, k.name);
   }
 };
-
-}  // namespace
 
 // Fields are guarded by Table::mu.
 struct FileWriteLock::Entry {
@@ -43,6 +43,8 @@ struct FileWriteLock::Entry {
 };
 
 namespace {
+
+using Key = FileWriteLock::Key;
 
 // std::unordered_map: entries stay where they are while others come and go.
 struct Table {
@@ -85,6 +87,34 @@ absl::StatusOr<FileWriteLock> FileWriteLock::Acquire(int dir_fd, absl::string_vi
                                                      absl::string_view display) {
   auto key = KeyOf(dir_fd, name);
   if (!key.has_value()) return ErrnoStatus(errno, display);
+  return AcquireKey(*std::move(key), cancel, display);
+}
+
+absl::StatusOr<std::vector<FileWriteLock>> FileWriteLock::AcquireAll(
+    const std::vector<Target>& targets, const CancellationToken& cancel) {
+  std::vector<std::pair<Key, const Target*>> keys;
+  for (const Target& t : targets) {
+    auto key = KeyOf(t.dir_fd, t.name);
+    if (!key.has_value()) return ErrnoStatus(errno, t.display);
+    keys.emplace_back(*std::move(key), &t);
+  }
+  std::sort(keys.begin(), keys.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  keys.erase(std::unique(keys.begin(), keys.end(),
+                         [](const auto& a, const auto& b) { return a.first == b.first; }),
+             keys.end());
+  std::vector<FileWriteLock> held;
+  held.reserve(keys.size());
+  for (auto& [key, target] : keys) {
+    auto lock = AcquireKey(std::move(key), cancel, target->display);
+    if (!lock.ok()) return lock.status();  // releases those already held
+    held.push_back(*std::move(lock));
+  }
+  return held;
+}
+
+absl::StatusOr<FileWriteLock> FileWriteLock::AcquireKey(Key key, const CancellationToken& cancel,
+                                                        absl::string_view display) {
   Table& table = GlobalTable();
   // Cancellation wakes the waiters: releasing the mutex re-evaluates their
   // conditions. Registered before waiting, without the mutex held (an already
@@ -95,7 +125,7 @@ absl::StatusOr<FileWriteLock> FileWriteLock::Acquire(int dir_fd, absl::string_vi
   bool cancelled = false;
   {
     absl::MutexLock lock(&table.mu);
-    auto it = table.entries.try_emplace(*std::move(key)).first;
+    auto it = table.entries.try_emplace(std::move(key)).first;
     entry = &it->second;
     entry->key = &it->first;
     ++entry->users;

@@ -26,11 +26,13 @@
 // cancel, timeout, shutdown) stops waiting at once: a cancellation callback
 // wakes the waiters and Acquire returns Cancelled without the lock.
 //
-// Deadlock: a call holds at most one FileWriteLock at a time and acquires
-// nothing else that another holder could wait for while holding it (the
-// directories are made and opened before, the table mutex is never held
-// while waiting for I/O), so no cycle can form. A holder always finishes:
-// its work is local file I/O, bounded by max_file_bytes.
+// Deadlock: a call holds either one FileWriteLock (Acquire) or a set taken
+// at once by AcquireAll, which takes them in one global order (directory
+// dev, inode, name), each key once even when two paths alias it. A holder
+// acquires nothing else that another holder could wait for (the directories
+// are made and opened before, the table mutex is never held while waiting
+// for I/O), so no cycle can form. A holder always finishes: its work is local
+// file I/O, bounded by max_file_bytes.
 //
 // Writers outside the daemon (a command, an editor) do not take this lock;
 // WriteFileAtomic's `expect` check still refuses a write when the file was
@@ -40,6 +42,8 @@
 #define TOOLEXEC_TOOLS_BUILTIN_FS_WRITE_LOCK_H_
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -56,6 +60,20 @@ class FileWriteLock final {
   static absl::StatusOr<FileWriteLock> Acquire(int dir_fd, absl::string_view name,
                                                const CancellationToken& cancel,
                                                absl::string_view display);
+
+  // One file of a set to lock: `name` (one component) in the directory
+  // `dir_fd`, named `display` in messages.
+  struct Target {
+    int dir_fd;
+    std::string name;
+    std::string display;
+  };
+  // Holds the locks of every target (for a write that replaces several files
+  // together). Takes them in the global order above, so two such calls never
+  // wait for each other in a cycle; targets that reach the same key share one
+  // lock. Cancelled (holding none) if `cancel` trips first.
+  static absl::StatusOr<std::vector<FileWriteLock>> AcquireAll(const std::vector<Target>& targets,
+                                                               const CancellationToken& cancel);
 
   FileWriteLock(FileWriteLock&& other) noexcept : entry_(other.entry_), waited_(other.waited_) {
     other.entry_ = nullptr;
@@ -76,8 +94,12 @@ class FileWriteLock final {
   static int UsersForTesting(int dir_fd, absl::string_view name);
 
   struct Entry;
+  struct Key;
 
  private:
+  static absl::StatusOr<FileWriteLock> AcquireKey(Key key, const CancellationToken& cancel,
+                                                  absl::string_view display);
+
   FileWriteLock(Entry* entry, bool waited) : entry_(entry), waited_(waited) {}
 
   Entry* entry_;

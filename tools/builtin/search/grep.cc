@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tools/builtin/search/walker.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec::search {
 namespace {
@@ -50,37 +51,6 @@ size_t CountNewlines(const char* p, size_t n) {
   return count;
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t len = 0;
-  uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-      (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-    return 0;
-  }
-  return len;
-}
-
 // The start of the `count` lines before the line at text[pos], or of as many
 // as text holds (*found of them).
 size_t LinesBefore(absl::string_view text, size_t pos, uint64_t count, uint64_t* found) {
@@ -91,20 +61,6 @@ size_t LinesBefore(absl::string_view text, size_t pos, uint64_t count, uint64_t*
     ++*found;
   }
   return pos;
-}
-
-// Appends s as valid UTF-8, stopping before `max_bytes` of output; returns
-// false if it stopped early.
-bool AppendUtf8(absl::string_view s, size_t max_bytes, std::string* out) {
-  constexpr absl::string_view kReplacement = "\xEF\xBF\xBD";
-  for (size_t i = 0; i < s.size();) {
-    size_t len = Utf8SequenceLength(s, i);
-    const absl::string_view piece = len == 0 ? kReplacement : s.substr(i, len);
-    if (out->size() + piece.size() > max_bytes) return false;
-    out->append(piece.data(), piece.size());
-    i += len == 0 ? 1 : len;
-  }
-  return true;
 }
 
 // The process-wide account of buffer bytes (see grep.h).
@@ -743,18 +699,11 @@ void SearchOpenFile(int fd, std::string path, const GrepRequest& request, Worker
 
 }  // namespace
 
-std::string SanitizeUtf8(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  AppendUtf8(text, static_cast<size_t>(-1), &out);
-  return out;
-}
-
 std::string DisplayLine(absl::string_view line, size_t max_bytes, bool* cut) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   std::string out;
   out.reserve(std::min(line.size(), max_bytes));
-  *cut = !AppendUtf8(line, max_bytes, &out);
+  *cut = !AppendSanitizedUtf8Within(&out, line, max_bytes);
   return out;
 }
 

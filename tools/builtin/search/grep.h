@@ -106,13 +106,9 @@ struct GrepResult {
 // request's token trips; InvalidArgument for a bad pattern.
 absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& request);
 
-// Text for JSON: invalid UTF-8 replaced by U+FFFD, cut to at most `max_bytes`
-// (on a character boundary; *cut set when it was cut). A trailing '\r' is
-// dropped.
+// Text for JSON: invalid UTF-8 replaced by U+FFFD (tools/runtime/utf8.h), cut to at most
+// `max_bytes` (on a character boundary; *cut set when it was cut). A trailing '\r' is dropped.
 std::string DisplayLine(absl::string_view line, size_t max_bytes, bool* cut);
-
-// Valid UTF-8 for a path or name (invalid bytes become U+FFFD).
-std::string SanitizeUtf8(absl::string_view text);
 
 // The bytes of file data the grep engine holds, process-wide, across every
 // call and worker.

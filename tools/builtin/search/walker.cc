@@ -18,10 +18,6 @@
 #include <utility>
 #include <variant>
 
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -530,11 +526,8 @@ bool ReadEntries(int dir_fd, std::vector<DirEntry>* out) {
 
 int OpenSubdirNoFollow(int base_fd, absl::string_view rel) {
   const std::string path(rel.empty() ? "." : rel);
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const long fd = syscall(SYS_openat2, base_fd, path.c_str(), &how, sizeof how);
+  const long fd = fs::Openat2(base_fd, path.c_str(), O_RDONLY | O_DIRECTORY,
+                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
   UniqueFd cur(openat(base_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   for (absl::string_view part : absl::StrSplit(rel, '/', absl::SkipEmpty())) {

@@ -1,0 +1,579 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "spdlog/spdlog.h"
+#include "tools/builtin/builtin.h"
+#include "tools/builtin/command/command.h"
+#include "tools/builtin/fs/confined.h"
+#include "tools/examples/examples.h"
+#include "tools/runtime/executor.h"
+#include "tools/runtime/tool_sets.h"
+
+namespace toolexec {
+namespace {
+
+// A subagent's tools, resolved against the registry at start-up (S7).
+struct ResolvedSubagent {
+  std::string description;
+  std::vector<std::string> tools;     // registration order
+  std::vector<std::string> warnings;  // e.g. start_subagent dropped
+};
+
+// The tools an engine registers, in order (S1): the chosen built-ins, the
+// declared tools (S9), then the example tools.
+absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
+  // Register every built-in in a scratch registry, then keep the chosen ones:
+  // the selection is by tool and tool-set names, which need the registry.
+  ToolRegistry builtins;
+  if (absl::Status s = RegisterFileTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterSearchTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterCommandTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterControlTools(builtins, options.builtin); !s.ok()) return s;
+  auto chosen = ResolveToolSelection(builtins, options.builtin_enabled, options.builtin_disabled,
+                                     "builtin_tools");
+  if (!chosen.ok()) return chosen.status();
+  absl::flat_hash_set<std::string> keep(chosen->begin(), chosen->end());
+  for (auto& tool : builtins.Release()) {
+    if (!keep.contains(tool->name())) continue;
+    if (absl::Status s = registry.Register(std::move(tool), "built-in"); !s.ok()) return s;
+  }
+  if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
+  if (options.example_tools) {
+    if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// S7: each configured subagent's tools, or InvalidArgument naming the
+// subagent and the problem (both lists, an unknown tool, a duplicate name).
+absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
+    const EngineOptions& options, const ToolRegistry& registry) {
+  std::map<std::string, ResolvedSubagent> out;
+  for (const auto& sa : options.subagents) {
+    std::string what = absl::StrCat("subagent '", sa.name, "'");
+    if (out.count(sa.name) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is declared twice"));
+    }
+    ResolvedSubagent resolved;
+    resolved.description = sa.description;
+    absl::StatusOr<std::vector<std::string>> tools;
+    if (sa.enabled_tools.empty() && sa.disabled_tools.empty()) {
+      tools = ResolveToolSelection(registry, {"read_only"}, {}, what);  // S7 default
+    } else {
+      tools = ResolveToolSelection(registry, sa.enabled_tools, sa.disabled_tools, what);
+    }
+    if (!tools.ok()) return tools.status();
+    for (auto& name : *tools) {
+      if (name == "start_subagent") {
+        // A subagent cannot spawn subagents (S7).
+        resolved.warnings.push_back(absl::StrCat(
+            what, ": start_subagent dropped (a subagent cannot start subagents)"));
+        continue;
+      }
+      resolved.tools.push_back(std::move(name));
+    }
+    for (const auto& w : resolved.warnings) spdlog::warn("{}", w);
+    out.emplace(sa.name, std::move(resolved));
+  }
+  return out;
+}
+
+// A session's workspace: an existing directory inside the daemon's, resolved
+// beneath the daemon's root handle (never by a path name checked first and
+// opened later) and held open for the session's life. `path` is relative to
+// the daemon's workspace, or absolute inside it.
+absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> OpenSessionWorkspace(
+    const std::shared_ptr<const fs::ConfinedRoot>& daemon_root, const std::string& path) {
+  auto wp = fs::ResolveWorkspacePath({daemon_root}, path.empty() ? "." : path, "workspaces");
+  absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> root =
+      wp.ok() ? fs::ConfinedRoot::OpenWithin(*wp) : wp.status();
+  if (root.ok()) return root;
+  const absl::Status& s = root.status();
+  if (ErrorCodeOf(s) == ErrorCode::kDenied) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workspace '", path, "' is outside the daemon's workspace ", daemon_root->path()));
+  }
+  if (absl::IsNotFound(s)) {
+    return absl::InvalidArgumentError(absl::StrCat("workspace '", path, "' does not exist"));
+  }
+  // "'a.txt' is not a directory", a malformed path, a symlink loop, ...
+  return absl::InvalidArgumentError(absl::StrCat("workspace ", s.message()));
+}
+
+class RuntimeEngine final : public Engine {
+ public:
+  explicit RuntimeEngine(EngineOptions options) : options_(std::move(options)) {}
+  ~RuntimeEngine() override;
+
+  absl::Status Init(ToolInstaller extra_tools);
+
+  const ToolRegistry& registry() const override { return registry_; }
+  absl::StatusOr<std::vector<const RegisteredTool*>> ListTools(
+      const CallerIdentity& caller, const std::string& session_id,
+      const std::string& tool_set) override;
+  absl::StatusOr<std::unique_ptr<StartedBatch>> StartBatch(const CallerIdentity& caller,
+                                                           BatchSpec spec,
+                                                           BatchObserver* observer) override;
+  absl::StatusOr<SessionInfo> OpenSession(const CallerIdentity& caller,
+                                          OpenSessionSpec spec) override;
+  absl::StatusOr<SessionInfo> UpdateSession(const CallerIdentity& caller,
+                                            const std::string& session_id, bool idle) override;
+  void CloseSession(const CallerIdentity& caller, const std::string& session_id,
+                    MergeOptions merge,
+                    std::function<void(absl::StatusOr<MergeResult>)> done) override;
+  absl::StatusOr<Json> GetState(const CallerIdentity& caller, const std::string& session_id,
+                                const std::vector<std::string>& keys) override;
+  absl::StatusOr<std::unique_ptr<Subscription>> Watch(
+      const CallerIdentity& caller, const std::string& session_id,
+      std::shared_ptr<SessionListener> listener) override;
+  absl::StatusOr<int64_t> SaveArtifact(const CallerIdentity& caller,
+                                       const std::string& session_id, const std::string& name,
+                                       const Artifact& artifact) override;
+  absl::StatusOr<std::pair<Artifact, int64_t>> LoadArtifact(const CallerIdentity& caller,
+                                                            const std::string& session_id,
+                                                            const std::string& name,
+                                                            int64_t version) override;
+  absl::StatusOr<std::vector<std::string>> ListArtifacts(const CallerIdentity& caller,
+                                                         const std::string& session_id) override;
+  absl::StatusOr<std::vector<int64_t>> ListVersions(const CallerIdentity& caller,
+                                                    const std::string& session_id,
+                                                    const std::string& name) override;
+  absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
+                              const std::string& name, int64_t version) override;
+  bool Drain(absl::Time deadline) override;
+  bool Stop() override;
+  bool draining() const override { return draining_.load(std::memory_order_acquire); }
+  int in_flight_batches() const override {
+    absl::MutexLock lock(&mu_);
+    return in_flight_;
+  }
+
+ private:
+  // Every call starts here: records when the last call arrived (Drain waits
+  // for a quiet period).
+  void NoteCall() {
+    last_call_.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
+  }
+  SessionInfo InfoOf(const Session& s) const;
+  // The session `id`, marked as in use; artifacts need one.
+  absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const std::string& id);
+  bool WaitForBatches(absl::Time deadline);
+
+  const EngineOptions options_;
+  ToolRegistry registry_;
+  std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
+  std::unique_ptr<ArtifactStore> artifacts_;
+  std::map<std::string, ResolvedSubagent> subagents_;
+  std::unique_ptr<ToolRunner> runner_;
+  std::unique_ptr<SessionManager> sessions_;
+  // Closes sessions past their idle TTL (only when a TTL is configured).
+  std::thread sweeper_;
+  absl::Notification stop_sweeper_;
+  // Runs session work that may block (closing a session ends its background
+  // commands: SIGTERM, the kill grace, SIGKILL) off the transport's threads.
+  Executor session_work_{Executor::Options{/*min_threads=*/0, /*max_threads=*/64,
+                                           /*idle_timeout=*/absl::Seconds(10)}};
+
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> last_call_{0};  // unix ns; 0 = none yet
+  mutable absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopped_ = false;
+  bool runner_abandoned_ = false;  // tools ignored cancellation past the grace
+};
+
+absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
+  const EngineOptions& o = options_;
+  if (o.workspace.empty() || o.workspace[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the workspace must be an absolute path, got '", o.workspace, "'"));
+  }
+  // Opened once: every call without a session, and every session's
+  // workspace, resolves beneath this handle, whatever happens to the path.
+  auto workspace_root = fs::ConfinedRoot::Open(o.workspace);
+  if (!workspace_root.ok()) return workspace_root.status();
+  workspace_root_ = *std::move(workspace_root);
+  // start_subagent's declaration names the configured subagents.
+  BuiltinOptions builtin = o.builtin;
+  for (const auto& sa : o.subagents) builtin.subagents.push_back({sa.name, sa.description});
+  EngineOptions with_subagents = o;
+  with_subagents.builtin = std::move(builtin);
+  if (absl::Status s = RegisterEngineTools(with_subagents, registry_); !s.ok()) return s;
+  if (extra_tools) {
+    if (absl::Status s = extra_tools(registry_); !s.ok()) return s;
+  }
+  auto subagents = ResolveSubagents(o, registry_);
+  if (!subagents.ok()) return subagents.status();
+  subagents_ = std::move(*subagents);
+  if (o.artifact_dir.empty()) {
+    artifacts_ = NewInMemoryArtifactStore();
+  } else {
+    auto store = NewDirectoryArtifactStore(o.artifact_dir);
+    if (!store.ok()) return store.status();
+    artifacts_ = std::move(*store);
+  }
+  ToolRunner::Options runner_options;
+  // Keep a couple of warm threads for latency; grow to the cap under load.
+  runner_options.executor.min_threads = std::min<size_t>(
+      o.max_concurrent_calls, std::max(2u, std::thread::hardware_concurrency()));
+  runner_options.executor.max_threads = o.max_concurrent_calls;
+  runner_options.default_timeout = o.default_call_timeout;
+  runner_options.max_timeout = o.max_call_timeout;
+  runner_options.max_pending_calls = o.max_pending_calls;
+  runner_options.default_workspace = workspace_root_;
+  runner_options.artifacts = artifacts_.get();
+  runner_options.model_content_default_chars = o.model_content_default_chars;
+  runner_options.model_content_max_chars = o.model_content_max_chars;
+  try {
+    runner_ = std::make_unique<ToolRunner>(&registry_, runner_options);
+  } catch (const std::system_error& e) {  // its timer thread could not start
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot start the runtime's timer thread: ", e.what()));
+  }
+  SessionManager::Options session_options;
+  session_options.max_sessions = o.max_sessions;
+  session_options.max_depth = o.session_max_depth;
+  session_options.idle_ttl = o.session_idle_ttl;
+  sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
+  if (o.session_idle_ttl > absl::ZeroDuration()) {
+    absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
+    auto sweeper = StartThread([this, every] {
+      while (!stop_sweeper_.WaitForNotificationWithTimeout(every)) {
+        if (size_t n = sessions_->SweepIdle(absl::Now()); n > 0) {
+          spdlog::info("closed {} session(s) idle past the TTL", n);
+        }
+      }
+    });
+    if (!sweeper.ok()) return sweeper.status();
+    sweeper_ = *std::move(sweeper);
+  }
+  return absl::OkStatus();
+}
+
+RuntimeEngine::~RuntimeEngine() {
+  if (sweeper_.joinable()) {
+    stop_sweeper_.Notify();
+    sweeper_.join();
+  }
+  if (runner_ == nullptr) return;  // Init failed before the runtime existed
+  if (!stopped_) Stop();
+  // Tools still running past the grace use the registry and the runner: wait
+  // for them before those go (toolexecd itself exits without destroying).
+  if (runner_abandoned_) runner_->Shutdown();
+}
+
+SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
+  SessionInfo info;
+  info.session_id = s.id();
+  info.warnings = s.warnings();
+  info.conversation_id = s.conversation_id();
+  info.idle = s.idle();
+  info.user_id = s.user_id();
+  info.parent_session_id = s.parent_session_id();
+  for (const auto& w : s.workspaces()) info.workspaces.push_back(w->path());
+  info.tools = s.tools().empty() ? registry_.names() : s.tools();
+  return info;
+}
+
+absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
+    const CallerIdentity&, const std::string& session_id, const std::string& tool_set) {
+  NoteCall();
+  std::shared_ptr<Session> session;
+  if (!session_id.empty()) {
+    auto s = sessions_->Get(session_id);
+    if (!s.ok()) return s.status();
+    session = std::move(*s);
+  }
+  auto selected = SelectToolSet(registry_, tool_set);
+  if (!selected.ok() || session == nullptr) return selected;
+  std::vector<const RegisteredTool*> allowed;
+  for (const RegisteredTool* t : *selected) {
+    if (session->AllowsTool(t->name)) allowed.push_back(t);
+  }
+  return allowed;
+}
+
+absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
+    const CallerIdentity&, BatchSpec spec, BatchObserver* observer) {
+  NoteCall();
+  const absl::Status shutting_down = absl::UnavailableError(
+      "toolexecd is shutting down and accepts no new batches; retry on another instance");
+  if (draining()) return shutting_down;
+  if (spec.calls.size() > options_.max_calls_per_batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch has ", spec.calls.size(), " calls; the limit is ",
+                     options_.max_calls_per_batch, " (split it into several batches)"));
+  }
+  BatchRequest batch;
+  if (!spec.session_id.empty()) {
+    auto session = sessions_->Get(spec.session_id);
+    if (!session.ok()) return session.status();
+    (*session)->Touch();
+    batch.session = std::move(*session);
+  }
+  if (spec.timeout.has_value()) {
+    if (*spec.timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(
+          "timeout must be positive (leave it unset for the default)");
+    }
+    batch.timeout = spec.timeout;
+  }
+  batch.model_content_max_chars = spec.model_content_max_chars;
+  batch.calls = std::move(spec.calls);
+  {
+    // Checked and counted in one step, so a drain that has begun never misses
+    // a batch it must wait for.
+    absl::MutexLock lock(&mu_);
+    if (draining()) return shutting_down;
+    ++in_flight_;
+  }
+  auto release = [this] {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  };
+  auto handle = runner_->Start(std::move(batch), observer);
+  if (!handle.ok()) {
+    release();
+    return handle.status();
+  }
+  return std::make_unique<StartedBatch>(*std::move(handle), std::move(release));
+}
+
+absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
+                                                       OpenSessionSpec spec) {
+  NoteCall();
+  if (draining()) {
+    return absl::UnavailableError("toolexecd is shutting down and opens no new sessions");
+  }
+  SessionOptions options;
+  options.conversation_id = std::move(spec.conversation_id);
+  options.user_id = std::move(spec.user_id);
+  options.parent_session_id = std::move(spec.parent_session_id);
+  options.state_keys = std::move(spec.state_keys);
+  const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
+  if (!spec.subagent.empty()) {
+    // S7: the subagent's own tool list; the request may not widen or narrow it.
+    auto it = subagents_.find(spec.subagent);
+    if (it == subagents_.end()) {
+      std::vector<std::string> known;
+      for (const auto& [name, sa] : subagents_) known.push_back(name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown subagent '", spec.subagent, "'; configured subagents: ",
+                       known.empty() ? "none" : absl::StrJoin(known, ", ")));
+    }
+    if (selects) {
+      return absl::InvalidArgumentError(
+          "give subagent or enabled_tools/disabled_tools, not both: a subagent's tools come "
+          "from the config");
+    }
+    options.subagent = spec.subagent;
+    options.tools = it->second.tools;
+    options.warnings = it->second.warnings;
+  } else if (selects) {
+    auto tools =
+        ResolveToolSelection(registry_, spec.enabled_tools, spec.disabled_tools, "OpenSession");
+    if (!tools.ok()) return tools.status();
+    if (tools->empty()) {
+      return absl::InvalidArgumentError(
+          "the session would have no tools: the lists leave none of the registered tools");
+    }
+    options.tools = std::move(*tools);
+  }
+  if (options.tools.empty() && !options.parent_session_id.empty()) {
+    // A child sees no more tools than its parent.
+    if (auto parent = sessions_->Get(options.parent_session_id); parent.ok()) {
+      options.tools = (*parent)->tools();
+    }
+  }
+  for (const auto& w : spec.workspaces) {
+    auto root = OpenSessionWorkspace(workspace_root_, w);
+    if (!root.ok()) return root.status();
+    options.workspaces.push_back(*std::move(root));
+  }
+  auto session = sessions_->Open(std::move(options));
+  if (!session.ok()) return session.status();
+  return InfoOf(**session);
+}
+
+absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity&,
+                                                         const std::string& session_id,
+                                                         bool idle) {
+  NoteCall();
+  auto session = sessions_->Get(session_id);
+  if (!session.ok()) return session.status();
+  (*session)->set_idle(idle);
+  (*session)->Touch();
+  return InfoOf(**session);
+}
+
+void RuntimeEngine::CloseSession(const CallerIdentity&, const std::string& session_id,
+                                 MergeOptions merge,
+                                 std::function<void(absl::StatusOr<MergeResult>)> done) {
+  NoteCall();
+  auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
+    done(sessions_->Close(session_id, merge));
+  };
+  // Submit fails once the executor is shut down or when no thread can be
+  // started: close on this thread then.
+  if (!session_work_.Submit(close).ok()) close();
+}
+
+absl::StatusOr<Json> RuntimeEngine::GetState(const CallerIdentity&, const std::string& session_id,
+                                             const std::vector<std::string>& keys) {
+  NoteCall();
+  auto session = sessions_->Get(session_id);
+  if (!session.ok()) return session.status();
+  return (*session)->tool_state().Snapshot(keys);
+}
+
+absl::StatusOr<std::unique_ptr<Subscription>> RuntimeEngine::Watch(
+    const CallerIdentity&, const std::string& session_id,
+    std::shared_ptr<SessionListener> listener) {
+  NoteCall();
+  auto session = sessions_->Get(session_id);
+  if (!session.ok()) return session.status();
+  int id = (*session)->AddListener(std::move(listener));
+  return std::make_unique<Subscription>(
+      [session = *std::move(session), id] { session->RemoveListener(id); });
+}
+
+absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(const std::string& id) {
+  NoteCall();
+  if (id.empty()) {
+    return absl::InvalidArgumentError("session_id is required: artifacts belong to a session");
+  }
+  auto session = sessions_->Get(id);
+  if (session.ok()) (*session)->Touch();
+  return session;
+}
+
+absl::StatusOr<int64_t> RuntimeEngine::SaveArtifact(const CallerIdentity&,
+                                                    const std::string& session_id,
+                                                    const std::string& name,
+                                                    const Artifact& artifact) {
+  auto session = ArtifactSession(session_id);
+  if (!session.ok()) return session.status();
+  // Through the session, as a tool's save: a child's saves are staged for
+  // its merge (S11), "user:" names included.
+  return (*session)->SaveArtifact(*artifacts_, name, artifact);
+}
+
+absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(
+    const CallerIdentity&, const std::string& session_id, const std::string& name,
+    int64_t version) {
+  auto session = ArtifactSession(session_id);
+  if (!session.ok()) return session.status();
+  if (version < 0) {
+    return absl::InvalidArgumentError("version must be 0 (latest) or a version number");
+  }
+  return artifacts_->Load((*session)->artifact_scope(), name, version);
+}
+
+absl::StatusOr<std::vector<std::string>> RuntimeEngine::ListArtifacts(
+    const CallerIdentity&, const std::string& session_id) {
+  auto session = ArtifactSession(session_id);
+  if (!session.ok()) return session.status();
+  return artifacts_->List((*session)->artifact_scope());
+}
+
+absl::StatusOr<std::vector<int64_t>> RuntimeEngine::ListVersions(const CallerIdentity&,
+                                                                 const std::string& session_id,
+                                                                 const std::string& name) {
+  auto session = ArtifactSession(session_id);
+  if (!session.ok()) return session.status();
+  return artifacts_->Versions((*session)->artifact_scope(), name);
+}
+
+absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity&, const std::string& session_id,
+                                           const std::string& name, int64_t version) {
+  auto session = ArtifactSession(session_id);
+  if (!session.ok()) return session.status();
+  if (version < 0) {
+    return absl::InvalidArgumentError("version must be 0 (all) or a version number");
+  }
+  return artifacts_->Delete((*session)->artifact_scope(), name, version);
+}
+
+bool RuntimeEngine::WaitForBatches(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+bool RuntimeEngine::Drain(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    draining_.store(true, std::memory_order_release);
+  }
+  if (int n = in_flight_batches(); n > 0) {
+    spdlog::info("draining: waiting up to {} for {} in-flight batch(es)",
+                 absl::FormatDuration(std::max(deadline - absl::Now(), absl::ZeroDuration())), n);
+  }
+  const bool all_finished = WaitForBatches(deadline);
+  if (!all_finished) {
+    spdlog::warn("drain grace period over: cancelling {} batch(es)", in_flight_batches());
+    // Their unfinished calls complete as CANCELLED and are still delivered,
+    // so every caller learns what happened to every call.
+    runner_->CancelRunning();
+    WaitForBatches(absl::Now() + absl::Seconds(2));
+  }
+  // Calls sent just before the drain may still be on their way, and callers
+  // refused just now may still be sending: wait, within the deadline, until
+  // none has arrived for the quiet period, so each is refused (UNAVAILABLE,
+  // retry elsewhere). A transport that stops listening cancels what reaches
+  // it meanwhile instead.
+  for (;;) {
+    int64_t last = last_call_.load(std::memory_order_relaxed);
+    if (last == 0) break;
+    absl::Time quiet_at = absl::FromUnixNanos(last) + options_.drain_quiet_period;
+    absl::Time now = absl::Now();
+    if (quiet_at <= now || now >= deadline) break;
+    absl::SleepFor(std::min(quiet_at, deadline) - now);
+  }
+  // What outlives calls (background commands, some of them started without a
+  // session) ends here, all at once: a kill grace is waited out once, not
+  // once per session in CloseAll.
+  for (const auto& t : registry_.tools()) t->tool->shutdown();
+  // Ends Watch subscriptions and runs every tool's cleanup_session.
+  sessions_->CloseAll();
+  return all_finished;
+}
+
+bool RuntimeEngine::Stop() {
+  if (stopped_) return !runner_abandoned_;
+  stopped_ = true;
+  draining_.store(true, std::memory_order_release);
+  // Bounded: a tool that ignores cancellation must not hold the daemon up.
+  runner_->CancelRunning();
+  if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
+    runner_->Shutdown();
+    return true;
+  }
+  runner_abandoned_ = true;
+  spdlog::warn("{} tool call(s) ignored cancellation for {}; stopping without them",
+               runner_->pending_calls(), absl::FormatDuration(options_.tool_stop_grace));
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options,
+                                                       ToolInstaller extra_tools) {
+  auto engine = std::make_unique<RuntimeEngine>(std::move(options));
+  if (absl::Status s = engine->Init(std::move(extra_tools)); !s.ok()) return s;
+  return engine;
+}
+
+}  // namespace toolexec

@@ -1,0 +1,217 @@
+// The Engine: everything toolexecd does, behind calls that know nothing of the
+// transport. A transport (the gRPC service in server/, later MCP) converts its
+// request, calls the engine, and converts the answer and the status back.
+//
+// Contract
+// --------
+// - Every call takes the caller's identity first, so authentication and
+//   policy plug in here without touching the transports.
+// - Errors are absl::Status with the wire's codes: INVALID_ARGUMENT for a bad
+//   request (naming the field and what to do), NOT_FOUND for an unknown
+//   session or artifact, RESOURCE_EXHAUSTED past a limit, UNAVAILABLE once
+//   draining (StartBatch, OpenSession), FAILED_PRECONDITION for a refused
+//   merge. A failing tool is never an error here: it is a result (S3).
+// - StartBatch checks the batch (limit on calls, timeout, session, drain) and
+//   starts it; results reach the observer in call order (S2, see
+//   tools/runtime/tool_runner.h for the observer's rules). The returned
+//   StartedBatch counts the batch as in flight for Drain until it is
+//   destroyed: the transport destroys it once the batch's outcome has reached
+//   the caller, so a drain waits for delivery, not only for the tools.
+// - OpenSession resolves the tools (a subagent's, the request's selection, or
+//   the parent's), and opens each workspace beneath the daemon's workspace
+//   handle (no path is checked first and opened later).
+// - Drain(deadline) and then, after the transport has stopped, Stop(): see
+//   each below.
+//
+// Threads
+// -------
+// Every call may come from any thread at once; none blocks on tool code.
+// Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
+// per-call deadlines fire on the runner's timer thread. CloseSession runs
+// each tool's cleanup (which may wait out a command's kill grace) on the
+// engine's session-work executor and answers through its callback there. An
+// idle-session sweeper thread exists when a session TTL is set. Drain() and
+// Stop() are called once each, by the owner (the daemon's shutdown thread).
+#ifndef TOOLEXEC_CORE_ENGINE_H_
+#define TOOLEXEC_CORE_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/engine_options.h"
+#include "tools/runtime/artifacts.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/session.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec {
+
+// Who is calling. Empty until callers are authenticated; every Engine call
+// takes one so that policy can be decided per caller.
+struct CallerIdentity {};
+
+// One batch as the caller sent it.
+struct BatchSpec {
+  std::string session_id;  // "" = no session
+  std::vector<CallRequest> calls;
+  std::optional<absl::Duration> timeout;  // per call; must be positive when set
+  // model_content characters per call; 0 = the engine's default, capped by
+  // its maximum.
+  uint32_t model_content_max_chars = 0;
+};
+
+// A started batch. Cancel() completes its unfinished calls as CANCELLED. The
+// batch counts as in flight (Drain waits for it) until this is destroyed.
+class StartedBatch final {
+ public:
+  StartedBatch(std::shared_ptr<BatchHandle> handle, std::function<void()> on_release)
+      : handle_(std::move(handle)), on_release_(std::move(on_release)) {}
+  ~StartedBatch() {
+    if (on_release_) on_release_();
+  }
+  StartedBatch(const StartedBatch&) = delete;
+  StartedBatch& operator=(const StartedBatch&) = delete;
+
+  void Cancel() { handle_->Cancel(); }
+
+ private:
+  std::shared_ptr<BatchHandle> handle_;
+  std::function<void()> on_release_;
+};
+
+struct OpenSessionSpec {
+  std::string conversation_id;
+  std::string user_id;
+  std::string parent_session_id;
+  std::vector<std::string> state_keys;
+  std::string subagent;
+  std::vector<std::string> enabled_tools;
+  std::vector<std::string> disabled_tools;
+  // Relative to the daemon's workspace, or absolute inside it.
+  std::vector<std::string> workspaces;
+};
+
+// What a caller sees of a session.
+struct SessionInfo {
+  std::string session_id;
+  std::vector<std::string> warnings;
+  std::string conversation_id;
+  bool idle = false;
+  std::string user_id;
+  std::string parent_session_id;
+  std::vector<std::string> workspaces;  // real paths
+  std::vector<std::string> tools;       // every tool the session may call
+};
+
+// A WatchSession subscription; destroying it unsubscribes.
+class Subscription final {
+ public:
+  explicit Subscription(std::function<void()> end) : end_(std::move(end)) {}
+  ~Subscription() {
+    if (end_) end_();
+  }
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+ private:
+  std::function<void()> end_;
+};
+
+class Engine {
+ public:
+  // Registers extra tools after the engine's own (tests, embedders).
+  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
+
+  // Registers the tools (a duplicate name, an invalid schema or selection is
+  // an error naming it), resolves the subagents (S7), opens the workspace and
+  // the artifact store, and starts the runtime.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options,
+                                                        ToolInstaller extra_tools = nullptr);
+  // Stop() if it has not run.
+  virtual ~Engine() = default;
+
+  // Fixed once created; registration order (S1).
+  virtual const ToolRegistry& registry() const = 0;
+
+  // The tools of `tool_set` ("" = all) that the session (if any) may call, in
+  // registration order.
+  virtual absl::StatusOr<std::vector<const RegisteredTool*>> ListTools(
+      const CallerIdentity& caller, const std::string& session_id,
+      const std::string& tool_set) = 0;
+
+  // `observer` must stay valid until the runner's final call to it (see
+  // BatchObserver). On error the observer is never called.
+  virtual absl::StatusOr<std::unique_ptr<StartedBatch>> StartBatch(const CallerIdentity& caller,
+                                                                   BatchSpec spec,
+                                                                   BatchObserver* observer) = 0;
+
+  virtual absl::StatusOr<SessionInfo> OpenSession(const CallerIdentity& caller,
+                                                  OpenSessionSpec spec) = 0;
+  virtual absl::StatusOr<SessionInfo> UpdateSession(const CallerIdentity& caller,
+                                                    const std::string& session_id,
+                                                    bool idle) = 0;
+  // Closes the session (merging a child into its parent, S11) off the
+  // caller's thread; `done` runs exactly once, on an engine thread, or on the
+  // caller's thread when no engine thread can take it.
+  virtual void CloseSession(const CallerIdentity& caller, const std::string& session_id,
+                            MergeOptions merge,
+                            std::function<void(absl::StatusOr<MergeResult>)> done) = 0;
+  // The session's tool state, or only `keys` of it.
+  virtual absl::StatusOr<Json> GetState(const CallerIdentity& caller,
+                                        const std::string& session_id,
+                                        const std::vector<std::string>& keys) = 0;
+  // Subscribes `listener` to the session's messages (S5) until the returned
+  // subscription is destroyed; OnSessionClosed comes at once if it closed.
+  virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
+      const CallerIdentity& caller, const std::string& session_id,
+      std::shared_ptr<SessionListener> listener) = 0;
+
+  // Artifacts (S10), in the scope of `session_id` (required).
+  virtual absl::StatusOr<int64_t> SaveArtifact(const CallerIdentity& caller,
+                                               const std::string& session_id,
+                                               const std::string& name,
+                                               const Artifact& artifact) = 0;
+  // version 0 = the latest; returns the artifact and its version.
+  virtual absl::StatusOr<std::pair<Artifact, int64_t>> LoadArtifact(
+      const CallerIdentity& caller, const std::string& session_id, const std::string& name,
+      int64_t version) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> ListArtifacts(
+      const CallerIdentity& caller, const std::string& session_id) = 0;
+  virtual absl::StatusOr<std::vector<int64_t>> ListVersions(const CallerIdentity& caller,
+                                                            const std::string& session_id,
+                                                            const std::string& name) = 0;
+  // version 0 = every version.
+  virtual absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
+                                      const std::string& name, int64_t version) = 0;
+
+  // Refuses new batches and sessions with UNAVAILABLE from now on, waits for
+  // the batches in flight until `deadline`, then cancels the rest (their
+  // calls complete as CANCELLED and are still delivered) and waits briefly
+  // for their delivery. Then waits, still within `deadline`, until no call
+  // has reached the engine for the quiet period (drain_quiet_period), so the
+  // calls on their way are refused and their callers have gone before the
+  // transport stops listening. Last, ends what outlives
+  // calls (background commands) and closes every session, which ends Watch
+  // subscriptions. True if every batch finished before `deadline`.
+  virtual bool Drain(absl::Time deadline) = 0;
+  // After the transport has stopped: cancels whatever still runs and waits up
+  // to tool_stop_grace for it. True if the runtime stopped; false if a tool
+  // ignored cancellation (the destructor then waits for it).
+  virtual bool Stop() = 0;
+
+  virtual bool draining() const = 0;
+  virtual int in_flight_batches() const = 0;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_CORE_ENGINE_H_

@@ -1,0 +1,68 @@
+// What an Engine is built from: the tools it registers, its limits, sessions
+// and artifacts. Transport settings (listen address, message sizes, keepalive,
+// the drain grace) are the server's (server/options.h). toolexecd fills this
+// from the config file and flags; server/config.cc's ValidateOptions checks
+// every range once, whichever of the two a value came from.
+#ifndef TOOLEXEC_CORE_ENGINE_OPTIONS_H_
+#define TOOLEXEC_CORE_ENGINE_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tools/builtin/builtin.h"
+#include "tools/runtime/model_content.h"
+#include "tools/runtime/session.h"
+
+namespace toolexec {
+
+// A named subagent from the config (S7): either list, or neither (then the
+// read_only set).
+struct SubagentOptions {
+  std::string name;
+  std::string description;
+  std::vector<std::string> enabled_tools;
+  std::vector<std::string> disabled_tools;
+};
+
+struct EngineOptions {
+  // Absolute path of the default workspace: calls without a session, and
+  // every session's workspace, resolve beneath it.
+  std::string workspace;
+  bool example_tools = false;
+
+  uint32_t max_calls_per_batch = 1024;
+  uint32_t max_concurrent_calls = 256;
+  uint32_t max_pending_calls = 16384;
+  absl::Duration default_call_timeout = absl::Minutes(10);
+  absl::Duration max_call_timeout = absl::Hours(1);
+  // At Stop(), how long cancelled tools get to return before the engine stops
+  // waiting for them (a tool may ignore cancellation).
+  absl::Duration tool_stop_grace = absl::Seconds(5);
+  // Drain waits until no call has reached the engine for this long (within
+  // its deadline) before the transport stops listening: calls already on
+  // their way are then refused with UNAVAILABLE instead of being cut off.
+  absl::Duration drain_quiet_period = absl::Milliseconds(100);
+
+  // model_content characters per call: when a batch asks for none, and the
+  // most it may ask for.
+  uint32_t model_content_default_chars = kDefaultModelContentChars;
+  uint32_t model_content_max_chars = kDefaultModelContentMaxChars;
+
+  uint32_t max_sessions = 10000;
+  int session_max_depth = 5;
+  absl::Duration session_idle_ttl = kDefaultSessionIdleTtl;  // zero = never
+
+  BuiltinOptions builtin;
+  // Which built-in tools to register: tool or tool-set names; at most one list.
+  std::vector<std::string> builtin_enabled;
+  std::vector<std::string> builtin_disabled;
+  // "" = artifacts in memory.
+  std::string artifact_dir;
+  std::vector<SubagentOptions> subagents;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_CORE_ENGINE_OPTIONS_H_

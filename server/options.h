@@ -1,0 +1,48 @@
+// toolexecd's options: the engine's (core/engine_options.h) and the
+// transport's, grouped as Triton groups its gRPC server's. main.cc fills them
+// from the config file and the flags; ValidateOptions (server/config.h) checks
+// every range once, whichever of the two a value came from.
+#ifndef TOOLEXEC_SERVER_OPTIONS_H_
+#define TOOLEXEC_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "core/engine_options.h"
+
+namespace toolexec {
+
+// HTTP/2 keepalive as the server enforces it on clients. Harnesses keep one
+// channel open for a whole agent run and keep it alive with pings.
+struct KeepAliveOptions {
+  // Accept pings on a connection with no call in flight.
+  bool permit_without_calls = true;
+  // Pings closer together than this (with no data) are a protocol violation.
+  absl::Duration min_ping_interval = absl::Seconds(10);
+};
+
+// The gRPC transport. TLS settings join here as a TlsOptions member when the
+// daemon serves TLS; it serves plaintext (and unix sockets) today.
+struct ServerOptions {
+  // "127.0.0.1:50051", "[::]:0", "unix:/run/toolexec.sock".
+  std::string listen = "127.0.0.1:50051";
+  // Largest request the daemon accepts and largest response it sends (tool
+  // arguments such as file contents; one result). A result that would not fit
+  // becomes a TOOL_FAILED result saying so.
+  int max_receive_message_bytes = 64 << 20;
+  int max_send_message_bytes = 64 << 20;
+  KeepAliveOptions keepalive;
+  // On shutdown, how long in-flight batches may finish before they are
+  // cancelled (Engine::Drain's deadline).
+  absl::Duration drain_grace = absl::Seconds(30);
+};
+
+struct DaemonOptions {
+  EngineOptions engine;
+  ServerOptions server;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_OPTIONS_H_

@@ -1,0 +1,146 @@
+// The Engine without a transport: request checks, sessions and the drain.
+#include "core/engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "tests/unit/builtin/file_test_util.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Collects a batch's results; Wait() returns once the batch is done.
+class Collector final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult result) override { results.push_back(std::move(result)); }
+  void OnBatchDone() override { done_.Notify(); }
+  void Wait() { done_.WaitForNotification(); }
+  std::vector<ToolCallResult> results;
+
+ private:
+  absl::Notification done_;
+};
+
+CallRequest Call(const std::string& id, const std::string& name, const std::string& args = "") {
+  CallRequest c;
+  c.id = id;
+  c.name = name;
+  c.args_json = args;
+  return c;
+}
+
+// A batch of `calls` (move-only, so not from an initializer list).
+template <typename... Calls>
+BatchSpec Batch(Calls... calls) {
+  BatchSpec spec;
+  (spec.calls.push_back(std::move(calls)), ...);
+  return spec;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions options;
+    options.workspace = tree_.path();
+    options.example_tools = true;
+    options.max_calls_per_batch = 2;
+    auto engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+  }
+
+  testing::TempTree tree_;
+  std::unique_ptr<Engine> engine_;
+  CallerIdentity caller_;
+};
+
+TEST_F(EngineTest, RunsABatchInCallOrder) {
+  BatchSpec spec = Batch(Call("1", "wait", R"({"ms":50,"value":1})"), Call("2", "get_weather"));
+  Collector collector;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &collector);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(engine_->in_flight_batches(), 1);
+  collector.Wait();
+  ASSERT_EQ(collector.results.size(), 2u);
+  EXPECT_EQ(collector.results[0].id, "1");
+  EXPECT_EQ(collector.results[1].id, "2");
+  EXPECT_TRUE(collector.results[1].ok());
+  batch->reset();  // delivered: no longer in flight
+  EXPECT_EQ(engine_->in_flight_batches(), 0);
+}
+
+TEST_F(EngineTest, RefusesBadBatchesBeforeRunningAnything) {
+  Collector collector;
+  BatchSpec too_many =
+      Batch(Call("1", "get_weather"), Call("2", "get_weather"), Call("3", "get_weather"));
+  auto over = engine_->StartBatch(caller_, std::move(too_many), &collector);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(over.status().message(), HasSubstr("the limit is 2"));
+
+  BatchSpec negative = Batch(Call("1", "get_weather"));
+  negative.timeout = absl::Seconds(-1);
+  EXPECT_EQ(engine_->StartBatch(caller_, std::move(negative), &collector).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  BatchSpec unknown_session;
+  unknown_session.session_id = "s-nope";
+  EXPECT_EQ(engine_->StartBatch(caller_, std::move(unknown_session), &collector).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine_->in_flight_batches(), 0);
+}
+
+TEST_F(EngineTest, SessionWorkspaceMustBeADirectoryInside) {
+  tree_.Write("a.txt", "x");
+  tree_.Mkdir("proj");
+  OpenSessionSpec file;
+  file.workspaces = {"a.txt"};
+  EXPECT_EQ(engine_->OpenSession(caller_, file).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  OpenSessionSpec outside;
+  outside.workspaces = {"../"};
+  EXPECT_THAT(engine_->OpenSession(caller_, outside).status().message(),
+              HasSubstr("outside the daemon's workspace"));
+  OpenSessionSpec proj;
+  proj.workspaces = {"proj"};
+  proj.enabled_tools = {"get_weather"};
+  auto session = engine_->OpenSession(caller_, proj);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_THAT(session->workspaces, ::testing::ElementsAre(tree_.Abs("proj")));
+  EXPECT_THAT(session->tools, ::testing::ElementsAre("get_weather"));
+  auto listed = engine_->ListTools(caller_, session->session_id, "");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0]->name, "get_weather");
+}
+
+TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
+  BatchSpec spec = Batch(Call("1", "wait", R"({"ms":200,"value":1})"));
+  Collector collector;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &collector);
+  ASSERT_TRUE(batch.ok());
+  // The transport lets go of the batch once it is delivered.
+  std::thread deliverer([&] {
+    collector.Wait();
+    batch->reset();
+  });
+  EXPECT_TRUE(engine_->Drain(absl::Now() + absl::Seconds(30)));
+  deliverer.join();
+  ASSERT_EQ(collector.results.size(), 1u);
+  EXPECT_TRUE(collector.results[0].ok());
+  EXPECT_TRUE(engine_->draining());
+  Collector refused;
+  BatchSpec late = Batch(Call("1", "get_weather"));
+  EXPECT_EQ(engine_->StartBatch(caller_, std::move(late), &refused).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(engine_->OpenSession(caller_, {}).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(engine_->Stop());
+}
+
+}  // namespace
+}  // namespace toolexec
