@@ -5,9 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "tests/common/test_tools.h"
 
@@ -42,6 +47,16 @@ absl::StatusOr<Json> Sleep(const JsonValue& args, ToolContext& ctx) {
   out.AddMember("ms", ms, out.GetAllocator());
   return out;
 }
+
+// Collects a started batch's results.
+class Collector final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult r) override { results.push_back(std::move(r)); }
+  void OnBatchDone() override { done.Notify(); }
+  std::vector<ToolCallResult> results;
+  absl::Notification done;
+};
 
 constexpr const char* kSleepSchema =
     R"({"type":"object","properties":{"ms":{"type":"integer","minimum":0}}})";
@@ -211,14 +226,7 @@ TEST_F(RunnerTest, TimeoutReachesTheToolAndKeepsTheBatchBounded) {
 }
 
 TEST_F(RunnerTest, CancelCompletesEveryCallAndWakesTools) {
-  class Observer final : public BatchObserver {
-   public:
-    void OnProgress(ProgressEvent) override {}
-    void OnResult(ToolCallResult r) override { results.push_back(std::move(r)); }
-    void OnBatchDone() override { done.Notify(); }
-    std::vector<ToolCallResult> results;
-    absl::Notification done;
-  } observer;
+  Collector observer;
   std::atomic<bool> woke{false};
   ToolRegistry registry;
   ASSERT_TRUE(registry
@@ -411,6 +419,135 @@ TEST_F(RunnerTest, CancellationReasonMatchesTheResult) {
   runner.CancelRunning();  // too late to change anything
   runner.Shutdown();
   EXPECT_EQ(reason.load(), static_cast<int>(CancelReason::kTimeout));
+}
+
+// A tool on the resource "test:<key>": records when call `n` starts and ends,
+// sleeping `ms` (cancellably) in between.
+class KeyedTool final : public Tool {
+ public:
+  struct Event {
+    int n;
+    bool start;
+  };
+  std::string name() const override { return "keyed"; }
+  std::string description() const override { return "a call on one named resource"; }
+  std::string parameters_schema() const override { return testing::kAnyObject; }
+  std::vector<std::string> resources(const JsonValue& input) const override {
+    if (!input.HasMember("key") || !input["key"].IsString()) return {};
+    return {std::string("test:") + input["key"].GetString(), ""};
+  }
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    int n = args["n"].GetInt();
+    Record(n, true);
+    bool cancelled = ctx.cancellation().WaitFor(absl::Milliseconds(args["ms"].GetInt()));
+    Record(n, false);
+    if (cancelled) return absl::CancelledError("woken");
+    if (args.HasMember("fail")) return absl::InternalError("failed as asked");
+    return Json();
+  }
+  std::vector<Event> events() const {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+
+ private:
+  void Record(int n, bool start) const {
+    absl::MutexLock lock(&mu_);
+    events_.push_back({n, start});
+  }
+  mutable absl::Mutex mu_;
+  mutable std::vector<Event> events_;
+};
+
+CallRequest Keyed(const std::string& key, int n, int ms) {
+  return Call("keyed", absl::StrCat(R"({"key":")", key, R"(","n":)", n, R"(,"ms":)", ms, "}"),
+              absl::StrCat(n));
+}
+
+// The events of the calls in `ns`, in the order they happened.
+std::vector<std::string> EventsOf(const std::vector<KeyedTool::Event>& events,
+                                  std::vector<int> ns) {
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    if (std::find(ns.begin(), ns.end(), e.n) != ns.end()) {
+      out.push_back(absl::StrCat(e.start ? "start " : "end ", e.n));
+    }
+  }
+  return out;
+}
+
+class RunnerResourcesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto tool = std::make_unique<KeyedTool>();
+    keyed_ = tool.get();
+    ASSERT_TRUE(registry_.Register(std::move(tool), "test").ok());
+    runner_ = std::make_unique<ToolRunner>(&registry_, ToolRunner::Options());
+  }
+  ToolRegistry registry_;
+  KeyedTool* keyed_ = nullptr;
+  std::unique_ptr<ToolRunner> runner_;
+};
+
+// Calls on one resource run one after another in call order, whatever their
+// durations; calls on another resource run beside them.
+TEST_F(RunnerResourcesTest, CallsOnOneResourceRunInCallOrderOthersConcurrently) {
+  BatchRequest req;
+  req.calls = Calls(Keyed("a", 0, 150), Keyed("b", 1, 150), Keyed("a", 2, 1), Keyed("a", 3, 40),
+                    Keyed("b", 4, 1));
+  auto results = runner_->Run(std::move(req));
+  ASSERT_TRUE(results.ok());
+  for (const auto& r : *results) EXPECT_TRUE(r.ok()) << r.error_message;
+  auto events = keyed_->events();
+  EXPECT_THAT(EventsOf(events, {0, 2, 3}),
+              ::testing::ElementsAre("start 0", "end 0", "start 2", "end 2", "start 3", "end 3"));
+  EXPECT_THAT(EventsOf(events, {1, 4}),
+              ::testing::ElementsAre("start 1", "end 1", "start 4", "end 4"));
+  // a and b overlapped: both first calls started before either ended.
+  EXPECT_THAT(EventsOf(events, {0, 1}),
+              ::testing::ElementsAre(::testing::StartsWith("start"),
+                                     ::testing::StartsWith("start"), ::testing::_, ::testing::_));
+  EXPECT_TRUE(runner_->WaitIdle(absl::Now() + absl::Seconds(10)));
+}
+
+// Cancelling a batch completes the calls waiting for a resource at once; a
+// call that fails releases its resource like any other.
+TEST_F(RunnerResourcesTest, CancelEndsWaitingCallsAndFailuresRelease) {
+  Collector observer;
+  BatchRequest req;
+  req.calls = Calls(Keyed("a", 0, 10000), Keyed("a", 1, 1), Keyed("a", 2, 1));
+  auto handle = runner_->Start(std::move(req), &observer);
+  ASSERT_TRUE(handle.ok());
+  while (keyed_->events().empty()) absl::SleepFor(absl::Milliseconds(1));
+  (*handle)->Cancel();
+  ASSERT_TRUE(observer.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_EQ(observer.results.size(), 3u);
+  for (const auto& r : observer.results) EXPECT_EQ(r.status, ResultStatus::kCancelled);
+  EXPECT_TRUE(runner_->WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(keyed_->events().size(), 2u);  // only call 0 ran
+
+  BatchRequest failing;
+  failing.calls = Calls(Call("keyed", R"({"key":"a"} trailing)", "unparsed"),
+                        Call("keyed", R"({"key":"a","n":4,"ms":1,"fail":true})", "fails"),
+                        Keyed("a", 5, 1));
+  auto results = runner_->Run(std::move(failing));
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(results->at(0).error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(results->at(1).error->code, ErrorCode::kToolFailed);
+  EXPECT_TRUE(results->at(2).ok());
+}
+
+TEST(PathResourceTest, OneKeyPerSpelling) {
+  EXPECT_EQ(PathResource("a/b"), "path:a/b");
+  EXPECT_EQ(PathResource("a/./b"), "path:a/b");
+  EXPECT_EQ(PathResource("./a//b/"), "path:a/b");
+  EXPECT_EQ(PathResource("a/c/../b"), "path:a/b");
+  EXPECT_EQ(PathResource("../x"), "path:../x");
+  EXPECT_EQ(PathResource("."), "path:.");
+  EXPECT_EQ(PathResource("/w/./a/../b"), "path:/w/b");
+  EXPECT_EQ(PathResource("/../b"), "path:/b");
+  EXPECT_EQ(PathResource(""), "");
+  EXPECT_EQ(CommandResource("7"), "command:7");
 }
 
 }  // namespace

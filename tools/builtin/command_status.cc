@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -49,6 +50,9 @@ class CommandStatusTool final : public Tool {
   bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
     return ProcessTitle(name(), input);
+  }
+  std::vector<std::string> resources(const JsonValue& input) const override {
+    return ProcessResources(input);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {

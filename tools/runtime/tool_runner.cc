@@ -1,9 +1,11 @@
 #include "tools/runtime/tool_runner.h"
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -66,8 +68,22 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (session_ != nullptr) session_->EndBatch();
   }
 
-  // Schedules every call's timer and task. Called once, right after construction.
+  // Finds each call's tool, parses its arguments and orders the calls that
+  // share a resource; then schedules every call's timer and starts the calls
+  // that may run. Called once, right after construction.
   void Start() {
+    for (auto& call : calls_) ResolveResources(*call);
+    {
+      absl::MutexLock lock(&mu_);
+      for (uint32_t i = 0; i < calls_.size(); ++i) {
+        Call& c = *calls_[i];
+        for (const std::string& key : c.resources) {
+          std::deque<uint32_t>& queue = resource_queues_[key];
+          if (!queue.empty()) ++c.blocked_on;
+          queue.push_back(i);
+        }
+      }
+    }
     auto self = shared_from_this();
     absl::Time deadline = start_ + timeout_;
     for (uint32_t i = 0; i < calls_.size(); ++i) {
@@ -78,27 +94,19 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       // the deadline. Both sides use seq_cst, so one of them always sees the other.
       if (c.done.load()) runner_->timers_.Cancel(c.timer.load());
     }
-    for (uint32_t i = 0; i < calls_.size(); ++i) {
-      absl::Status queued = runner_->executor_.Submit([self, i] {
-        self->RunCall(i);
-        self->runner_->pending_calls_.fetch_sub(1);
-      });
-      if (absl::IsUnavailable(queued)) {
-        runner_->pending_calls_.fetch_sub(1);
-        Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)));
-      } else if (!queued.ok()) {
-        runner_->pending_calls_.fetch_sub(1);
-        const std::string& name = calls_[i]->request.name;
-        Complete(i, Failure(i, runner_->registry_->Find(name), ErrorCode::kInternal,
-                            absl::StrCat("tool '", name, "' was not run: ", queued.message())));
-      }
-    }
+    Dispatch({});
     if (calls_.empty()) Deliver();
   }
 
   void Cancel() override { CancelAll(CancelReason::kCancelled); }
 
   void CancelAll(CancelReason reason) {
+    {
+      // No call starts from now on, not even one whose resource a call
+      // cancelled below releases before its own turn to be cancelled.
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       if (calls_[i]->done.load(std::memory_order_acquire)) continue;
       // Complete first, then wake the tool: the tool's own early return must
@@ -113,6 +121,18 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
  private:
   struct Call {
     CallRequest request;
+    // Set by Start() for a call the daemon runs: its tool, its arguments as
+    // parsed (or why they could not be), and the resources it acts on.
+    const RegisteredTool* tool = nullptr;
+    std::optional<absl::StatusOr<Json>> args;
+    std::vector<std::string> resources;
+    // Where the call is (under mu_): waiting (not admitted yet, or behind an
+    // earlier call on one of its resources), submitted to the executor, or
+    // ended (its task returned, or it completed without one). Ending releases
+    // its resources.
+    enum class Stage { kWaiting, kSubmitted, kEnded } stage = Stage::kWaiting;
+    // How many of its resources an earlier call still holds (under mu_).
+    size_t blocked_on = 0;
     CancellationToken token;
     std::atomic<bool> done{false};  // flipped under observer_mu_ (writer)
     std::atomic<TimerQueue::TimerId> timer{0};
@@ -121,11 +141,124 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     absl::Mutex progress_mu;
   };
 
+  void ResolveResources(Call& c) {
+    c.tool = runner_->registry_->Find(c.request.name);
+    if (c.tool == nullptr || c.tool->tool->executor() != ToolExecutor::kDaemon) return;
+    c.args = ParseArgs(c.request);
+    c.request.args.reset();
+    std::string().swap(c.request.args_json);
+    if (!c.args->ok()) return;
+    try {
+      c.resources = c.tool->tool->resources(**c.args);
+    } catch (...) {
+      c.resources.clear();  // a throwing declaration orders nothing; the call still runs
+    }
+    c.resources.erase(std::remove(c.resources.begin(), c.resources.end(), std::string()),
+                      c.resources.end());
+    std::sort(c.resources.begin(), c.resources.end());
+    c.resources.erase(std::unique(c.resources.begin(), c.resources.end()), c.resources.end());
+  }
+
+  // Submits the calls in `ready` and every call that may start after them,
+  // on this thread, without recursion (a refused submission completes the
+  // call, which may make the next call on its resources ready).
+  void Dispatch(std::vector<uint32_t> ready) {
+    while (true) {
+      for (size_t k = 0; k < ready.size(); ++k) {
+        uint32_t i = ready[k];
+        auto self = shared_from_this();
+        absl::Status queued = runner_->executor_.Submit([self, i] {
+          self->RunCall(i);
+          self->TaskEnded(i);
+        });
+        if (!queued.ok()) SubmitFailed(i, queued, &ready);
+      }
+      ready.clear();
+      absl::MutexLock lock(&mu_);
+      AdmitLocked(&ready);
+      if (ready.empty()) return;
+    }
+  }
+
+  // Admits calls in call order while the batch may start more; those not
+  // waiting for a resource are ready.
+  void AdmitLocked(std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (admitted_ < calls_.size()) {
+      uint32_t i = admitted_++;
+      Call& c = *calls_[i];
+      if (c.blocked_on == 0) ReadyLocked(i, ready);
+    }
+  }
+
+  // `i` may start: submit it unless it is already complete (its completer
+  // then ends it).
+  void ReadyLocked(uint32_t i, std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Call& c = *calls_[i];
+    if (c.stage != Call::Stage::kWaiting || c.done.load() || cancelled_) return;
+    c.stage = Call::Stage::kSubmitted;
+    ready->push_back(i);
+  }
+
+  // The call's task returned or will never run: releases its resources, which
+  // may make later calls on them ready.
+  void EndLocked(uint32_t i, std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Call& c = *calls_[i];
+    if (c.stage == Call::Stage::kEnded) return;
+    c.stage = Call::Stage::kEnded;
+    for (const std::string& key : c.resources) {
+      auto it = resource_queues_.find(key);
+      std::deque<uint32_t>& queue = it->second;
+      if (queue.front() != i) {
+        // Completed (cancelled) before its turn: the holder is unchanged.
+        queue.erase(std::find(queue.begin(), queue.end(), i));
+        continue;
+      }
+      queue.pop_front();
+      if (queue.empty()) {
+        resource_queues_.erase(it);
+        continue;
+      }
+      uint32_t next = queue.front();
+      if (--calls_[next]->blocked_on == 0 && next < admitted_) ReadyLocked(next, ready);
+    }
+    runner_->CallEnded();
+  }
+
+  void TaskEnded(uint32_t i) {
+    std::vector<uint32_t> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      EndLocked(i, &ready);
+    }
+    Dispatch(std::move(ready));
+  }
+
+  void SubmitFailed(uint32_t i, const absl::Status& queued, std::vector<uint32_t>* ready) {
+    bool done;
+    {
+      absl::MutexLock lock(&mu_);
+      calls_[i]->stage = Call::Stage::kWaiting;  // no task will run it
+      done = calls_[i]->done.load();
+      if (done) EndLocked(i, ready);
+    }
+    if (done) return;
+    if (absl::IsUnavailable(queued)) {
+      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)),
+               ready);
+    } else {
+      const std::string& name = calls_[i]->request.name;
+      Complete(i,
+               Failure(i, calls_[i]->tool, ErrorCode::kInternal,
+                       absl::StrCat("tool '", name, "' was not run: ", queued.message())),
+               ready);
+    }
+  }
+
   void OnTimeout(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;
     // Complete first, then wake the tool (see CancelAll).
-    if (Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
+    if (Complete(i, Failure(i, c.tool, ErrorCode::kTimeout,
                             absl::StrCat("tool '", c.request.name, "' timed out after ",
                                          absl::FormatDuration(timeout_))))) {
       c.token.Cancel(CancelReason::kTimeout);
@@ -137,7 +270,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
-    const RegisteredTool* rt = runner_->registry_->Find(c.request.name);
+    const RegisteredTool* rt = c.tool;
     ToolCallResult result;
     try {
       result = Execute(i, c, rt);
@@ -169,7 +302,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (rt->tool->executor() != ToolExecutor::kDaemon) {
       return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
     }
-    auto args = ParseArgs(req);
+    absl::StatusOr<Json> args = c.args.has_value() ? std::move(*c.args) : ParseArgs(req);
+    c.args.reset();
     if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
     if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
       return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
@@ -277,7 +411,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   }
 
   // Exactly one completion per call wins (returns true); the rest are dropped.
-  bool Complete(uint32_t i, ToolCallResult result) {
+  // A call completed before it was submitted ends here; the calls that this
+  // makes ready go to `ready` when given, else are dispatched before returning.
+  bool Complete(uint32_t i, ToolCallResult result, std::vector<uint32_t>* ready = nullptr) {
     Call& c = *calls_[i];
     {
       absl::WriterMutexLock lock(&observer_mu_);
@@ -292,13 +428,18 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.name = c.request.name;
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
+    std::vector<uint32_t> own_ready;
+    bool deliver;
     {
       absl::MutexLock lock(&mu_);
+      if (c.stage == Call::Stage::kWaiting) EndLocked(i, ready ? ready : &own_ready);
       slots_[i] = std::move(result);
-      if (delivering_) return true;  // the active deliverer will pick it up
+      // Else the active deliverer will pick it up.
+      deliver = !delivering_;
       delivering_ = true;
     }
-    Deliver();
+    if (deliver) Deliver();
+    if (!own_ready.empty()) Dispatch(std::move(own_ready));
     return true;
   }
 
@@ -349,6 +490,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   BatchObserver* observer_ ABSL_GUARDED_BY(observer_mu_);
 
   absl::Mutex mu_;
+  // Per resource, the calls that name it in call order; the first holds it.
+  absl::flat_hash_map<std::string, std::deque<uint32_t>> resource_queues_ ABSL_GUARDED_BY(mu_);
+  // Calls [0, admitted_) may start once their resources are free.
+  uint32_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::optional<ToolCallResult>> slots_ ABSL_GUARDED_BY(mu_);
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
@@ -410,6 +556,8 @@ absl::StatusOr<std::vector<ToolCallResult>> ToolRunner::Run(BatchRequest request
   observer.done.WaitForNotification();
   return std::move(observer.results);
 }
+
+void ToolRunner::CallEnded() { pending_calls_.fetch_sub(1); }
 
 void ToolRunner::CancelRunning() {
   std::vector<std::shared_ptr<Batch>> running;

@@ -7,9 +7,22 @@
 // by shared_ptr: by the caller's handle, by every queued or running call task
 // and by every pending timer, so it lives until the last of them lets go.
 //
-// One call's life: Start() queues one task per call on the executor. The task
-// prepares the arguments (parse, coerce, validate, defaults), checks context and
-// session rules, and runs Tool::Call. Three things race to *complete* the call:
+// One call's life: Start(), on the caller's thread, finds each call's tool,
+// parses its arguments and asks the tool which resources the call acts on
+// (Tool::resources). A call is then submitted as one task on the executor
+// once it is admitted and no earlier call of its batch still holds one of its
+// resources. The task coerces and validates the arguments, checks context and
+// session rules, and runs Tool::Call.
+//
+// Resource order: per batch, each resource key has a queue of the calls that
+// name it, in call order; the head holds the resource. A call is submitted
+// when it heads all its queues; it releases them when its task returns (not
+// when its result is decided: a timed-out tool that ignores cancellation keeps
+// its resource until it returns, so two calls never overlap on one resource)
+// or, for a call completed before it was submitted, at that completion. The
+// release hands the resource to the next call in the queue; whichever thread
+// releases submits the calls this makes ready. A cancelled batch submits
+// nothing more. Calls with no shared key run concurrently, as before. Three things race to *complete* the call:
 // the task returning, its timer firing (TIMEOUT) and Batch::Cancel() (CANCELLED,
 // from a client cancel or shutdown). A per-call flag, flipped under the batch's
 // observer mutex, lets exactly one win; the losers' results are dropped. A
@@ -30,7 +43,8 @@
 // (the observer may even be destroyed during it, e.g. by gRPC's OnDone).
 //
 // Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
-// the TimerQueue and CancellationToken, never the other way round; the
+// the TimerQueue and CancellationToken, never the other way round (the
+// executor is called with no Batch lock held); the
 // observer is called with no Batch lock held except observer_mu_ (shared) for
 // progress.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
@@ -200,6 +214,9 @@ class ToolRunner final {
 
  private:
   friend class Batch;
+
+  // A call's task returned, or the call completed without one.
+  void CallEnded();
 
   const ToolRegistry* registry_;
   const Options options_;
