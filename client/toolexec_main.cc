@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,9 +50,13 @@ constexpr char kUsage[] =
 Talks to a running toolexecd over gRPC.
 
 commands:
-  list [--set NAME]        print the tool declarations, one JSON object per line;
+  list [--set NAME] [--format F]
+                           print the tool declarations, one JSON object per line;
                            NAME is a tool set: all, read_only, file_tools,
-                           path_scoped, nondestructive, minimal
+                           path_scoped, nondestructive, minimal; with --format
+                           (openai, openai_strict, anthropic, gemini), print
+                           them instead as that provider's tools array, ready
+                           to paste into its request
   call NAME [ARGS_JSON]    run one tool; ARGS_JSON is a JSON object (default {});
                            prints its ToolResult as one JSON line
   batch FILE               run the batch in FILE (- reads stdin): a JSON array of
@@ -86,6 +91,7 @@ struct Options {
   std::optional<absl::Duration> timeout;
   std::string session;
   std::string tool_set;  // list --set
+  v1::DeclarationFormat format = v1::DECLARATION_FORMAT_NATIVE;  // list --format
   std::string service;   // health --service
   bool help = false;
 };
@@ -102,6 +108,7 @@ const std::vector<FlagSpec>& Flags() {
       {"timeout", {}},
       {"session", {"list", "call", "batch"}},
       {"set", {"list"}},
+      {"format", {"list"}},
       {"service", {"health"}},
   };
   return *kFlags;
@@ -212,6 +219,13 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       options.session = value;
     } else if (name == "set") {
       options.tool_set = value;
+    } else if (name == "format") {
+      if (!v1::DeclarationFormat_Parse(
+              absl::StrCat("DECLARATION_FORMAT_", absl::AsciiStrToUpper(value)), &options.format)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--format: unknown format '", value,
+            "'; expected openai, openai_strict, anthropic, gemini or native"));
+      }
     } else if (name == "service") {
       options.service = value;
     }
@@ -248,17 +262,59 @@ absl::Status PrintJsonLine(const google::protobuf::Message& message,
   return absl::OkStatus();
 }
 
+// `json` (valid JSON text) without the whitespace between its tokens.
+std::string CompactJson(absl::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < json.size()) {
+        out += json[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out += c;
+    }
+  }
+  return out;
+}
+
 int RunList(Client& client, const Options& options) {
   v1::ListToolsRequest request;
   request.set_session_id(options.session);
   request.set_tool_set(options.tool_set);
+  request.set_format(options.format);
   absl::StatusOr<v1::ListToolsResponse> response =
       client.ListTools(request, options.timeout.value_or(kDefaultUnaryTimeout));
   if (!response.ok()) return RpcFailed(response.status());
+  if (options.format != v1::DECLARATION_FORMAT_NATIVE) {
+    std::cout << response->provider_tools_json() << std::endl;
+    return kExitOk;
+  }
   for (const v1::ToolDeclaration& tool : response->tools()) {
-    if (absl::Status printed = PrintJsonLine(tool); !printed.ok()) {
+    // `parameters` from the schema text, in its declared order (a Struct's
+    // JSON has its keys in no fixed order), so every run prints the same.
+    v1::ToolDeclaration shown = tool;
+    shown.clear_parameters();
+    shown.clear_parameters_json();
+    std::ostringstream line;
+    if (absl::Status printed = PrintJsonLine(shown, line); !printed.ok()) {
       return RpcFailed(printed);
     }
+    std::string text = line.str();
+    size_t end = text.rfind('}');
+    if (!tool.parameters_json().empty() && end != std::string::npos) {
+      text.insert(end, absl::StrCat(end > 1 ? "," : "", "\"parameters\":",
+                                    CompactJson(tool.parameters_json())));
+    }
+    std::cout << text << std::flush;
   }
   return kExitOk;
 }

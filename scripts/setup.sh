@@ -3,6 +3,7 @@
 # Used by run.sh, test.sh, CI and the Dockerfile.
 #   scripts/setup.sh          build + test dependencies
 #   scripts/setup.sh runtime  only the shared libraries toolexecd needs at run time
+#   scripts/setup.sh python   only what the Python client (client/python) needs to install
 set -euo pipefail
 
 build_pkgs=(
@@ -13,11 +14,17 @@ build_pkgs=(
 )
 test_pkgs=(python3 python3-yaml ripgrep bubblewrap git)
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates)
+# The Python client: Debian's python3 with grpcio and protobuf; protoc and
+# grpc_python_plugin generate its stubs; pytest runs its tests.
+python_pkgs=(python3 python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools
+             protobuf-compiler protobuf-compiler-grpc)
+python_test_pkgs=(python3-pytest)
 
 case "${1:-build}" in
   runtime) wanted=("${runtime_pkgs[@]}") ;;
-  build) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|runtime]" >&2; exit 2 ;;
+  build) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" "${python_pkgs[@]}" "${python_test_pkgs[@]}") ;;
+  python) wanted=("${python_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|runtime|python]" >&2; exit 2 ;;
 esac
 
 missing=()

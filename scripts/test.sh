@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: unit, integration, e2e (Node reflection
-# client) and the deploy checks, all through ctest. Installs what it needs.
+# client) and the deploy checks, all through ctest, then the Python client's
+# (scripts/test_python.sh). Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,3 +13,5 @@ fi
 scripts/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}"
+cd - >/dev/null
+scripts/test_python.sh

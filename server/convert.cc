@@ -9,6 +9,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -323,22 +325,36 @@ void ToProto(const ProgressEvent& e, v1::ToolProgress* out) {
 }
 
 void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
-  const Tool& tool = *t.tool;
+  const ToolSpec& spec = t.tool->spec();
   out->set_name(t.name);
-  out->set_description(tool.description());
+  out->set_description(spec.description);
   // The schema compiled at registration; it is an object by construction.
   (void)JsonToStruct(t.schema->document(), out->mutable_parameters());
+  // The Struct's map has no order; the text keeps the declared one.
+  out->set_parameters_json(spec.parameters_schema);
   out->set_server_name(t.server_name);
-  out->set_tool_type(static_cast<v1::ToolType>(tool.tool_type()));
-  out->set_executor(static_cast<v1::Executor>(tool.executor()));
-  out->set_read_only(tool.read_only());
-  out->set_needs_context(tool.needs_context());
-  out->set_display_name(tool.display_name());
-  std::string provider = tool.provider_config();
-  if (!provider.empty()) {
-    auto doc = ParseJson(provider);
+  out->set_tool_type(static_cast<v1::ToolType>(spec.type));
+  out->set_executor(static_cast<v1::Executor>(spec.executor));
+  out->set_read_only(spec.read_only);
+  out->set_needs_context(spec.needs_context);
+  out->set_display_name(spec.display_name);
+  for (const auto& tag : spec.tags) out->add_tags(tag);
+  if (!spec.provider_config.empty()) {
+    auto doc = ParseJson(spec.provider_config);
     if (doc.ok() && doc->IsObject()) (void)JsonToStruct(*doc, out->mutable_provider_config());
   }
+}
+
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  grpc::Slice slice(std::move(bytes));
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace toolexec

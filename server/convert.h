@@ -4,6 +4,7 @@
 #ifndef TOOLEXEC_SERVER_CONVERT_H_
 #define TOOLEXEC_SERVER_CONVERT_H_
 
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include <cstddef>
@@ -53,6 +54,9 @@ void ToProto(ToolCallResult result, v1::ToolResult* out,
              size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
+// `message` serialized deterministically (map entries, such as a Struct's
+// fields, in key order), so equal messages are equal bytes.
+grpc::ByteBuffer DeterministicBytes(const google::protobuf::MessageLite& message);
 
 }  // namespace toolexec
 

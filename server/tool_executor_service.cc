@@ -9,6 +9,7 @@
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
 #include "server/watch_session_reactor.h"
+#include "tools/runtime/provider_format.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_sets.h"
@@ -80,22 +81,57 @@ ToolExecutorService::ToolExecutorService(ServiceCore* core) : core_(core) {
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  v1::ListToolsRequest request;
+  v1::ListToolsResponse response;
+  grpc::ByteBuffer copy(*request_bytes);
+  absl::Status status =
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &request).ok()
+          ? ListDeclarations(request, &response)
+          : absl::InvalidArgumentError("malformed ListToolsRequest");
+  if (status.ok()) *response_bytes = DeterministicBytes(response);
+  return Reply(context, "ListTools", status,
+               absl::StrCat("set=", request.tool_set(), " tools=", response.tools_size()));
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
                                                          const v1::ListToolsRequest* request,
                                                          v1::ListToolsResponse* response) {
+  return Reply(context, "ListTools", ListDeclarations(*request, response),
+               absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
+}
+
+static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FORMAT_NATIVE &&
+              static_cast<int>(DeclarationFormat::kOpenAi) == v1::DECLARATION_FORMAT_OPENAI &&
+              static_cast<int>(DeclarationFormat::kOpenAiStrict) ==
+                  v1::DECLARATION_FORMAT_OPENAI_STRICT &&
+              static_cast<int>(DeclarationFormat::kAnthropic) == v1::DECLARATION_FORMAT_ANTHROPIC &&
+              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
+              "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
+
+absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& request,
+                                                   v1::ListToolsResponse* response) const {
+  if (!v1::DeclarationFormat_IsValid(request.format())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown format ", request.format()));
+  }
   std::shared_ptr<Session> session;
-  if (!request->session_id().empty()) {
-    auto s = core_->sessions().Get(request->session_id());
-    if (!s.ok()) return Reply(context, "ListTools", s.status());
+  if (!request.session_id().empty()) {
+    auto s = core_->sessions().Get(request.session_id());
+    if (!s.ok()) return s.status();
     session = std::move(*s);
   }
-  auto selected = SelectToolSet(core_->registry(), request->tool_set());
-  if (!selected.ok()) return Reply(context, "ListTools", selected.status());
+  auto selected = SelectToolSet(core_->registry(), request.tool_set());
+  if (!selected.ok()) return selected.status();
+  std::vector<const RegisteredTool*> listed;
   for (const RegisteredTool* t : *selected) {
     if (session != nullptr && !session->AllowsTool(t->name)) continue;
     *response->add_tools() = declarations_[t->position];
+    listed.push_back(t);
   }
-  return Reply(context, "ListTools", absl::OkStatus(),
-               absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
+  response->set_provider_tools_json(
+      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), listed));
+  return absl::OkStatus();
 }
 
 grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ToolExecutorService::ExecuteBatch(

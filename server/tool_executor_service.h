@@ -14,10 +14,20 @@
 
 namespace toolexec {
 
-class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
+// ListTools is served as bytes so that its response is serialized
+// deterministically: the same declarations are the same bytes on every call
+// and across restarts (model providers cache prompts by their bytes).
+class ToolExecutorService final
+    : public v1::ToolExecutor::WithRawCallbackMethod_ListTools<v1::ToolExecutor::CallbackService> {
  public:
   explicit ToolExecutorService(ServiceCore* core);
 
+  // What gRPC calls: ListTools below, its response serialized deterministically.
+  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request_bytes,
+                                      grpc::ByteBuffer* response_bytes) override;
+  // The declarations in registration order, and provider_tools_json in the
+  // requested format.
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
                                       const v1::ListToolsRequest* request,
                                       v1::ListToolsResponse* response) override;
@@ -42,6 +52,9 @@ class ToolExecutorService final : public v1::ToolExecutor::CallbackService {
                                               v1::RespondPermissionResponse* response) override;
 
  private:
+  absl::Status ListDeclarations(const v1::ListToolsRequest& request,
+                                v1::ListToolsResponse* response) const;
+
   ServiceCore* const core_;
   // Declarations converted once: the registry is fixed after start-up.
   std::vector<v1::ToolDeclaration> declarations_;

@@ -87,9 +87,7 @@ double SpawnDirect(const std::vector<const char*>& argv) {
 
 class NoopTool final : public Tool {
  public:
-  std::string name() const override { return "noop"; }
-  std::string description() const override { return "returns {}"; }
-  std::string parameters_schema() const override { return R"({"type":"object"})"; }
+  NoopTool() : Tool(ToolSpec("noop", "returns {}", R"({"type":"object"})")) {}
   absl::StatusOr<Json> Call(const JsonValue&, ToolContext&) const override { return MakeObject(); }
 };
 

@@ -24,24 +24,21 @@ class FnTool final : public Tool {
   using Fn = std::function<absl::StatusOr<Json>(const JsonValue& args, ToolContext& ctx)>;
 
   FnTool(std::string name, std::string schema, Fn fn, bool needs_context = false)
-      : name_(std::move(name)),
-        schema_(std::move(schema)),
-        fn_(std::move(fn)),
-        needs_context_(needs_context) {}
+      : FnTool(Spec(std::move(name), std::move(schema), needs_context), std::move(fn)) {}
+  FnTool(ToolSpec spec, Fn fn) : Tool(std::move(spec)), fn_(std::move(fn)) {}
 
-  std::string name() const override { return name_; }
-  std::string description() const override { return "test tool " + name_; }
-  std::string parameters_schema() const override { return schema_; }
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     return fn_(args, ctx);
   }
-  bool needs_context() const override { return needs_context_; }
 
  private:
-  std::string name_;
-  std::string schema_;
+  static ToolSpec Spec(std::string name, std::string schema, bool needs_context) {
+    ToolSpec spec(name, "test tool " + name, std::move(schema));
+    spec.needs_context = needs_context;
+    return spec;
+  }
+
   Fn fn_;
-  bool needs_context_;
 };
 
 inline constexpr const char* kAnyObject = R"({"type":"object"})";

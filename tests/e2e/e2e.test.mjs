@@ -326,6 +326,47 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     for (const x of r) t.diagnostic(`${x.id}: ${x.error_message}`);
   });
 
+  // A harness on OpenAI's strict mode: declarations from ListTools{format},
+  // then calls as such a model makes them, every optional argument null.
+  test('OpenAI strict declarations; null optional arguments are absent (S4)', async () => {
+    const { codec } = env;
+    const listed = await unary(env.client, 'ListTools', { format: 'DECLARATION_FORMAT_OPENAI_STRICT' });
+    const tools = JSON.parse(listed.provider_tools_json);
+    const byName = Object.fromEntries(tools.map((t) => [t.function.name, t.function]));
+    assert.deepEqual(tools.map((t) => t.function.name), listed.tools.map((t) => t.name));
+    const view = byName.view_file;
+    assert.equal(view.strict, true);
+    assert.deepEqual(view.parameters.required, ['file_path', 'start_line', 'end_line']);
+    assert.deepEqual(view.parameters.properties.start_line.type, ['integer', 'null']);
+    assert.equal(view.parameters.additionalProperties, false);
+
+    const request = {
+      calls: [
+        call(codec, { id: 'create', name: 'create_file', args_json: JSON.stringify(
+          { file_path: 'strict.txt', TargetFile: null, contents: 'one\ntwo\n', overwrite: null }) }),
+        call(codec, { id: 'list', name: 'list_directory', args_json: JSON.stringify(
+          { directory_path: null, depth: null, include_hidden: null }) }),
+        call(codec, { id: 'required-null', name: 'view_file', args_json: JSON.stringify(
+          { file_path: null, start_line: null, end_line: null }) }),
+        call(codec, { id: 'typo', name: 'veiw_file', args: {} }),
+      ],
+    };
+    const outcome = await executeBatch(env, request);
+    assertNoRpcError(outcome);
+    const r = outcome.results;
+    assert.equal(r[0].status, 'RESULT_STATUS_SUCCESS', r[0].error_message);
+    assert.equal(r[1].status, 'RESULT_STATUS_SUCCESS', r[1].error_message);
+    assertFailure(r[2], { index: 2, id: 'required-null', name: 'view_file',
+      code: 'ERROR_CODE_INVALID_ARGUMENTS' });
+    assert.match(r[2].error_message, /args\.file_path: expected type string, got null/);
+    assert.match(r[3].error_message, /did you mean view_file\b/);
+
+    const viewed = await executeBatch(env, { calls: [call(codec, { id: 'view', name: 'view_file',
+      args_json: JSON.stringify({ file_path: 'strict.txt', start_line: null, end_line: null }) })] });
+    assert.equal(viewed.results[0].status, 'RESULT_STATUS_SUCCESS', viewed.results[0].error_message);
+    assert.match(JSON.stringify(viewed.results[0].payload), /two/);
+  });
+
   test('sessions: state across batches, GetState, CloseSession, then NOT_FOUND (S5)', async () => {
     const { client, codec } = env;
     const session = await unary(client, 'OpenSession', { conversation_id: 'c1' });

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
@@ -141,6 +143,57 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
   EXPECT_TRUE(r->tools(14).needs_context());
   EXPECT_EQ(r->tools(0).tool_type(), v1::TOOL_TYPE_FILE_READ);
   EXPECT_EQ(r->tools(7).tool_type(), v1::TOOL_TYPE_BASH_CMD);
+}
+
+// The bytes of a ListTools response, as a harness receives them.
+std::string ListToolsBytes(const std::string& address, v1::DeclarationFormat format) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  v1::ListToolsRequest request;
+  request.set_format(format);
+  std::string request_bytes = request.SerializeAsString();
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer in(&slice, 1), out;
+  grpc::ClientContext context;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/toolexec.v1.ToolExecutor/ListTools", grpc::StubOptions(), &in, &out,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  (void)out.Dump(&slices);
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+
+// Provider prompt caches key on bytes: the declarations are the same bytes on
+// every call and after a restart, and the schema text keeps its declared order.
+TEST_F(DaemonTest, ListToolsBytesAreStableAcrossCallsAndRestarts) {
+  for (auto format : {v1::DECLARATION_FORMAT_NATIVE, v1::DECLARATION_FORMAT_OPENAI_STRICT}) {
+    const std::string first = ListToolsBytes(daemon_->address(), format);
+    ASSERT_FALSE(first.empty());
+    for (int i = 0; i < 19; ++i) EXPECT_EQ(ListToolsBytes(daemon_->address(), format), first);
+    StartDaemon({});
+    EXPECT_EQ(ListToolsBytes(daemon_->address(), format), first);
+  }
+  auto r = client_->ListTools({});
+  ASSERT_TRUE(r.ok());
+  const std::string& view = r->tools(0).parameters_json();
+  EXPECT_LT(view.find("\"file_path\""), view.find("\"start_line\""));
+  EXPECT_LT(view.find("\"start_line\""), view.find("\"end_line\""));
+  EXPECT_TRUE(r->provider_tools_json().empty());
+  v1::ListToolsRequest gemini;
+  gemini.set_format(v1::DECLARATION_FORMAT_GEMINI);
+  auto g = client_->ListTools(gemini);
+  ASSERT_TRUE(g.ok());
+  EXPECT_THAT(g->provider_tools_json(), HasSubstr(R"({"name":"view_file","description":)"));
+  gemini.set_format(static_cast<v1::DeclarationFormat>(42));
+  EXPECT_EQ(client_->ListTools(gemini).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(DaemonTest, ListToolsRejectsUnknownSet) {

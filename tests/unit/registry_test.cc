@@ -50,12 +50,21 @@ TEST(RegistryTest, RejectsBadNames) {
   EXPECT_FALSE(r.Register(MakeTool(std::string(65, 'a'), Nothing), "test").ok());
 }
 
-TEST(ToolSetsTest, SetsAreExactAndInRegistrationOrder) {
+// S6: a set is the tools with its tag, whoever registered them, in
+// registration order; the names of the tools play no part.
+TEST(ToolSetsTest, SetsComeFromTagsInRegistrationOrder) {
   ToolRegistry r;
-  for (const char* n : {"run_command", "view_file", "finish", "create_file", "edit_file",
-                        "list_directory", "grep_search", "find_file", "search_directory", "custom"}) {
-    ASSERT_TRUE(r.Register(MakeTool(n, Nothing), "test").ok());
-  }
+  auto add = [&](const char* name, std::initializer_list<absl::string_view> tags) {
+    ASSERT_TRUE(r.Register(std::make_unique<testing::FnTool>(
+                               ToolSpec(name, "", testing::kAnyObject).Tags(tags), Nothing),
+                           "test")
+                    .ok());
+  };
+  add("shell", {kTagDestructive, kTagMinimal});
+  add("reader", {kTagReadOnly, kTagFile, kTagPathScoped, kTagMinimal});
+  add("plugin_lookup", {kTagReadOnly});
+  add("writer", {kTagFile, kTagPathScoped});
+  add("run_command", {});  // a name alone puts a tool in no set and out of none
   auto names = [&](const char* set) {
     std::vector<std::string> out;
     auto selected = SelectToolSet(r, set);
@@ -63,20 +72,33 @@ TEST(ToolSetsTest, SetsAreExactAndInRegistrationOrder) {
     for (const auto* t : *selected) out.push_back(t->name);
     return out;
   };
-  EXPECT_THAT(names("read_only"),
-              ElementsAre("view_file", "finish", "list_directory", "find_file", "search_directory"));
-  EXPECT_THAT(names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
-  EXPECT_THAT(names("path_scoped"),
-              ElementsAre("view_file", "create_file", "edit_file", "list_directory", "grep_search",
-                          "find_file", "search_directory"));
-  EXPECT_THAT(names("minimal"), ElementsAre("run_command", "view_file", "create_file", "edit_file",
-                                            "list_directory", "search_directory"));
-  EXPECT_EQ(names("nondestructive").size(), 9u);
-  EXPECT_EQ(names("all").size(), 10u);
-  EXPECT_EQ(names("").size(), 10u);
+  EXPECT_THAT(names("read_only"), ElementsAre("reader", "plugin_lookup"));
+  EXPECT_THAT(names("file_tools"), ElementsAre("reader", "writer"));
+  EXPECT_THAT(names("path_scoped"), ElementsAre("reader", "writer"));
+  EXPECT_THAT(names("minimal"), ElementsAre("shell", "reader"));
+  EXPECT_THAT(names("nondestructive"),
+              ElementsAre("reader", "plugin_lookup", "writer", "run_command"));
+  EXPECT_EQ(names("all").size(), 5u);
+  EXPECT_EQ(names("").size(), 5u);
+  // The read_only tag makes the declaration read-only too.
+  EXPECT_TRUE(r.Find("plugin_lookup")->tool->spec().read_only);
+  EXPECT_FALSE(r.Find("writer")->tool->spec().read_only);
   auto bad = SelectToolSet(r, "everything");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("read_only"));
+}
+
+TEST(ToolSpecTest, DefaultsAndServerName) {
+  testing::FnTool plain(ToolSpec("plain", "d", testing::kAnyObject), Nothing);
+  EXPECT_EQ(plain.spec().display_name, "plain");
+  EXPECT_EQ(plain.display_title(Json()), "plain");
+  ToolRegistry r;
+  ASSERT_TRUE(
+      r.Register(std::make_unique<testing::FnTool>(
+                     ToolSpec("remote", "d", testing::kAnyObject).ServerName("srv"), Nothing),
+                 "test")
+          .ok());
+  EXPECT_EQ(r.Find("remote")->server_name, "srv");
 }
 
 }  // namespace

@@ -123,6 +123,29 @@ class RunnerTest : public ::testing::Test {
   std::unique_ptr<ToolRunner> runner_;
 };
 
+// The model cannot list the tools: an unknown name is answered with the
+// close ones, or all of them.
+TEST_F(RunnerTest, UnknownToolSuggestsTheClosestNames) {
+  auto results = Run(Calls(Call("typd", "", "a"), Call("ECHO_", "", "b"), Call("zzzzzzzz", "", "c")));
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].error->code, ErrorCode::kUnknownTool);
+  EXPECT_EQ(results[0].error_message, "unknown tool 'typd'; did you mean typed?");
+  EXPECT_EQ(results[1].error_message, "unknown tool 'ECHO_'; did you mean echo?");
+  EXPECT_THAT(results[2].error_message,
+              ::testing::StartsWith("unknown tool 'zzzzzzzz'; the tools you can call are: "));
+  EXPECT_THAT(results[2].error_message, ::testing::HasSubstr("typed"));
+  EXPECT_THAT(results[2].error_message, ::testing::Not(::testing::HasSubstr("ListTools")));
+}
+
+// OpenAI strict mode sends null for an optional argument it leaves out.
+TEST_F(RunnerTest, NullOptionalArgumentIsAbsentAndDefaulted) {
+  auto results = Run(Calls(Call("typed", R"({"n":1,"flag":null})", "a"),
+                           Call("typed", R"({"n":null,"flag":null})", "b")));
+  EXPECT_EQ(ToJsonString(results[0].payload), R"({"n":1,"flag":true})");
+  EXPECT_EQ(results[1].error->code, ErrorCode::kInvalidArguments);
+  EXPECT_THAT(results[1].error_message, ::testing::HasSubstr("args.n: expected type integer, got null"));
+}
+
 TEST_F(RunnerTest, MixedBatchKeepsCallOrder) {
   auto results = Run(Calls(Call("sleep", R"({"ms":150})", "a"), Call("echo", R"({"x":1})", "b"),
                            Call("nosuch", "", "c"), Call("fails", "", "d"),

@@ -285,5 +285,51 @@ TEST(PatternPropertiesTest, LongPropertyNamesAreMatchedWithRe2) {
   EXPECT_TRUE(schema->Prepare(huge).ok());
 }
 
+
+// A strict-mode null for an optional property means absent; for a required
+// one, or where the schema admits null, it stays.
+TEST(NullOptionalTest, NullOptionalIsRemovedThenDefaulted) {
+  auto schema = Compile(R"({"type":"object","required":["r"],"properties":{
+      "r":{"type":"string"},"d":{"type":"integer","default":3},"o":{"type":"string"},
+      "n":{"type":["string","null"]},
+      "nested":{"type":"object","properties":{"x":{"type":"boolean","default":false}}}}})");
+  Json args = J(R"({"r":"a","d":null,"o":null,"n":null,"nested":{"x":null}})");
+  ASSERT_TRUE(schema->Prepare(args).ok());
+  EXPECT_EQ(ToJsonString(args), R"({"r":"a","n":null,"nested":{"x":false},"d":3})");
+  Json required_null = J(R"({"r":null})");
+  absl::Status s = schema->Prepare(required_null);
+  EXPECT_THAT(s.message(), HasSubstr("args.r: expected type string, got null"));
+}
+
+// Every broken rule, each with its path and what was expected.
+TEST(ValidationMessageTest, NamesEveryViolationWithTheExpectedType) {
+  auto schema = Compile(R"({"type":"object","required":["a"],"properties":{
+      "a":{"type":"integer"},"b":{"type":"string","enum":["x","y"]},
+      "c":{"type":"array","items":{"type":"boolean"}}}})");
+  Json args = J(R"({"a":"many","b":"z","c":[true,"maybe"]})");
+  std::string m(schema->Prepare(args).message());
+  EXPECT_THAT(m, HasSubstr("args.a: expected type integer, got string \"many\""));
+  EXPECT_THAT(m, HasSubstr("args.b: expected one of [\"x\",\"y\"], got \"z\""));
+  EXPECT_THAT(m, HasSubstr("args.c[1]: expected type boolean, got string \"maybe\""));
+}
+
+TEST(ValidationMessageTest, ListsAtMostTenProblems) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "a":{"type":"array","items":{"type":"boolean"}}}})");
+  Json args = J(R"({"a":[1,2,3,4,5,6,7,8,9,10,11,12]})");
+  std::string m(schema->Prepare(args).message());
+  EXPECT_THAT(m, HasSubstr("args.a[9]: expected type boolean, got integer 10; and 2 more"));
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("args.a[10]")));
+}
+
+TEST(ValidationMessageTest, UnknownArgumentsNameTheKnownOnes) {
+  auto schema = Compile(R"({"type":"object","additionalProperties":false,"properties":{
+      "file_path":{"type":"string"},"start_line":{"type":"integer"}}})");
+  Json args = J(R"({"path":"a","file_path":"b","limit":3})");
+  EXPECT_THAT(schema->Prepare(args).message(),
+              HasSubstr("args: unknown arguments 'path', 'limit'; the known ones are file_path, "
+                        "start_line"));
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -162,10 +162,8 @@ TEST_F(SessionTest, OpenRejectsUnknownToolsAndEnforcesLimit) {
 TEST_F(SessionTest, CloseCallsCleanupSessionOnEveryTool) {
   class Cleaner final : public Tool {
    public:
-    explicit Cleaner(std::vector<std::string>* seen) : seen_(seen) {}
-    std::string name() const override { return "cleaner"; }
-    std::string description() const override { return ""; }
-    std::string parameters_schema() const override { return testing::kAnyObject; }
+    explicit Cleaner(std::vector<std::string>* seen)
+        : Tool(ToolSpec("cleaner", "", testing::kAnyObject)), seen_(seen) {}
     absl::StatusOr<Json> Call(const JsonValue&, ToolContext&) const override { return Json(); }
     void cleanup_session(absl::string_view id) const override { seen_->emplace_back(id); }
 

@@ -37,17 +37,14 @@ constexpr char kSchema[] = R"json({
 class CommandStatusTool final : public Tool {
  public:
   explicit CommandStatusTool(std::shared_ptr<BackgroundProcesses> background)
-      : background_(std::move(background)) {}
+      : Tool(ToolSpec("command_status",
+                      "Reports on a background command started by run_command: whether it is "
+                      "still running (or its exit code), and the output it printed since the "
+                      "last command_status or kill_command.",
+                      kSchema)
+                 .Type(ToolType::kBashCmd)),
+        background_(std::move(background)) {}
 
-  std::string name() const override { return "command_status"; }
-  std::string description() const override {
-    return "Reports on a background command started by run_command: whether it is still "
-           "running (or its exit code), and the output it printed since the last "
-           "command_status or kill_command.";
-  }
-  std::string parameters_schema() const override { return kSchema; }
-  ToolType tool_type() const override { return ToolType::kBashCmd; }
-  bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
     return ProcessTitle(name(), input);
   }

@@ -18,6 +18,7 @@ namespace {
 // stand in for it; Call() insists on exactly one path.
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -66,16 +67,20 @@ std::string PathOf(const JsonValue& input) {
   return choice.ok() ? std::string(choice->path) : std::string("?");
 }
 
-}  // namespace
-
-std::string CreateFileTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return "Creates a file in the workspace with the given contents, creating missing parent "
          "directories. The write is atomic: readers see the old file or the new one, never a "
          "mix. Fails if the file exists unless overwrite is true; to change part of an "
          "existing file use edit_file instead. Refuses to write through a symbolic link.";
 }
 
-std::string CreateFileTool::parameters_schema() const { return kSchema; }
+}  // namespace
+
+CreateFileTool::CreateFileTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("create_file", Description(options), kSchema)
+               .Type(ToolType::kTextEdit)
+               .Tags({kTagFile, kTagPathScoped, kTagMinimal})),
+      options_(options) {}
 
 absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   auto choice = ChoosePath(args);

@@ -23,6 +23,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -34,6 +35,7 @@ constexpr char kSchema[] = R"json({
       "description": "Replacements applied in order, each to the result of the ones before. If any fails, none is applied.",
       "items": {
         "type": "object",
+        "additionalProperties": false,
         "properties": {
           "old_string": {
             "type": "string",
@@ -247,9 +249,7 @@ struct Edit {
   bool replace_all = false;
 };
 
-}  // namespace
-
-std::string EditFileTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return "Edits a text file in the workspace by exact string replacement. Each edit replaces "
          "old_string with new_string; old_string must match the file exactly (whitespace "
          "included, without view_file's line-number prefixes) and occur once, unless "
@@ -261,7 +261,13 @@ std::string EditFileTool::description() const {
          "\\n), BOM and permissions.";
 }
 
-std::string EditFileTool::parameters_schema() const { return kSchema; }
+}  // namespace
+
+EditFileTool::EditFileTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("edit_file", Description(options), kSchema)
+               .Type(ToolType::kTextEdit)
+               .Tags({kTagFile, kTagPathScoped, kTagMinimal})),
+      options_(options) {}
 
 absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   auto file_path = StringArg(args, "file_path");

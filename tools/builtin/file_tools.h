@@ -55,13 +55,8 @@ inline constexpr size_t kFileDisplayMaxBytes = 16 * 1024;
 // A binary file: {path, binary:true, size_bytes, mime_type, message}.
 class ViewFileTool final : public Tool {
  public:
-  explicit ViewFileTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "view_file"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit ViewFileTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kFileRead; }
-  bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -80,12 +75,8 @@ class ViewFileTool final : public Tool {
 // Result: {path, bytes_written, created (false when it replaced a file), sha256}.
 class CreateFileTool final : public Tool {
  public:
-  explicit CreateFileTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "create_file"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit CreateFileTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kTextEdit; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -122,12 +113,8 @@ class CreateFileTool final : public Tool {
 // line_endings, [bom], [diff_truncated]}.
 class EditFileTool final : public Tool {
  public:
-  explicit EditFileTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "edit_file"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit EditFileTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kTextEdit; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,

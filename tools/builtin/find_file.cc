@@ -54,9 +54,7 @@ class PathCollector {
   uint64_t total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace
-
-std::string FindFileTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Finds files and directories in the workspace whose path matches a glob pattern, like "
       "ripgrep --files --glob. A pattern without '/' matches a name at any depth ('*.md', "
@@ -65,12 +63,13 @@ std::string FindFileTool::description() const {
       "alternatives ('*.{h,cc}'). Files ignored by .gitignore, hidden entries and .git are "
       "skipped; symlinks are listed but not followed. Returns paths relative to the workspace "
       "root, sorted; directories end with '/'. At most ",
-      options_.search_max_results, " paths (max_results); `truncated` says when there were more.");
+      options.search_max_results, " paths (max_results); `truncated` says when there were more.");
 }
 
-std::string FindFileTool::parameters_schema() const {
+std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",
@@ -85,15 +84,23 @@ std::string FindFileTool::parameters_schema() const {
     "max_results": {
       "type": "integer",
       "description": "The most paths to return (at most )json",
-                      options_.search_max_results, R"json().",
+                      options.search_max_results, R"json().",
       "minimum": 1,
       "default": )json",
-                      options_.search_max_results, R"json(
+                      options.search_max_results, R"json(
     }
   },
   "required": ["pattern"]
 })json");
 }
+
+}  // namespace
+
+FindFileTool::FindFileTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("find_file", Description(options), Schema(options))
+               .Type(ToolType::kFileRead)
+               .Tags({kTagReadOnly, kTagPathScoped})),
+      options_(options) {}
 
 absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string pattern = StringField(args, "pattern");

@@ -27,9 +27,7 @@ std::string ModeOf(const JsonValue& input) {
   return StringField(input, "output_mode", "files_with_matches");
 }
 
-}  // namespace
-
-std::string GrepSearchTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Searches file contents with a regular expression (RE2 syntax, like ripgrep's: no "
       "backreferences or lookaround) under a directory or in one file of the workspace. Like "
@@ -40,13 +38,14 @@ std::string GrepSearchTool::description() const {
       "matching lines per file. A match never spans lines. glob limits the search to files "
       "matching a glob ('*.cc', '**/*.{ts,tsx}', 'src/**'; '!*.md' excludes). Results are sorted "
       "by path, then line; at most ",
-      options_.search_max_results,
+      options.search_max_results,
       " files or lines (max_results), with `truncated` when there were more.");
 }
 
-std::string GrepSearchTool::parameters_schema() const {
+std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "pattern": {
       "type": "string",
@@ -83,15 +82,24 @@ std::string GrepSearchTool::parameters_schema() const {
     "max_results": {
       "type": "integer",
       "description": "The most files (files_with_matches, count) or matching lines (content) to return (at most )json",
-                      options_.search_max_results, R"json().",
+                      options.search_max_results, R"json().",
       "minimum": 1,
       "default": )json",
-                      options_.search_max_results, R"json(
+                      options.search_max_results, R"json(
     }
   },
   "required": ["pattern"]
 })json");
 }
+
+}  // namespace
+
+GrepSearchTool::GrepSearchTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("grep_search", Description(options), Schema(options))
+               .Type(ToolType::kFileRead)
+               .ReadOnly()
+               .Tags({kTagPathScoped})),
+      options_(options) {}
 
 absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string pattern = StringField(args, "pattern");

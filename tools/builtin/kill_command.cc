@@ -28,16 +28,14 @@ constexpr char kSchema[] = R"json({
 class KillCommandTool final : public Tool {
  public:
   explicit KillCommandTool(std::shared_ptr<BackgroundProcesses> background)
-      : background_(std::move(background)) {}
+      : Tool(ToolSpec("kill_command",
+                      "Ends a background command started by run_command (SIGTERM to its whole "
+                      "process group, then SIGKILL), and returns its exit status and the output "
+                      "not read yet.",
+                      kSchema)
+                 .Type(ToolType::kBashCmd)),
+        background_(std::move(background)) {}
 
-  std::string name() const override { return "kill_command"; }
-  std::string description() const override {
-    return "Ends a background command started by run_command (SIGTERM to its whole process "
-           "group, then SIGKILL), and returns its exit status and the output not read yet.";
-  }
-  std::string parameters_schema() const override { return kSchema; }
-  ToolType tool_type() const override { return ToolType::kBashCmd; }
-  bool read_only() const override { return false; }
   std::string display_title(const JsonValue& input) const override {
     return ProcessTitle(name(), input);
   }

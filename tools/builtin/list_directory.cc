@@ -45,21 +45,20 @@ const char* KindName(search::EntryKind kind) {
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
-}  // namespace
-
-std::string ListDirectoryTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Lists the entries of a directory in the workspace: name (relative to the listed "
       "directory), type (file, dir, symlink, other) and size in bytes. depth=1 lists only the "
       "directory's own entries; a larger depth also lists subdirectories, breadth first. Hidden "
       "entries (names starting with '.') are left out unless include_hidden. Symlinks are shown "
       "with their target but never followed. At most ",
-      options_.list_max_entries, " entries are returned; `truncated` says when there were more.");
+      options.list_max_entries, " entries are returned; `truncated` says when there were more.");
 }
 
-std::string ListDirectoryTool::parameters_schema() const {
+std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "directory_path": {
       "type": "string",
@@ -82,6 +81,14 @@ std::string ListDirectoryTool::parameters_schema() const {
   }
 })json");
 }
+
+}  // namespace
+
+ListDirectoryTool::ListDirectoryTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("list_directory", Description(options), Schema(options))
+               .Type(ToolType::kFileRead)
+               .Tags({kTagReadOnly, kTagPathScoped, kTagMinimal})),
+      options_(options) {}
 
 absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string dir_arg = DirectoryOf(args);

@@ -54,9 +54,10 @@ constexpr char kSchema[] = R"json({
       "description": "End the command if it prints nothing for this long (timed_out \"idle\")."
     },
     "env": {
-      "type": "object",
+      "type": ["array", "object"],
+      "items": {"type": "string"},
       "additionalProperties": {"type": "string"},
-      "description": "Environment variables to set, on top of the daemon's environment (from which secrets are removed: variables with a name word such as KEY, SECRET, TOKEN, PASSWORD, PASS, PAT, CREDENTIALS or AUTH, or a URL value with a password)."
+      "description": "Environment variables to set, as \"NAME=value\" strings ([\"DEBUG=1\"]) or as an object ({\"DEBUG\": \"1\"}), on top of the daemon's environment (from which secrets are removed: variables with a name word such as KEY, SECRET, TOKEN, PASSWORD, PASS, PAT, CREDENTIALS or AUTH, or a URL value with a password)."
     },
     "stdin": {
       "type": "string",
@@ -79,19 +80,17 @@ class RunCommandTool final : public Tool {
  public:
   RunCommandTool(std::shared_ptr<const CommandConfig> config,
                  std::shared_ptr<BackgroundProcesses> background)
-      : config_(std::move(config)), background_(std::move(background)) {}
-
-  std::string name() const override { return "run_command"; }
-  std::string description() const override {
-    return "Runs a shell command (bash) in the workspace and returns its exit code, stdout, "
-           "stderr and combined output. A non-zero exit code is reported, not treated as an "
-           "error. Output is streamed while the command runs; very long output keeps its "
-           "beginning and end. Commands time out after timeout_ms (default 2 minutes); use "
-           "background:true for servers and watchers.";
-  }
-  std::string parameters_schema() const override { return kSchema; }
-  ToolType tool_type() const override { return ToolType::kBashCmd; }
-  bool read_only() const override { return false; }
+      : Tool(ToolSpec("run_command",
+                      "Runs a shell command (bash) in the workspace and returns its exit code, "
+                      "stdout, stderr and combined output. A non-zero exit code is reported, not "
+                      "treated as an error. Output is streamed while the command runs; very long "
+                      "output keeps its beginning and end. Commands time out after timeout_ms "
+                      "(default 2 minutes); use background:true for servers and watchers.",
+                      kSchema)
+                 .Type(ToolType::kBashCmd)
+                 .Tags({kTagDestructive, kTagMinimal})),
+        config_(std::move(config)),
+        background_(std::move(background)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 
@@ -151,18 +150,34 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   // --- environment ---
   std::vector<std::pair<std::string, std::string>> overrides;
   if (auto it = args.FindMember("env"); it != args.MemberEnd()) {
-    for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
-      std::string name(Str(m->name));
+    // Either form: {"NAME": "value"} or ["NAME=value"] (the one every model
+    // provider's schema dialect can express).
+    std::vector<std::pair<std::string, std::string>> given;
+    if (it->value.IsArray()) {
+      for (const auto& item : it->value.GetArray()) {
+        absl::string_view entry = Str(item);
+        size_t eq = entry.find('=');
+        if (eq == absl::string_view::npos) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("env: '", entry, "' is not of the form NAME=value"));
+        }
+        given.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+      }
+    } else {
+      for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
+        if (!m->value.IsString()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("env: the value of ", Str(m->name), " must be a string"));
+        }
+        given.emplace_back(std::string(Str(m->name)), std::string(Str(m->value)));
+      }
+    }
+    for (auto& [name, value] : given) {
       if (name.empty() || name.find('=') != std::string::npos ||
           name.find('\0') != std::string::npos) {
         return absl::InvalidArgumentError(absl::StrCat(
             "env: '", name, "' is not a valid variable name (no '=' or NUL, not empty)"));
       }
-      if (!m->value.IsString()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("env: the value of ", name, " must be a string"));
-      }
-      std::string value(Str(m->value));
       if (value.find('\0') != std::string::npos) {
         return absl::InvalidArgumentError(
             absl::StrCat("env: the value of ", name, " contains a NUL byte"));

@@ -19,21 +19,20 @@ using search_support::Quoted;
 
 std::string DirectoryOf(const JsonValue& input) { return PathArg(input, "directory_path"); }
 
-}  // namespace
-
-std::string SearchDirectoryTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Searches the files under a directory of the workspace for a literal string (not a regex; "
       "use grep_search for regular expressions) and returns each matching line as {file, line, "
       "text}, sorted by file then line. Case-insensitive unless case_sensitive is true. Like "
       "ripgrep: files ignored by .gitignore, hidden files and binary files are skipped. At most ",
-      options_.search_max_results,
+      options.search_max_results,
       " lines (num_results); `truncated` says when there were more, and num_matches counts all.");
 }
 
-std::string SearchDirectoryTool::parameters_schema() const {
+std::string Schema(const BuiltinOptions& options) {
   return absl::StrCat(R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "query": {
       "type": "string",
@@ -48,10 +47,10 @@ std::string SearchDirectoryTool::parameters_schema() const {
     "num_results": {
       "type": "integer",
       "description": "The most matching lines to return (at most )json",
-                      options_.search_max_results, R"json().",
+                      options.search_max_results, R"json().",
       "minimum": 1,
       "default": )json",
-                      options_.search_max_results, R"json(
+                      options.search_max_results, R"json(
     },
     "case_sensitive": {
       "type": "boolean",
@@ -62,6 +61,14 @@ std::string SearchDirectoryTool::parameters_schema() const {
   "required": ["query"]
 })json");
 }
+
+}  // namespace
+
+SearchDirectoryTool::SearchDirectoryTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("search_directory", Description(options), Schema(options))
+               .Type(ToolType::kFileRead)
+               .Tags({kTagReadOnly, kTagPathScoped, kTagMinimal})),
+      options_(options) {}
 
 absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string query = StringField(args, "query");

@@ -17,6 +17,7 @@ namespace {
 
 constexpr char kSchema[] = R"json({
   "type": "object",
+  "additionalProperties": false,
   "properties": {
     "file_path": {
       "type": "string",
@@ -146,21 +147,25 @@ absl::StatusOr<size_t> ReadSome(int fd, char* buf, size_t want, const std::strin
 
 std::string PathOf(const JsonValue& input) { return StringField(input, "file_path", "?"); }
 
-}  // namespace
-
-std::string ViewFileTool::description() const {
+std::string Description(const BuiltinOptions& options) {
   return absl::StrCat(
       "Reads a text file in the workspace and returns its lines numbered like `cat -n` "
       "(\"     1\\t<text>\"; the number and tab are not part of the file). Use start_line and "
       "end_line (1-based, inclusive) to read part of a large file. At most ",
-      options_.view_max_lines, " lines or ", options_.view_max_bytes,
+      options.view_max_lines, " lines or ", options.view_max_bytes,
       " bytes are returned per call; when output is cut, `truncated` is true and `hint` names "
       "the start_line to continue from. Also returns total_lines, line_endings and the "
       "file's sha256 (pass it to edit_file as expected_sha256). Binary files are described "
       "(size, mime type), not shown.");
 }
 
-std::string ViewFileTool::parameters_schema() const { return kSchema; }
+}  // namespace
+
+ViewFileTool::ViewFileTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("view_file", Description(options), kSchema)
+               .Type(ToolType::kFileRead)
+               .Tags({kTagReadOnly, kTagFile, kTagPathScoped, kTagMinimal})),
+      options_(options) {}
 
 absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
   auto file_path = StringArg(args, "file_path");

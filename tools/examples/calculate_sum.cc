@@ -34,13 +34,8 @@ std::string FormatNumber(double x) {
 
 }  // namespace
 
-std::string CalculateSumTool::name() const { return "calculate_sum"; }
-
-std::string CalculateSumTool::description() const {
-  return "Adds up a list of numbers and returns the sum.";
-}
-
-std::string CalculateSumTool::parameters_schema() const { return kSchema; }
+CalculateSumTool::CalculateSumTool()
+    : Tool(ToolSpec("calculate_sum", "Adds up a list of numbers and returns the sum.", kSchema)) {}
 
 absl::StatusOr<Json> CalculateSumTool::Call(const JsonValue& args, ToolContext& ctx) const {
   // Validation (S4) guarantees an array of numbers; GetDouble() reads both

@@ -17,15 +17,12 @@ constexpr char kSchema[] = R"json({
 }  // namespace
 
 CheckInventoryTool::CheckInventoryTool()
-    : stock_({{"apples", 10}, {"bananas", 5}, {"oranges", 0}}) {}
-
-std::string CheckInventoryTool::name() const { return "check_inventory"; }
-
-std::string CheckInventoryTool::description() const {
-  return "Returns how many of an item are in stock (0 for an item the store does not carry).";
-}
-
-std::string CheckInventoryTool::parameters_schema() const { return kSchema; }
+    : Tool(ToolSpec(
+               "check_inventory",
+               "Returns how many of an item are in stock (0 for an item the store does not carry).",
+               kSchema)
+               .ReadOnly()),
+      stock_({{"apples", 10}, {"bananas", 5}, {"oranges", 0}}) {}
 
 void CheckInventoryTool::SetCount(absl::string_view item, int64_t count) {
   absl::MutexLock lock(&mu_);

@@ -14,13 +14,10 @@ constexpr char kKey[] = "count";
 
 }  // namespace
 
-std::string CounterTool::name() const { return "counter"; }
-
-std::string CounterTool::description() const {
-  return "Increments this session's counter and returns its new value.";
-}
-
-std::string CounterTool::parameters_schema() const { return kSchema; }
+CounterTool::CounterTool()
+    : Tool(ToolSpec("counter", "Increments this session's counter and returns its new value.",
+                    kSchema)
+               .NeedsContext()) {}
 
 absl::StatusOr<Json> CounterTool::Call(const JsonValue& args, ToolContext& ctx) const {
   // update_state, not get_state + set_state: two concurrent calls in one

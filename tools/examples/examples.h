@@ -2,7 +2,7 @@
 // custom C++ tool (see README). Each is one class in its own .cc file:
 //
 //   get_weather      a stateless, read-only tool returning an object
-//   counter          a tool that needs_context() and keeps session state (S5)
+//   counter          a tool that needs a session (NeedsContext) and keeps its state (S5)
 //   check_inventory  a tool with shared state of its own, guarded by a mutex
 //   calculate_sum    a tool returning a non-object value (sent as {"result": v}, S3)
 //   wait             a long-running tool that honours cancellation
@@ -33,13 +33,8 @@ namespace toolexec::examples {
 // A missing city is reported as "Unknown".
 class GetWeatherTool final : public Tool {
  public:
-  std::string name() const override;
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  GetWeatherTool();
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-
-  ToolType tool_type() const override { return ToolType::kApiCall; }
-  bool read_only() const override { return true; }
   // S13: "Weather in <city>".
   std::string display_title(const JsonValue& input) const override;
 };
@@ -50,12 +45,8 @@ class GetWeatherTool final : public Tool {
 // that holds something other than an integer is left alone and fails the call.
 class CounterTool final : public Tool {
  public:
-  std::string name() const override;
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  CounterTool();
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-
-  bool needs_context() const override { return true; }
 };
 
 // check_inventory{item: string} -> {"item": item, "count": n}. Reads a stock
@@ -65,12 +56,7 @@ class CheckInventoryTool final : public Tool {
  public:
   CheckInventoryTool();
 
-  std::string name() const override;
-  std::string description() const override;
-  std::string parameters_schema() const override;
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-
-  bool read_only() const override { return true; }
 
   // Sets the stock of `item`. For the embedding program (or a test); may run
   // while calls are in flight, which is why the stock is guarded.
@@ -86,9 +72,7 @@ class CheckInventoryTool final : public Tool {
 // runner sends as {"result": "Sum: 6"} (S3). Whole totals print without ".0".
 class CalculateSumTool final : public Tool {
  public:
-  std::string name() const override;
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  CalculateSumTool();
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 };
 
@@ -98,9 +82,7 @@ class CalculateSumTool final : public Tool {
 // Cancelled "wait cancelled after N ms".
 class WaitTool final : public Tool {
  public:
-  std::string name() const override;
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  WaitTool();
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 };
 

@@ -24,13 +24,14 @@ std::string CityOf(const JsonValue& args) {
 
 }  // namespace
 
-std::string GetWeatherTool::name() const { return "get_weather"; }
-
-std::string GetWeatherTool::description() const {
-  return "Gets the current weather for a city: temperature in degrees Celsius and conditions.";
-}
-
-std::string GetWeatherTool::parameters_schema() const { return kSchema; }
+GetWeatherTool::GetWeatherTool()
+    : Tool(
+          ToolSpec(
+              "get_weather",
+              "Gets the current weather for a city: temperature in degrees Celsius and conditions.",
+              kSchema)
+              .Type(ToolType::kApiCall)
+              .ReadOnly()) {}
 
 std::string GetWeatherTool::display_title(const JsonValue& input) const {
   return absl::StrCat("Weather in ", CityOf(input));

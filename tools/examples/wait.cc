@@ -27,13 +27,10 @@ constexpr char kSchema[] = R"json({
 
 }  // namespace
 
-std::string WaitTool::name() const { return "wait"; }
-
-std::string WaitTool::description() const {
-  return "Waits for the given number of milliseconds, then returns the optional value.";
-}
-
-std::string WaitTool::parameters_schema() const { return kSchema; }
+WaitTool::WaitTool()
+    : Tool(ToolSpec("wait",
+                    "Waits for the given number of milliseconds, then returns the optional value.",
+                    kSchema)) {}
 
 absl::StatusOr<Json> WaitTool::Call(const JsonValue& args, ToolContext& ctx) const {
   // Validation (S4) guarantees an integer in [0, 3600000].

@@ -5,14 +5,17 @@
 #include "tools/runtime/schema.h"
 // clang-format on
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/runtime/tool.h"
 #include "valijson/schema.hpp"
 #include "valijson/schema_parser.hpp"
 #include "valijson/validation_results.hpp"
@@ -93,12 +96,62 @@ void CoerceScalar(const WantedTypes& wanted, JsonValue& value, Allocator& alloc)
   }
 }
 
+// Whether a schema node accepts null: its type names "null", or it has no
+// type and its enum (if any) lists null.
+bool AdmitsNull(const JsonValue& schema) {
+  if (!schema.IsObject()) return true;
+  auto type = schema.FindMember("type");
+  if (type != schema.MemberEnd()) {
+    if (type->value.IsString()) return StringOf(type->value) == "null";
+    if (type->value.IsArray()) {
+      for (const auto& t : type->value.GetArray()) {
+        if (t.IsString() && StringOf(t) == "null") return true;
+      }
+    }
+    return false;
+  }
+  auto values = schema.FindMember("enum");
+  if (values == schema.MemberEnd() || !values->value.IsArray()) return true;
+  for (const auto& v : values->value.GetArray()) {
+    if (v.IsNull()) return true;
+  }
+  return false;
+}
+
+bool IsRequired(const JsonValue& schema, const JsonValue& name) {
+  auto required = schema.FindMember("required");
+  if (required == schema.MemberEnd() || !required->value.IsArray()) return false;
+  for (const auto& r : required->value.GetArray()) {
+    if (r == name) return true;
+  }
+  return false;
+}
+
+// A model in OpenAI's strict mode must send every property, and sends an
+// optional one it means to leave out as null: an optional property whose
+// schema does not accept null is removed when it is null, so it is absent
+// (and defaulted). A null for a required property stays, and fails
+// validation.
+void DropNullOptionals(const JsonValue& schema, const JsonValue& props, JsonValue& value) {
+  std::vector<std::string> drop;
+  for (const auto& member : value.GetObject()) {
+    if (!member.value.IsNull()) continue;
+    auto sub = props.FindMember(member.name);
+    if (sub == props.MemberEnd() || AdmitsNull(sub->value) || IsRequired(schema, member.name)) {
+      continue;
+    }
+    drop.emplace_back(member.name.GetString(), member.name.GetStringLength());
+  }
+  for (const auto& name : drop) value.EraseMember(name);
+}
+
 void CoerceNode(const JsonValue& schema, JsonValue& value, Allocator& alloc) {
   if (!schema.IsObject()) return;
   CoerceScalar(TypesOf(schema), value, alloc);
   if (value.IsObject()) {
     auto props = schema.FindMember("properties");
     if (props == schema.MemberEnd() || !props->value.IsObject()) return;
+    DropNullOptionals(schema, props->value, value);
     for (auto& member : value.GetObject()) {
       auto sub = props->value.FindMember(member.name);
       if (sub != props->value.MemberEnd()) CoerceNode(sub->value, member.value, alloc);
@@ -153,6 +206,106 @@ std::string JsonPath(absl::string_view root, const std::vector<std::string>& con
     absl::StrAppend(&path, index ? "[" : ".", inner, index ? "]" : "");
   }
   return path;
+}
+
+// The schema node and the value at valijson's context path (either may be
+// null where the path leaves them).
+struct Located {
+  const JsonValue* schema = nullptr;
+  const JsonValue* value = nullptr;
+};
+
+Located Locate(const JsonValue& schema, const JsonValue& value,
+               const std::vector<std::string>& context) {
+  Located at{&schema, &value};
+  for (size_t i = 1; i < context.size() && at.value != nullptr; ++i) {
+    absl::string_view step = context[i];
+    if (step.size() >= 2 && step.front() == '[' && step.back() == ']') {
+      step = step.substr(1, step.size() - 2);
+    }
+    const JsonValue* s = at.schema;
+    at.schema = nullptr;
+    if (at.value->IsObject()) {
+      auto member = at.value->FindMember(JsonValue(rapidjson::StringRef(step.data(), step.size())));
+      at.value = member == at.value->MemberEnd() ? nullptr : &member->value;
+      if (s != nullptr && s->IsObject()) {
+        auto props = s->FindMember("properties");
+        if (props != s->MemberEnd() && props->value.IsObject()) {
+          auto sub = props->value.FindMember(JsonValue(rapidjson::StringRef(step.data(), step.size())));
+          if (sub != props->value.MemberEnd()) at.schema = &sub->value;
+        }
+      }
+    } else if (at.value->IsArray()) {
+      size_t index = 0;
+      if (!absl::SimpleAtoi(step, &index) || index >= at.value->Size()) return {};
+      at.value = &(*at.value)[static_cast<rapidjson::SizeType>(index)];
+      if (s != nullptr && s->IsObject()) {
+        auto items = s->FindMember("items");
+        if (items != s->MemberEnd() && items->value.IsObject()) at.schema = &items->value;
+        if (items != s->MemberEnd() && items->value.IsArray() && index < items->value.Size()) {
+          at.schema = &items->value[static_cast<rapidjson::SizeType>(index)];
+        }
+      }
+    } else {
+      return {};
+    }
+  }
+  return at;
+}
+
+std::string Abbreviated(const JsonValue& v) {
+  std::string text = ToJsonString(v);
+  if (text.size() > 60) text = absl::StrCat(text.substr(0, Utf8SafePrefix(text, 57)), "...");
+  return text;
+}
+
+// valijson's description of a broken rule, made to say what was expected:
+// the type wanted and the one given, the allowed values, the names an object
+// takes.
+std::string Explain(const JsonValue& schema, const JsonValue& args,
+                    const std::vector<std::string>& context, const std::string& description) {
+  Located at = Locate(schema, args, context);
+  if (at.schema == nullptr || at.value == nullptr || !at.schema->IsObject()) return description;
+  if (absl::StartsWith(description, "Value type not permitted")) {
+    auto type = at.schema->FindMember("type");
+    if (type == at.schema->MemberEnd()) return description;
+    std::vector<std::string> wanted;
+    if (type->value.IsString()) wanted.emplace_back(StringOf(type->value));
+    if (type->value.IsArray()) {
+      for (const auto& t : type->value.GetArray()) {
+        if (t.IsString()) wanted.emplace_back(StringOf(t));
+      }
+    }
+    return absl::StrCat("expected type ", absl::StrJoin(wanted, " or "), ", got ",
+                        JsonTypeName(*at.value), " ", Abbreviated(*at.value));
+  }
+  if (absl::StartsWith(description, "Failed to match against any enum")) {
+    auto values = at.schema->FindMember("enum");
+    if (values == at.schema->MemberEnd()) return description;
+    return absl::StrCat("expected one of ", ToJsonString(values->value), ", got ",
+                        Abbreviated(*at.value));
+  }
+  if (absl::StartsWith(description, "Object contains a property that could not be validated") &&
+      at.value->IsObject()) {
+    auto props = at.schema->FindMember("properties");
+    std::vector<std::string> known, unknown;
+    if (props != at.schema->MemberEnd() && props->value.IsObject()) {
+      for (const auto& p : props->value.GetObject()) {
+        known.emplace_back(p.name.GetString(), p.name.GetStringLength());
+      }
+    }
+    for (const auto& m : at.value->GetObject()) {
+      std::string name(m.name.GetString(), m.name.GetStringLength());
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        unknown.push_back(absl::StrCat("'", name, "'"));
+      }
+    }
+    absl::string_view noun = context.size() <= 1 ? "argument" : "property";
+    return absl::StrCat("unknown ", noun, unknown.size() == 1 ? " " : "s ",
+                        absl::StrJoin(unknown, ", "), "; the known ones are ",
+                        known.empty() ? "(none)" : absl::StrJoin(known, ", "));
+  }
+  return description;
 }
 
 }  // namespace
@@ -236,13 +389,34 @@ absl::Status CompiledSchema::ValidateExact(const JsonValue& args) const {
                      " could not be validated: ", e.what()));
   }
   if (ok) return absl::OkStatus();
-  // The first error is the innermost, most specific one; later ones repeat it
-  // from the enclosing schemas ("Failed to validate against schema ...").
-  valijson::ValidationResults::Error first;
-  results.popError(first);
+  // Every rule broken, each with its path; valijson also reports each failure
+  // again from the enclosing schemas ("Failed to validate against schema
+  // ..."), which says nothing new unless it is all there is.
+  std::vector<std::string> problems;
+  std::string fallback;
+  valijson::ValidationResults::Error error;
+  while (results.popError(error)) {
+    std::string line = absl::StrCat(JsonPath(value_name_, error.context), ": ",
+                                    Explain(document_, args, error.context, error.description));
+    if (absl::StartsWith(error.description, "Failed to validate")) {
+      if (fallback.empty()) fallback = line;
+      continue;
+    }
+    if (std::find(problems.begin(), problems.end(), line) == problems.end()) {
+      problems.push_back(std::move(line));
+    }
+  }
+  if (problems.empty()) problems.push_back(fallback);
+  // A bounded message: an array of a million wrong items is not a million lines.
+  constexpr size_t kMaxProblems = 10;
+  if (problems.size() > kMaxProblems) {
+    size_t more = problems.size() - kMaxProblems;
+    problems.resize(kMaxProblems);
+    problems.push_back(absl::StrCat("and ", more, " more"));
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("invalid ", value_name_ == "args" ? "arguments" : value_name_, ": ",
-                   JsonPath(value_name_, first.context), ": ", first.description));
+                   absl::StrJoin(problems, "; ")));
 }
 
 void CompiledSchema::ApplyDefaults(Json& args) const {

@@ -1,5 +1,6 @@
 #include "tools/runtime/tool.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -82,8 +83,17 @@ absl::string_view ErrorCodeName(ErrorCode code) {
   return kErrorCodeNames[static_cast<int>(code)];
 }
 
+bool ToolSpec::HasTag(absl::string_view tag) const {
+  return std::find(tags.begin(), tags.end(), tag) != tags.end();
+}
+
+Tool::Tool(ToolSpec spec) : spec_(std::move(spec)) {
+  if (spec_.display_name.empty()) spec_.display_name = spec_.name;
+  if (spec_.HasTag(kTagReadOnly)) spec_.read_only = true;
+}
+
 std::string Tool::not_executable_message() const {
-  return absl::StrCat(name(), executor() == ToolExecutor::kProvider
+  return absl::StrCat(name(), spec_.executor == ToolExecutor::kProvider
                                   ? " is handled internally by the model provider"
                                   : " is executed by the harness");
 }

@@ -1,7 +1,8 @@
 // The tool model. A Tool is a named function from JSON arguments to a JSON
-// result, with a JSON Schema for its arguments and optional metadata. Every
-// optional method has a default, so a minimal tool overrides only name(),
-// description(), parameters_schema() and Call().
+// result. What it is (name, description, argument schema, type, tags...) is
+// data, a ToolSpec given once to the constructor; what it does is virtual
+// (Call, and optionally its display, permissions and cleanup). A minimal tool
+// is a constructor passing ToolSpec(name, description, schema) and Call().
 //
 // Thread safety: one Tool instance serves every call, concurrently, from the
 // runtime's executor threads. Call() and every const method must be safe to
@@ -10,13 +11,14 @@
 #define TOOLEXEC_TOOLS_RUNTIME_TOOL_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -95,15 +97,94 @@ absl::Status ToolError(ErrorCode code, absl::string_view message);
 ErrorCode ErrorCodeOf(const absl::Status& status);
 absl::string_view ErrorCodeName(ErrorCode code);
 
+// Tags a tool may carry. A named tool set (S6, tool_sets.h) is the tools with
+// its tag, so any tool (built-in, example or a plugin's) joins a set by
+// declaring the tag; the runtime never lists tools by name. Other tags are
+// free-form and sent with the declaration (ToolDeclaration.tags).
+inline constexpr absl::string_view kTagReadOnly = "read_only";      // set read_only
+inline constexpr absl::string_view kTagFile = "file";               // set file_tools
+inline constexpr absl::string_view kTagPathScoped = "path_scoped";  // set path_scoped
+inline constexpr absl::string_view kTagMinimal = "minimal";         // set minimal
+// Not in nondestructive (which is every tool without this tag).
+inline constexpr absl::string_view kTagDestructive = "destructive";
+
+// What a tool is, declared once. Build it with the constructor and the
+// chainable setters:
+//   ToolSpec("get_weather", "Gets the weather.", kSchema).Type(ToolType::kApiCall).ReadOnly()
+struct ToolSpec {
+  ToolSpec(std::string name, std::string description, std::string parameters_schema)
+      : name(std::move(name)),
+        description(std::move(description)),
+        parameters_schema(std::move(parameters_schema)) {}
+
+  std::string name;
+  std::string description;
+  // JSON Schema (draft 7) text for the arguments. Compiled once, at
+  // registration; an invalid schema is a start-up error.
+  std::string parameters_schema;
+  ToolType type = ToolType::kCustom;
+  // Who runs it; a tool run elsewhere fails here with NOT_EXECUTABLE_HERE (S9).
+  ToolExecutor executor = ToolExecutor::kDaemon;
+  // Only run with a session; without one the call is a NO_CONTEXT error (S5).
+  bool needs_context = false;
+  // The tool changes nothing (ToolDeclaration.read_only). The read_only tag
+  // implies it; a tool may be read-only without being in the read_only set.
+  bool read_only = false;
+  std::vector<std::string> tags;
+  // S13: the name shown to a person; "" means `name`.
+  std::string display_name;
+  // "" for built-ins and in-process tools; the MCP server's name for MCP tools.
+  std::string server_name;
+  // The provider-native configuration (EXECUTOR_PROVIDER tools), JSON object text.
+  std::string provider_config;
+
+  bool HasTag(absl::string_view tag) const;
+
+  ToolSpec& Type(ToolType t) {
+    type = t;
+    return *this;
+  }
+  ToolSpec& Executor(ToolExecutor e) {
+    executor = e;
+    return *this;
+  }
+  ToolSpec& NeedsContext() {
+    needs_context = true;
+    return *this;
+  }
+  ToolSpec& ReadOnly() {
+    read_only = true;
+    return *this;
+  }
+  ToolSpec& Tags(std::initializer_list<absl::string_view> more) {
+    for (absl::string_view t : more) tags.emplace_back(t);
+    return *this;
+  }
+  ToolSpec& DisplayName(std::string n) {
+    display_name = std::move(n);
+    return *this;
+  }
+  ToolSpec& ServerName(std::string n) {
+    server_name = std::move(n);
+    return *this;
+  }
+  ToolSpec& ProviderConfig(std::string c) {
+    provider_config = std::move(c);
+    return *this;
+  }
+};
+
 class Tool {
  public:
+  // Fills the spec's defaults: display_name from name, read_only from the
+  // read_only tag.
+  explicit Tool(ToolSpec spec);
   virtual ~Tool() = default;
+  Tool(const Tool&) = delete;
+  Tool& operator=(const Tool&) = delete;
 
-  virtual std::string name() const = 0;
-  virtual std::string description() const = 0;
-  // JSON Schema (draft 7) text for the arguments. Compiled once, at registration;
-  // an invalid schema is a start-up error.
-  virtual std::string parameters_schema() const = 0;
+  const ToolSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
 
   // Runs the call. `args` are already coerced, validated and defaulted (S4).
   // Return any JSON value: an object is sent as-is, any other value v as
@@ -114,22 +195,13 @@ class Tool {
 
   // --- optional, with defaults ---
 
-  // A tool that needs_context() is only run with a session; without one the
-  // call is a NO_CONTEXT error (S5).
-  virtual bool needs_context() const { return false; }
-  virtual ToolType tool_type() const { return ToolType::kCustom; }
-  virtual ToolExecutor executor() const { return ToolExecutor::kDaemon; }
-  virtual bool read_only() const { return false; }
-  // The provider-native configuration (EXECUTOR_PROVIDER tools), JSON object text.
-  virtual std::string provider_config() const { return ""; }
-  // S9: why a tool that executor() says runs elsewhere fails when sent here
+  // S9: why a tool that spec().executor says runs elsewhere fails when sent here
   // (NOT_EXECUTABLE_HERE). Default: "<name> is executed by the harness" or
   // "<name> is handled internally by the model provider".
   virtual std::string not_executable_message() const;
 
-  // S13. display_name defaults to name(); display_title to display_name().
-  virtual std::string display_name() const { return name(); }
-  virtual std::string display_title(const JsonValue& /*input*/) const { return display_name(); }
+  // S13. Default: spec().display_name.
+  virtual std::string display_title(const JsonValue& /*input*/) const { return spec_.display_name; }
   // The content shown for a finished call. Default: the result as JSON,
   // cut to kDefaultDisplayBytes with is_truncated and full_length set.
   virtual DisplayResult display(const JsonValue& input, const JsonValue& result) const;
@@ -166,6 +238,9 @@ class Tool {
   virtual void shutdown() const {}
 
   static constexpr size_t kDefaultDisplayBytes = 4096;
+
+ private:
+  ToolSpec spec_;
 };
 
 }  // namespace toolexec

@@ -26,8 +26,7 @@ absl::Status ValidateToolName(absl::string_view name) {
 
 }  // namespace
 
-absl::Status ToolRegistry::Register(std::unique_ptr<Tool> tool, absl::string_view source,
-                                    absl::string_view server_name) {
+absl::Status ToolRegistry::Register(std::unique_ptr<Tool> tool, absl::string_view source) {
   if (tool == nullptr) return absl::InvalidArgumentError("cannot register a null tool");
   std::string name = tool->name();
   if (absl::Status s = ValidateToolName(name); !s.ok()) return s;
@@ -36,7 +35,7 @@ absl::Status ToolRegistry::Register(std::unique_ptr<Tool> tool, absl::string_vie
     return absl::AlreadyExistsError(absl::StrCat("duplicate tool name '", name, "': registered by ",
                                                  it->second->source, " and again by ", source));
   }
-  auto schema = CompiledSchema::Compile(tool->parameters_schema());
+  auto schema = CompiledSchema::Compile(tool->spec().parameters_schema);
   if (!schema.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("tool '", name, "' (", source,
                                                    "): ", schema.status().message()));
@@ -45,7 +44,7 @@ absl::Status ToolRegistry::Register(std::unique_ptr<Tool> tool, absl::string_vie
   entry->tool = std::move(tool);
   entry->name = name;
   entry->source = std::string(source);
-  entry->server_name = std::string(server_name);
+  entry->server_name = entry->tool->spec().server_name;
   entry->schema = std::move(*schema);
   entry->position = tools_.size();
   by_name_.emplace(name, entry.get());

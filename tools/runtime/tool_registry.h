@@ -23,8 +23,7 @@ struct RegisteredTool {
   std::string name;
   // Where it came from, for error messages: "built-in", "example", "config", ...
   std::string source;
-  // "" for built-ins and in-process tools; the MCP server's name for MCP tools.
-  std::string server_name;
+  std::string server_name;  // tool->spec().server_name
   std::unique_ptr<CompiledSchema> schema;
   size_t position = 0;  // registration order
 };
@@ -34,8 +33,7 @@ class ToolRegistry final {
   // Compiles the tool's schema and appends it. AlreadyExists naming the tool
   // and both sources on a duplicate name (never replaces); InvalidArgument for
   // an empty or malformed name or an invalid schema.
-  absl::Status Register(std::unique_ptr<Tool> tool, absl::string_view source,
-                        absl::string_view server_name = "");
+  absl::Status Register(std::unique_ptr<Tool> tool, absl::string_view source);
 
   // nullptr when no tool has that name.
   const RegisteredTool* Find(absl::string_view name) const;

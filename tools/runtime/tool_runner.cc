@@ -9,12 +9,53 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 
 namespace toolexec {
 namespace {
+
+// Edit distance, case-insensitive: how many single-character insertions,
+// deletions and substitutions turn `a` into `b`.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      bool same = absl::ascii_tolower(a[i - 1]) == absl::ascii_tolower(b[j - 1]);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Up to three of `names` close to `name` (a typo away, or one containing the
+// other), closest first.
+std::vector<std::string> ClosestNames(absl::string_view name,
+                                      const std::vector<std::string>& names) {
+  std::string lower = absl::AsciiStrToLower(name);
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& n : names) {
+    std::string candidate = absl::AsciiStrToLower(n);
+    size_t d = EditDistance(lower, candidate);
+    bool contains = lower.size() >= 3 && (absl::StrContains(candidate, lower) ||
+                                          absl::StrContains(lower, candidate));
+    if (d <= std::max<size_t>(2, std::min(lower.size(), candidate.size()) / 3) || contains) {
+      scored.emplace_back(d, n);
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (size_t k = 0; k < scored.size() && k < 3; ++k) out.push_back(scored[k].second);
+  return out;
+}
 
 ResultStatus StatusForCode(ErrorCode code) {
   switch (code) {
@@ -379,13 +420,26 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     Complete(i, std::move(result));
   }
 
+  // Said to the model, which cannot list the tools itself: the closest names
+  // it may call, else all of them.
+  std::string UnknownToolMessage(const std::string& name) const {
+    std::vector<std::string> callable =
+        session_ != nullptr && !session_->tools().empty() ? session_->tools()
+                                                          : runner_->registry_->names();
+    std::vector<std::string> close = ClosestNames(name, callable);
+    if (!close.empty()) {
+      return absl::StrCat("unknown tool '", name, "'; did you mean ",
+                          absl::StrJoin(close, " or "), "?");
+    }
+    return absl::StrCat("unknown tool '", name, "'; the tools you can call are: ",
+                        absl::StrJoin(callable, ", "));
+  }
+
   // The S3/S4/S5 pipeline for one call. May throw (from tool code); the caller catches.
   ToolCallResult Execute(uint32_t i, Call& c, const RegisteredTool* rt) {
     const CallRequest& req = c.request;
     if (rt == nullptr) {
-      return Failure(i, nullptr, ErrorCode::kUnknownTool,
-                     absl::StrCat("unknown tool '", req.name,
-                                  "': no tool of that name is registered (ListTools lists them)"));
+      return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
     }
     if (session_ != nullptr && !session_->AllowsTool(req.name)) {
       return Failure(i, rt, ErrorCode::kDenied,
@@ -394,7 +448,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                   absl::StrJoin(session_->tools(), ", ")));
     }
     // S9: declared here, run elsewhere; say who runs it before anything else.
-    if (rt->tool->executor() != ToolExecutor::kDaemon) {
+    if (rt->tool->spec().executor != ToolExecutor::kDaemon) {
       return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
     }
     absl::StatusOr<Json> args = c.args.has_value() ? std::move(*c.args) : ParseArgs(req);
@@ -405,7 +459,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
     const Tool& tool = *rt->tool;
     // S5: never fall back to running without the context the tool asked for.
-    if (tool.needs_context() && session_ == nullptr) {
+    if (tool.spec().needs_context && session_ == nullptr) {
       return Failure(i, rt, ErrorCode::kNoContext,
                      absl::StrCat("tool '", req.name,
                                   "' needs a session context: open one with OpenSession and pass "
@@ -426,7 +480,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       info.workspaces.push_back(runner_->options_.default_workspace);
     }
     std::weak_ptr<Session> session;
-    if (tool.needs_context()) session = session_;
+    if (tool.spec().needs_context) session = session_;
     auto self = shared_from_this();
     ToolContext ctx(std::move(info), session, &c.token,
                     [self, i](absl::string_view stream, absl::string_view text) {
@@ -474,7 +528,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                         r.payload.GetAllocator());
     r.error_message = std::string(message);
     r.error = ToolCallError{std::string(message), name, rt ? rt->server_name : "", code};
-    r.display.title = rt ? rt->tool->display_name() : name;
+    r.display.title = rt ? rt->tool->spec().display_name : name;
     r.display.content = r.error_message;
     r.display.full_length = r.display.content.size();
     r.compact_summary = absl::StrCat("[", name, ": error]");

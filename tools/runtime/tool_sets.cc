@@ -9,23 +9,16 @@
 namespace toolexec {
 namespace {
 
-// S6, exactly as DESIGN.md lists them.
-const absl::flat_hash_set<absl::string_view>& Members(absl::string_view set) {
-  static const auto* read_only = new absl::flat_hash_set<absl::string_view>{
-      "list_directory", "search_directory", "find_file", "view_file", "finish"};
-  static const auto* file_tools =
-      new absl::flat_hash_set<absl::string_view>{"view_file", "create_file", "edit_file"};
-  static const auto* path_scoped = new absl::flat_hash_set<absl::string_view>{
-      "view_file",        "create_file", "edit_file",  "list_directory",
-      "search_directory", "find_file",   "grep_search"};
-  static const auto* minimal = new absl::flat_hash_set<absl::string_view>{
-      "run_command", "view_file", "create_file", "edit_file", "list_directory", "search_directory"};
-  static const auto* none = new absl::flat_hash_set<absl::string_view>{};
-  if (set == "read_only") return *read_only;
-  if (set == "file_tools") return *file_tools;
-  if (set == "path_scoped") return *path_scoped;
-  if (set == "minimal") return *minimal;
-  return *none;
+// S6: each set is the tools with its tag (nondestructive: without its tag).
+bool InSet(const Tool& tool, absl::string_view set) {
+  const ToolSpec& spec = tool.spec();
+  if (set == "all") return true;
+  if (set == "nondestructive") return !spec.HasTag(kTagDestructive);
+  if (set == "read_only") return spec.HasTag(kTagReadOnly);
+  if (set == "file_tools") return spec.HasTag(kTagFile);
+  if (set == "path_scoped") return spec.HasTag(kTagPathScoped);
+  if (set == "minimal") return spec.HasTag(kTagMinimal);
+  return false;
 }
 
 }  // namespace
@@ -50,9 +43,7 @@ absl::StatusOr<std::vector<const RegisteredTool*>> SelectToolSet(const ToolRegis
   }
   std::vector<const RegisteredTool*> out;
   for (const auto& t : registry.tools()) {
-    bool in = set == "all" || (set == "nondestructive" && t->name != "run_command") ||
-              Members(set).contains(t->name);
-    if (in) out.push_back(t.get());
+    if (InSet(*t->tool, set)) out.push_back(t.get());
   }
   return out;
 }

@@ -12,7 +12,10 @@
 namespace toolexec {
 
 // The set names: "all", "read_only", "file_tools", "path_scoped",
-// "nondestructive", "minimal".
+// "nondestructive", "minimal". Membership comes from the tools' tags (tool.h):
+// read_only, file_tools, path_scoped and minimal are the tools tagged
+// kTagReadOnly, kTagFile, kTagPathScoped and kTagMinimal; nondestructive is
+// every tool not tagged kTagDestructive; all is every tool.
 const std::vector<absl::string_view>& ToolSetNames();
 bool IsToolSetName(absl::string_view name);
 

@@ -47,7 +47,7 @@ TEST_F(ControlToolsTest, FinishReturnsItsOutput) {
   EXPECT_EQ(RunOne("finish", "{}").error->code, ErrorCode::kInvalidArguments);
   EXPECT_EQ(RunOne("finish", R"({"output":1,"output_string":"x"})").error->code,
             ErrorCode::kInvalidArguments);
-  EXPECT_TRUE(registry_.Find("finish")->tool->read_only());
+  EXPECT_TRUE(registry_.Find("finish")->tool->spec().read_only);
 }
 
 TEST_F(ControlToolsTest, FinishValidatesAgainstTheConfiguredSchema) {
@@ -118,11 +118,13 @@ TEST_F(ControlToolsTest, DeclaredToolsAreNotExecutableHere) {
   EXPECT_EQ(google.error->code, ErrorCode::kNotExecutableHere);
   EXPECT_EQ(google.error_message, "GoogleSearch is handled internally by Gemini");
   const Tool& web = *registry_.Find("web_search")->tool;
-  EXPECT_EQ(web.executor(), ToolExecutor::kProvider);
-  EXPECT_EQ(web.provider_config(),
-            R"({"type":"web_search_20250305","name":"web_search","allowed_domains":["example.com"],"max_uses":3})");
-  EXPECT_EQ(registry_.Find("ask_question")->tool->executor(), ToolExecutor::kHarness);
-  EXPECT_EQ(registry_.Find("google_search")->tool->provider_config(), R"({"google_search":{}})");
+  EXPECT_EQ(web.spec().executor, ToolExecutor::kProvider);
+  EXPECT_EQ(
+      web.spec().provider_config,
+      R"({"type":"web_search_20250305","name":"web_search","allowed_domains":["example.com"],"max_uses":3})");
+  EXPECT_EQ(registry_.Find("ask_question")->tool->spec().executor, ToolExecutor::kHarness);
+  EXPECT_EQ(registry_.Find("google_search")->tool->spec().provider_config,
+            R"({"google_search":{}})");
 }
 
 // The model can only pick a subagent it is told about: start_subagent lists
@@ -133,18 +135,19 @@ TEST(DeclaredToolsConfigTest, StartSubagentListsTheConfiguredSubagents) {
   ToolRegistry plain;
   ASSERT_TRUE(RegisterDeclaredTools(plain, options).ok());
   const Tool& bare = *plain.Find("start_subagent")->tool;
-  EXPECT_EQ(bare.description(), "Starts a named subagent on a task and returns its result.");
-  EXPECT_THAT(bare.parameters_schema(), Not(HasSubstr("enum")));
+  EXPECT_EQ(bare.spec().description, "Starts a named subagent on a task and returns its result.");
+  EXPECT_THAT(bare.spec().parameters_schema, Not(HasSubstr("enum")));
 
   options.subagents = {{"researcher", "Reads the code and answers questions."},
                        {"tester", "Runs the tests \"fast\"."}};
   ToolRegistry registry;
   ASSERT_TRUE(RegisterDeclaredTools(registry, options).ok());
   const Tool& tool = *registry.Find("start_subagent")->tool;
-  EXPECT_THAT(tool.description(), HasSubstr("- researcher: Reads the code and answers questions."));
-  EXPECT_THAT(tool.description(), HasSubstr("- tester: Runs the tests \"fast\"."));
-  auto schema = ParseJson(tool.parameters_schema());
-  ASSERT_TRUE(schema.ok()) << tool.parameters_schema();
+  EXPECT_THAT(tool.spec().description,
+              HasSubstr("- researcher: Reads the code and answers questions."));
+  EXPECT_THAT(tool.spec().description, HasSubstr("- tester: Runs the tests \"fast\"."));
+  auto schema = ParseJson(tool.spec().parameters_schema);
+  ASSERT_TRUE(schema.ok()) << tool.spec().parameters_schema;
   const JsonValue& name = (*schema)["properties"]["name"];
   ASSERT_TRUE(name.HasMember("enum"));
   ASSERT_EQ(name["enum"].Size(), 2u);

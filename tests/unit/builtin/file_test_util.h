@@ -140,7 +140,7 @@ inline WorkspaceRoots Roots(const std::vector<std::string>& paths) {
 inline absl::StatusOr<Json> CallTool(const Tool& tool, absl::string_view args_json,
                                      WorkspaceRoots workspaces,
                                      const CancellationToken* cancel = nullptr) {
-  auto schema = CompiledSchema::Compile(tool.parameters_schema());
+  auto schema = CompiledSchema::Compile(tool.spec().parameters_schema);
   if (!schema.ok()) return schema.status();
   auto args = ParseJson(args_json);
   if (!args.ok()) return args.status();

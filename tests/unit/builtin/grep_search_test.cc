@@ -164,7 +164,7 @@ TEST_F(GrepSearchTest, DeterministicAcrossRuns) {
 
 TEST_F(GrepSearchTest, ReadOnlyAndPermissions) {
   const Tool& tool = *h_.registry().Find("grep_search")->tool;
-  EXPECT_TRUE(tool.read_only());
+  EXPECT_TRUE(tool.spec().read_only);
   Json input = *ParseJson(R"({"pattern": "x", "path": "src"})");
   auto p = tool.required_permissions(input);
   ASSERT_EQ(p.size(), 1u);

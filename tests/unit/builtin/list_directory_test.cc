@@ -30,8 +30,8 @@ TEST(ListDirectoryTest, RegisteredInOrderWithTruthfulMetadata) {
               ElementsAre("list_directory", "find_file", "search_directory", "grep_search"));
   for (const auto& t : h.registry().tools()) {
     EXPECT_EQ(t->source, "built-in");
-    EXPECT_TRUE(t->tool->read_only()) << t->name;
-    EXPECT_EQ(t->tool->tool_type(), ToolType::kFileRead) << t->name;
+    EXPECT_TRUE(t->tool->spec().read_only) << t->name;
+    EXPECT_EQ(t->tool->spec().type, ToolType::kFileRead) << t->name;
   }
 }
 

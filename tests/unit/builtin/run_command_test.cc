@@ -139,8 +139,8 @@ class RunCommandTest : public ::testing::Test {
 TEST_F(RunCommandTest, RegistersThreeToolsInOrder) {
   EXPECT_THAT(registry_->names(), ElementsAre("run_command", "command_status", "kill_command"));
   const Tool& t = *registry_->Find("run_command")->tool;
-  EXPECT_EQ(t.tool_type(), ToolType::kBashCmd);
-  EXPECT_FALSE(t.read_only());
+  EXPECT_EQ(t.spec().type, ToolType::kBashCmd);
+  EXPECT_FALSE(t.spec().read_only);
   EXPECT_EQ(registry_->Find("run_command")->source, "built-in");
 }
 
@@ -224,6 +224,19 @@ TEST_F(RunCommandTest, InvalidArguments) {
   EXPECT_EQ(Run(R"({"command_line":"true","env":{"A=B":"x"}})").error->code,
             ErrorCode::kInvalidArguments);
   EXPECT_EQ(Run(R"({"command_line":"   "})").error->code, ErrorCode::kInvalidArguments);
+}
+
+// env as ["NAME=value"]: the form every model provider's schema can express
+// (a string map has none in OpenAI strict mode or Gemini).
+TEST_F(RunCommandTest, EnvAsNameValueStrings) {
+  auto r = Sh(R"(echo "[$RCT_A][$RCT_B]")", R"("env":["RCT_A=1","RCT_B=x=y"])");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(Str(r.payload, "stdout"), "[1][x=y]\n");
+  auto bad = Run(R"({"command_line":"true","env":["RCT_A"]})");
+  EXPECT_EQ(bad.error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(bad.error_message, "env: 'RCT_A' is not of the form NAME=value");
+  EXPECT_EQ(Run(R"({"command_line":"true","env":["=x"]})").error->code,
+            ErrorCode::kInvalidArguments);
 }
 
 TEST_F(RunCommandTest, TimeoutsBeyondThirtyDaysAreInvalidNotImmediate) {

@@ -396,11 +396,11 @@ TEST_F(ViewFileTest, ThroughTheRunner) {
   EXPECT_EQ(registry.names(), (std::vector<std::string>{"view_file", "create_file", "edit_file"}));
   for (const auto& r : registry.tools()) EXPECT_EQ(r->source, "built-in");
   const Tool& view = *registry.Find("view_file")->tool;
-  EXPECT_TRUE(view.read_only());
-  EXPECT_EQ(view.tool_type(), ToolType::kFileRead);
-  EXPECT_FALSE(registry.Find("create_file")->tool->read_only());
-  EXPECT_EQ(registry.Find("create_file")->tool->tool_type(), ToolType::kTextEdit);
-  EXPECT_EQ(registry.Find("edit_file")->tool->tool_type(), ToolType::kTextEdit);
+  EXPECT_TRUE(view.spec().read_only);
+  EXPECT_EQ(view.spec().type, ToolType::kFileRead);
+  EXPECT_FALSE(registry.Find("create_file")->tool->spec().read_only);
+  EXPECT_EQ(registry.Find("create_file")->tool->spec().type, ToolType::kTextEdit);
+  EXPECT_EQ(registry.Find("edit_file")->tool->spec().type, ToolType::kTextEdit);
 
   t_.Write("src/main.cc", Lines(1, 4));
   ToolRunner::Options ro;

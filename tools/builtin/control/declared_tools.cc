@@ -53,38 +53,30 @@ constexpr Declaration kDeclarations[] = {
      ToolExecutor::kProvider, ToolType::kWebSearch, "WebSearch is handled internally by Anthropic"},
 };
 
+// start_subagent: the model can only choose a subagent it is told about, so
+// the declaration lists them (names as an enum, descriptions in the text).
+void ListSubagents(const std::vector<BuiltinOptions::Subagent>& subagents, ToolSpec& spec) {
+  if (subagents.empty()) return;
+  absl::StrAppend(&spec.description, " The subagents (pass one as name):");
+  auto schema = ParseJson(spec.parameters_schema);  // a constant of this file: always valid
+  if (!schema.ok()) return;
+  auto& a = schema->GetAllocator();
+  JsonValue names(rapidjson::kArrayType);
+  for (const auto& sa : subagents) {
+    absl::StrAppend(&spec.description, "\n- ", sa.name, sa.description.empty() ? "" : ": ",
+                    sa.description);
+    names.PushBack(JsonValue(sa.name, a), a);
+  }
+  (*schema)["properties"]["name"].AddMember("enum", names, a);
+  spec.parameters_schema = ToJsonString(*schema);
+}
+
 class DeclaredTool final : public Tool {
  public:
-  DeclaredTool(const Declaration& d, std::string provider_config)
-      : d_(d), provider_config_(std::move(provider_config)), description_(d.description),
-        schema_(d.schema) {}
+  DeclaredTool(ToolSpec spec, const char* message) : Tool(std::move(spec)), message_(message) {}
 
-  // start_subagent: the model can only choose a subagent it is told about, so
-  // the declaration lists them (names as an enum, descriptions in the text).
-  void ListSubagents(const std::vector<BuiltinOptions::Subagent>& subagents) {
-    if (subagents.empty()) return;
-    absl::StrAppend(&description_, " The subagents (pass one as name):");
-    auto schema = ParseJson(schema_);  // a constant of this file: always valid
-    if (!schema.ok()) return;
-    auto& a = schema->GetAllocator();
-    JsonValue names(rapidjson::kArrayType);
-    for (const auto& sa : subagents) {
-      absl::StrAppend(&description_, "\n- ", sa.name, sa.description.empty() ? "" : ": ",
-                      sa.description);
-      names.PushBack(JsonValue(sa.name, a), a);
-    }
-    (*schema)["properties"]["name"].AddMember("enum", names, a);
-    schema_ = ToJsonString(*schema);
-  }
-
-  std::string name() const override { return d_.name; }
-  std::string description() const override { return description_; }
-  std::string parameters_schema() const override { return schema_; }
-  ToolExecutor executor() const override { return d_.executor; }
-  ToolType tool_type() const override { return d_.type; }
-  std::string provider_config() const override { return provider_config_; }
   std::string not_executable_message() const override {
-    return *d_.message ? std::string(d_.message) : Tool::not_executable_message();
+    return *message_ ? std::string(message_) : Tool::not_executable_message();
   }
   // The runner answers NOT_EXECUTABLE_HERE before calling; this is a backstop.
   absl::StatusOr<Json> Call(const JsonValue&, ToolContext&) const override {
@@ -92,10 +84,7 @@ class DeclaredTool final : public Tool {
   }
 
  private:
-  const Declaration& d_;
-  std::string provider_config_;
-  std::string description_;
-  std::string schema_;
+  const char* message_;
 };
 
 std::string JsonStrings(const std::vector<std::string>& items) {
@@ -142,9 +131,12 @@ absl::StatusOr<std::unique_ptr<Tool>> MakeDeclaredTool(const std::string& name,
       }
       config += "}";
     }
-    auto tool = std::make_unique<DeclaredTool>(d, std::move(config));
-    if (name == "start_subagent") tool->ListSubagents(options.subagents);
-    return tool;
+    ToolSpec spec = ToolSpec(d.name, d.description, d.schema)
+                        .Type(d.type)
+                        .Executor(d.executor)
+                        .ProviderConfig(std::move(config));
+    if (name == "start_subagent") ListSubagents(options.subagents, spec);
+    return std::make_unique<DeclaredTool>(std::move(spec), d.message);
   }
   return absl::InvalidArgumentError(absl::StrCat("cannot declare unknown tool '", name,
                                                  "'; declarable tools: ",

@@ -8,13 +8,10 @@ namespace {
 
 class ExitLoopTool final : public Tool {
  public:
-  std::string name() const override { return "exit_loop"; }
-  std::string description() const override {
-    return "Exits the current agent loop. Call it only when the loop's work is done.";
-  }
-  std::string parameters_schema() const override {
-    return R"({"type":"object","properties":{}})";
-  }
+  ExitLoopTool()
+      : Tool(ToolSpec("exit_loop",
+                      "Exits the current agent loop. Call it only when the loop's work is done.",
+                      R"({"type":"object","properties":{},"additionalProperties":false})")) {}
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     ctx.actions().escalate = true;
     ctx.actions().skip_summarization = true;

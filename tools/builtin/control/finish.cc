@@ -16,19 +16,12 @@ namespace {
 class FinishTool final : public Tool {
  public:
   explicit FinishTool(std::unique_ptr<CompiledSchema> output_schema)
-      : output_schema_(std::move(output_schema)) {}
-
-  std::string name() const override { return "finish"; }
-  std::string description() const override {
-    return "Finishes the task and returns its final output. Give the output as any JSON value "
-           "(output) or as text (output_string).";
-  }
-  std::string parameters_schema() const override {
-    return R"({"type":"object","properties":{
-      "output":{"description":"The final output of the task, any JSON value."},
-      "output_string":{"type":"string","description":"The final output as plain text."}}})";
-  }
-  bool read_only() const override { return true; }
+      : Tool(ToolSpec("finish",
+                      "Finishes the task and returns its final output. Give the output as any "
+                      "JSON value (output) or as text (output_string).",
+                      Parameters(output_schema.get()))
+                 .Tags({kTagReadOnly})),
+        output_schema_(std::move(output_schema)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     auto output = args.FindMember("output");
@@ -53,6 +46,34 @@ class FinishTool final : public Tool {
   }
 
  private:
+  // The declaration shows the configured output schema as `output`'s, so the
+  // model sees what it must produce. A schema with references keeps its own
+  // document (they resolve against its root), so it is shown as text.
+  static std::string Parameters(const CompiledSchema* output_schema) {
+    Json schema = *ParseJson(R"({"type":"object","additionalProperties":false,"properties":{
+      "output":{"type":["object","array","string","number","boolean"],
+                "description":"The final output of the task, any JSON value."},
+      "output_string":{"type":"string","description":"The final output as plain text."}}})");
+    if (output_schema != nullptr) {
+      auto& a = schema.GetAllocator();
+      const JsonValue& configured = output_schema->document();
+      std::string text = ToJsonString(configured);
+      JsonValue& output = schema["properties"]["output"];
+      if (configured.IsObject() && text.find("\"$ref\"") == std::string::npos) {
+        output.CopyFrom(configured, a);
+        if (!output.HasMember("description")) {
+          output.AddMember("description", "The final output of the task.", a);
+        }
+      } else {
+        std::string description =
+            absl::StrCat("The final output of the task, matching this JSON Schema: ", text);
+        output["description"].SetString(description.data(),
+                                        static_cast<rapidjson::SizeType>(description.size()), a);
+      }
+    }
+    return ToJsonString(schema);
+  }
+
   std::unique_ptr<CompiledSchema> output_schema_;  // null: any output
 };
 

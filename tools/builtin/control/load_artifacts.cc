@@ -13,19 +13,17 @@ namespace {
 
 class LoadArtifactsTool final : public Tool {
  public:
-  std::string name() const override { return "load_artifacts"; }
-  std::string description() const override {
-    return "Loads the latest version of each named artifact of this session (files, images, "
-           "reports saved earlier). Text artifacts come back as text, others as base64 data.";
-  }
-  std::string parameters_schema() const override {
-    return R"({"type":"object","required":["artifact_names"],"properties":{
+  LoadArtifactsTool()
+      : Tool(ToolSpec("load_artifacts",
+                      "Loads the latest version of each named artifact of this session (files, "
+                      "images, reports saved earlier). Text artifacts come back as text, others "
+                      "as base64 data.",
+                      R"({"type":"object","additionalProperties":false,"required":["artifact_names"],"properties":{
       "artifact_names":{"type":"array","items":{"type":"string"},
-                        "description":"Names of the artifacts to load."}}})";
-  }
-  bool needs_context() const override { return true; }
-  bool read_only() const override { return true; }
-  ToolType tool_type() const override { return ToolType::kFileRead; }
+                        "description":"Names of the artifacts to load."}}})")
+                 .Type(ToolType::kFileRead)
+                 .NeedsContext()
+                 .ReadOnly()) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     Json out = MakeObject();

@@ -43,13 +43,8 @@ inline constexpr size_t kSearchDisplayMaxBytes = 16 * 1024;
 // (symlinks)}], count, truncated, [hint]}.
 class ListDirectoryTool final : public Tool {
  public:
-  explicit ListDirectoryTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "list_directory"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit ListDirectoryTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kFileRead; }
-  bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -69,13 +64,8 @@ class ListDirectoryTool final : public Tool {
 // (all matches), truncated, [hint]}.
 class FindFileTool final : public Tool {
  public:
-  explicit FindFileTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "find_file"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit FindFileTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kFileRead; }
-  bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -92,13 +82,8 @@ class FindFileTool final : public Tool {
 // num_matches (all), num_files, truncated, [hint]}.
 class SearchDirectoryTool final : public Tool {
  public:
-  explicit SearchDirectoryTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "search_directory"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit SearchDirectoryTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kFileRead; }
-  bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -118,17 +103,12 @@ class SearchDirectoryTool final : public Tool {
 //             num_matches, num_files, truncated}
 //   count: {counts:[{file, count}], num_matches, num_files, truncated}
 // each with {pattern, path, output_mode}, and when notable: binary_files_skipped,
-// unreadable, hint. grep_search does not write (read_only() is true), though
-// S6's read_only set, which is by name, does not include it.
+// unreadable, hint. grep_search does not write (spec().read_only), though it
+// has no read_only tag: S6's read_only set does not include it.
 class GrepSearchTool final : public Tool {
  public:
-  explicit GrepSearchTool(const BuiltinOptions& options) : options_(options) {}
-  std::string name() const override { return "grep_search"; }
-  std::string description() const override;
-  std::string parameters_schema() const override;
+  explicit GrepSearchTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  ToolType tool_type() const override { return ToolType::kFileRead; }
-  bool read_only() const override { return true; }
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,

@@ -1,0 +1,116 @@
+"""Fixtures: a real toolexecd on 127.0.0.1 with a temporary workspace.
+
+The daemon is $TOOLEXECD, else build/toolexecd in this checkout; a missing
+binary is a failure that says how to build it, never a skip. It runs with the
+example tools and examples/python/toolexecd.textproto (which declares
+ask_question for the harness and google_search for the provider).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+try:  # installed (scripts/test_python.sh), else this source tree's (stubs generated)
+    import toolexec  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(REPO, "client", "python"))
+TOOLEXECD = os.environ.get("TOOLEXECD") or os.path.join(REPO, "build", "toolexecd")
+CONFIG = os.path.join(REPO, "examples", "python", "toolexecd.textproto")
+
+
+class Daemon:
+    def __init__(self, workspace, extra_args=()):
+        if not os.access(TOOLEXECD, os.X_OK):
+            pytest.fail(f"toolexecd not found at {TOOLEXECD}: build it "
+                        "(scripts/build.sh toolexecd) or set TOOLEXECD", pytrace=False)
+        self.workspace = workspace
+        self._dir = tempfile.mkdtemp(prefix="toolexec-py-")
+        address_file = os.path.join(self._dir, "address")
+        self.log_path = os.path.join(self._dir, "toolexecd.log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [TOOLEXECD, "--listen=127.0.0.1:0", f"--workspace={workspace}",
+             f"--address_file={address_file}", "--example_tools", f"--config={CONFIG}",
+             *extra_args],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        self.address = ""
+        while not self.address:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"toolexecd exited ({self.proc.returncode}):\n{self.log()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"toolexecd wrote no address within 10 s:\n{self.log()}")
+            try:
+                with open(address_file, encoding="utf-8") as f:
+                    self.address = f.read().strip()
+            except FileNotFoundError:
+                pass
+            if not self.address:
+                time.sleep(0.01)
+
+    def log(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def workspace():
+    d = tempfile.mkdtemp(prefix="toolexec-py-ws-")
+    with open(os.path.join(d, "notes.txt"), "w", encoding="utf-8") as f:
+        f.write("first line\nsecond line\n")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def daemon(workspace):
+    d = Daemon(workspace)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def client(daemon):
+    from toolexec import Client
+    with Client(daemon.address) as c:
+        yield c
+
+
+def subprocess_env(**extra):
+    """The environment for a child python that imports the same toolexec as the tests."""
+    import toolexec
+    root = os.path.dirname(os.path.dirname(os.path.abspath(toolexec.__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def process_running(text):
+    """Whether a running process's command line contains ``text`` (read from /proc)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and int(pid) != os.getpid():
+            return True
+    return False

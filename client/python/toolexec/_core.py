@@ -1,0 +1,200 @@
+"""Requests and responses that Client and AsyncClient share: no I/O here."""
+
+import json
+import os
+
+import grpc
+
+from ._batch import BatchPlan
+from ._convert import message_to_py
+from ._proto.toolexec.v1 import toolexec_pb2 as pb
+from ._proto.toolexec.v1 import toolexec_pb2_grpc as pb_grpc
+from .errors import ToolexecError
+
+try:  # grpcio-health-checking, when installed, owns grpc.health.v1 in the descriptor pool
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+except ImportError:
+    from ._proto.grpc.health.v1 import health_pb2, health_pb2_grpc
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+
+FORMATS = {
+    "native": pb.DECLARATION_FORMAT_NATIVE,
+    "openai": pb.DECLARATION_FORMAT_OPENAI,
+    "openai_strict": pb.DECLARATION_FORMAT_OPENAI_STRICT,
+    "anthropic": pb.DECLARATION_FORMAT_ANTHROPIC,
+    "gemini": pb.DECLARATION_FORMAT_GEMINI,
+}
+
+
+def resolve_target(target):
+    """target, else $TOOLEXEC_TARGET, else 127.0.0.1:50051 (as the toolexec CLI)."""
+    return target or os.environ.get("TOOLEXEC_TARGET") or DEFAULT_TARGET
+
+
+def metadata(token):
+    """Per-call metadata: the bearer token (argument, else $TOOLEXEC_TOKEN), if any."""
+    token = token if token is not None else os.environ.get("TOOLEXEC_TOKEN")
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def channel_credentials(tls_ca, tls_cert, tls_key):
+    """TLS credentials from PEM files, or None for a plaintext channel."""
+    if not (tls_ca or tls_cert or tls_key):
+        return None
+    if bool(tls_cert) != bool(tls_key):
+        raise ValueError("tls_cert and tls_key go together (mutual TLS)")
+
+    def read(path):
+        if not path:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    return grpc.ssl_channel_credentials(read(tls_ca), read(tls_key), read(tls_cert))
+
+
+class Connection:
+    """What Client and AsyncClient hold: a channel (from ``channels``, either the
+    grpc or the grpc.aio module), the stubs, the call metadata and the unary deadline."""
+
+    def _connect(self, channels, target, token, tls_ca, tls_cert, tls_key, timeout, options):
+        self.target = resolve_target(target)
+        creds = channel_credentials(tls_ca, tls_cert, tls_key)
+        if creds is None:
+            self._channel = channels.insecure_channel(self.target, options=options)
+        else:
+            self._channel = channels.secure_channel(self.target, creds, options=options)
+        self._metadata = metadata(token)
+        self._timeout = timeout
+        self._tools = pb_grpc.ToolExecutorStub(self._channel)
+        self._artifacts = pb_grpc.ArtifactStoreStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._executors = None  # tool name -> Executor name, loaded on first need
+
+    def _new_plan(self, calls, session_id, harness, split, timeout, model_content_max_chars):
+        return BatchPlan(calls, session_id=session_id, executors=self._executors if split else {},
+                         harness=harness, timeout=timeout,
+                         model_content_max_chars=model_content_max_chars)
+
+
+def plan_options(options):
+    """run_batch's keyword options, in _plan's order; anything else is a TypeError."""
+    values = (options.pop("harness", None), options.pop("split", True),
+              options.pop("timeout", None), options.pop("model_content_max_chars", 0))
+    if options:
+        raise TypeError(f"unexpected options: {', '.join(options)}")
+    return values
+
+
+class SessionBase:
+    """The attributes of an open session, from the daemon's Session message."""
+
+    def __init__(self, client, info):
+        self.client = client
+        self.info = info
+        self.session_id = info["session_id"]
+        self.conversation_id = info.get("conversation_id", "")
+        self.tools = info.get("tools", [])
+        self.warnings = info.get("warnings", [])
+        self.closed = False
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.session_id!r})"
+
+
+def list_tools_request(fmt, tool_set, session_id):
+    if fmt is None:
+        fmt = "native"
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown declaration format {fmt!r}; one of {', '.join(FORMATS)}")
+    return pb.ListToolsRequest(session_id=session_id or "", tool_set=tool_set or "",
+                               format=FORMATS[fmt])
+
+
+def declaration_to_py(decl):
+    out = message_to_py(decl)
+    if decl.parameters_json:  # the schema text exactly as declared: its integers are exact
+        out["parameters"] = json.loads(decl.parameters_json)
+    return out
+
+
+def list_tools_result(response, fmt):
+    """Native: declarations as dicts. A provider format: its parsed provider_tools_json."""
+    if fmt in (None, "native"):
+        return [declaration_to_py(d) for d in response.tools]
+    if not response.provider_tools_json:
+        raise ToolexecError(f"the daemon sent no provider_tools_json for format {fmt!r} "
+                            "(it predates declaration formats); update toolexecd")
+    return json.loads(response.provider_tools_json)
+
+
+def executors(response):
+    """Tool name -> Executor name, from a ListTools response."""
+    return {d.name: pb.Executor.Name(d.executor) for d in response.tools}
+
+
+def _enum_value(enum, prefix, value):
+    """An enum from its value name, with or without its prefix, any case; or from a number."""
+    if isinstance(value, int):
+        return value
+    name = str(value).upper()
+    if not name.startswith(prefix):
+        name = prefix + name
+    try:
+        return enum.Value(name)
+    except ValueError:
+        names = ", ".join(n[len(prefix):].lower() for n in enum.keys())
+        kind = prefix.rstrip("_").lower()
+        raise ValueError(f"unknown {kind} {value!r}; one of {names}") from None
+
+
+def open_session_request(fields):
+    return pb.OpenSessionRequest(**fields)
+
+
+def close_session_request(session_id, fields):
+    fields = dict(fields)
+    if "merge_policy" in fields:
+        fields["merge_policy"] = _enum_value(pb.StateMergePolicy, "STATE_MERGE_POLICY_",
+                                             fields["merge_policy"])
+    return pb.CloseSessionRequest(session_id=session_id, **fields)
+
+
+def respond_permission_request(request_id, decision, reason):
+    return pb.RespondPermissionRequest(
+        request_id=request_id, reason=reason or "",
+        decision=_enum_value(pb.PermissionDecision, "PERMISSION_DECISION_", decision))
+
+
+def save_artifact_request(session_id, name, content, mime_type):
+    if isinstance(content, str):
+        artifact = pb.Artifact(text=content, mime_type=mime_type or "")
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        artifact = pb.Artifact(data=bytes(content), mime_type=mime_type or "")
+    else:
+        raise TypeError(f"artifact content is str (text) or bytes (data), not "
+                        f"{type(content).__name__}")
+    return pb.SaveArtifactRequest(session_id=session_id or "", name=name, artifact=artifact)
+
+
+def artifact_to_py(name, response):
+    """{"name", "version", "mime_type", and "text" or "data"}."""
+    return {"name": name, "version": response.version, **message_to_py(response.artifact)}
+
+
+def health_request(service):
+    return health_pb2.HealthCheckRequest(service=service or "")
+
+
+def health_status_name(response):
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+def only_result(events):
+    """The one result of a one-call batch."""
+    results = [e["result"] for e in events if "result" in e]
+    if len(results) != 1:
+        raise ToolexecError(f"expected one result from the daemon, got {len(results)}")
+    return results[0]
+

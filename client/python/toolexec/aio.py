@@ -1,0 +1,330 @@
+"""The asyncio client (grpc.aio): AsyncClient, AsyncSession and AsyncWatch.
+
+The same methods as Client, as coroutines; execute() and watch() are async
+iterators, open_session() is awaitable and an async context manager. Harness
+callbacks may be plain functions or coroutine functions. Use a client from the
+event loop it was created on.
+"""
+
+import asyncio
+import inspect
+import time
+
+import grpc
+from grpc import aio
+
+from . import _core
+from ._batch import harness_result
+from ._convert import message_to_py
+from ._proto.toolexec.v1 import toolexec_pb2 as pb
+from .client import _check_order, _require_runners
+from .errors import ToolexecError, rpc_error, tool_call_error
+
+
+async def _run_harness_call(call, fn):
+    if "args_error" in call:
+        return harness_result(call, error=call["args_error"], code="ERROR_CODE_INVALID_ARGUMENTS")
+    start = time.monotonic()
+    try:
+        value = fn(call["args"])
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as e:  # a failing tool is a result, as on the daemon
+        return harness_result(call, error=e, duration=time.monotonic() - start)
+    return harness_result(call, value, duration=time.monotonic() - start)
+
+
+class AsyncClient(_core.Connection):
+    """Client for asyncio; the arguments are Client's."""
+
+    def __init__(self, target=None, token=None, *, tls_ca=None, tls_cert=None, tls_key=None,
+                 timeout=30.0, options=None):
+        self._connect(aio, target, token, tls_ca, tls_cert, tls_key, timeout, options)
+
+    async def close(self):
+        await self._channel.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def _unary(self, method, request, name):
+        try:
+            return await method(request, timeout=self._timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise rpc_error(e, name) from None
+
+    # ---- tools -----------------------------------------------------------------
+
+    async def list_tools(self, format=None, *, tool_set="", session_id=None):
+        request = _core.list_tools_request(format, tool_set, session_id)
+        response = await self._unary(self._tools.ListTools, request, "ListTools")
+        if not session_id and not tool_set:
+            self._executors = _core.executors(response)
+        return _core.list_tools_result(response, format)
+
+    async def _plan(self, calls, session_id, harness, split, timeout, model_content_max_chars):
+        if split and self._executors is None:
+            response = await self._unary(self._tools.ListTools, pb.ListToolsRequest(),
+                                         "ListTools")
+            self._executors = _core.executors(response)
+        return self._new_plan(calls, session_id, harness, split, timeout,
+                              model_content_max_chars)
+
+    async def execute(self, calls, session_id=None, *, harness=None, split=True, timeout=None,
+                      model_content_max_chars=0):
+        """Client.execute as an async iterator: ``async for event in client.execute(...)``.
+        To leave it early and cancel the batch at once, ``await events.aclose()``
+        (a loop's ``break`` leaves that to the garbage collector)."""
+        plan = await self._plan(calls, session_id, harness, split, timeout,
+                                model_content_max_chars)
+        events = self._stream(plan)
+        try:
+            async for event in events:
+                yield event
+        finally:  # on aclose() too: cancels the batch now, not when collected
+            await events.aclose()
+
+    async def _stream(self, plan):
+        stream = None
+        if plan.daemon_positions:
+            stream = self._tools.ExecuteBatch(plan.request, metadata=self._metadata)
+        try:
+            for position in range(len(plan.calls)):
+                if not plan.is_daemon(position):
+                    call, runner = plan.harness_call(position), plan.runners[position]
+                    yield ({"harness_call": call} if runner is False
+                           else {"result": await _run_harness_call(call, runner)})
+                    continue
+                while True:
+                    event = plan.remap(await self._next(stream))
+                    if "result" in event:
+                        _check_order(event["result"], position)
+                    yield event
+                    if "result" in event:
+                        break
+            if stream is not None:
+                while True:
+                    response = await self._read(stream)
+                    if response is aio.EOF:
+                        break
+                    yield plan.remap(response)
+        finally:
+            if stream is not None:
+                stream.cancel()
+
+    @staticmethod
+    async def _read(stream):
+        try:
+            return await stream.read()
+        except grpc.RpcError as e:
+            raise rpc_error(e, "ExecuteBatch") from None
+
+    async def _next(self, stream):
+        response = await self._read(stream)
+        if response is aio.EOF:
+            raise ToolexecError("the ExecuteBatch stream ended before every result")
+        return response
+
+    async def run_batch(self, calls, session_id=None, **options):
+        plan = await self._plan(calls, session_id, *_core.plan_options(options))
+        _require_runners(plan)
+        return [e["result"] async for e in self._stream(plan) if "result" in e]
+
+    async def call(self, name, arguments=None, /, **kwargs):
+        return await self._call(name, arguments, kwargs, None)
+
+    async def _call(self, name, arguments, kwargs, session_id):
+        calls = [{"id": "1", "name": name, "args": {**(arguments or {}), **kwargs}}]
+        plan = await self._plan(calls, session_id, None, False, None, 0)
+        result = _core.only_result([e async for e in self._stream(plan)])
+        if result["status"] != "RESULT_STATUS_SUCCESS":
+            raise tool_call_error(result)
+        return result["payload"]
+
+    # ---- sessions ---------------------------------------------------------------
+
+    def open_session(self, conversation_id="", **fields):
+        """``session = await client.open_session(...)`` or
+        ``async with client.open_session(...) as session:`` (closes it on leaving)."""
+        return _OpeningSession(self, {"conversation_id": conversation_id, **fields})
+
+    async def _open_session(self, fields):
+        request = _core.open_session_request(fields)
+        return AsyncSession(self, message_to_py(
+            await self._unary(self._tools.OpenSession, request, "OpenSession")))
+
+    async def close_session(self, session_id, **fields):
+        request = _core.close_session_request(session_id, fields)
+        return message_to_py((await self._unary(self._tools.CloseSession, request,
+                                                "CloseSession")).merged)
+
+    async def update_session(self, session_id, idle):
+        request = pb.UpdateSessionRequest(session_id=session_id, idle=idle)
+        return message_to_py(await self._unary(self._tools.UpdateSession, request,
+                                               "UpdateSession"))
+
+    async def get_state(self, session_id, keys=()):
+        request = pb.GetStateRequest(session_id=session_id, keys=list(keys))
+        return message_to_py((await self._unary(self._tools.GetState, request,
+                                                "GetState")).state)
+
+    def watch(self, session_id):
+        return AsyncWatch(self._tools.WatchSession(pb.WatchSessionRequest(session_id=session_id),
+                                                   metadata=self._metadata))
+
+    async def respond_permission(self, request_id, decision, reason=""):
+        request = _core.respond_permission_request(request_id, decision, reason)
+        await self._unary(self._tools.RespondPermission, request, "RespondPermission")
+
+    # ---- artifacts ----------------------------------------------------------------
+
+    async def save_artifact(self, session_id, name, content, mime_type=""):
+        request = _core.save_artifact_request(session_id, name, content, mime_type)
+        return (await self._unary(self._artifacts.SaveArtifact, request, "SaveArtifact")).version
+
+    async def load_artifact(self, session_id, name, version=0):
+        request = pb.LoadArtifactRequest(session_id=session_id or "", name=name, version=version)
+        return _core.artifact_to_py(name, await self._unary(self._artifacts.LoadArtifact, request,
+                                                            "LoadArtifact"))
+
+    async def list_artifacts(self, session_id):
+        request = pb.ListArtifactsRequest(session_id=session_id or "")
+        return list((await self._unary(self._artifacts.ListArtifacts, request,
+                                       "ListArtifacts")).names)
+
+    async def list_versions(self, session_id, name):
+        request = pb.ListVersionsRequest(session_id=session_id or "", name=name)
+        return list((await self._unary(self._artifacts.ListVersions, request,
+                                       "ListVersions")).versions)
+
+    async def delete_artifact(self, session_id, name, version=0):
+        request = pb.DeleteArtifactRequest(session_id=session_id or "", name=name,
+                                           version=version)
+        await self._unary(self._artifacts.DeleteArtifact, request, "DeleteArtifact")
+
+    # ---- health ---------------------------------------------------------------------
+
+    async def health_status(self, service=""):
+        response = await self._unary(self._health.Check, _core.health_request(service),
+                                     "Health/Check")
+        return _core.health_status_name(response)
+
+    async def health(self, service=""):
+        return await self.health_status(service) == "SERVING"
+
+
+class _OpeningSession:
+    """What AsyncClient.open_session returns: awaitable, and an async context manager."""
+
+    def __init__(self, client, fields):
+        self._client = client
+        self._fields = fields
+        self._session = None
+
+    def __await__(self):
+        return self._client._open_session(self._fields).__await__()
+
+    async def __aenter__(self):
+        self._session = await self._client._open_session(self._fields)
+        return self._session
+
+    async def __aexit__(self, exc_type, exc, tb):
+        await self._session.__aexit__(exc_type, exc, tb)
+
+
+class AsyncSession(_core.SessionBase):
+    """Session for asyncio: the same attributes, its methods coroutines."""
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if self.closed:
+            return
+        try:
+            await self.close()
+        except ToolexecError:
+            if exc_type is None:
+                raise
+
+    async def close(self, **fields):
+        merged = await self.client.close_session(self.session_id, **fields)
+        self.closed = True
+        return merged
+
+    def open_child(self, **fields):
+        return self.client.open_session(parent_session_id=self.session_id, **fields)
+
+    async def list_tools(self, format=None, *, tool_set=""):
+        return await self.client.list_tools(format, tool_set=tool_set,
+                                            session_id=self.session_id)
+
+    def execute(self, calls, **options):
+        return self.client.execute(calls, self.session_id, **options)
+
+    async def run_batch(self, calls, **options):
+        return await self.client.run_batch(calls, self.session_id, **options)
+
+    async def call(self, name, arguments=None, /, **kwargs):
+        return await self.client._call(name, arguments, kwargs, self.session_id)
+
+    async def state(self, *keys):
+        return await self.client.get_state(self.session_id, keys)
+
+    async def set_idle(self, idle=True):
+        return await self.client.update_session(self.session_id, idle)
+
+    def watch(self):
+        return self.client.watch(self.session_id)
+
+    async def save_artifact(self, name, content, mime_type=""):
+        return await self.client.save_artifact(self.session_id, name, content, mime_type)
+
+    async def load_artifact(self, name, version=0):
+        return await self.client.load_artifact(self.session_id, name, version)
+
+    async def list_artifacts(self):
+        return await self.client.list_artifacts(self.session_id)
+
+    async def list_versions(self, name):
+        return await self.client.list_versions(self.session_id, name)
+
+    async def delete_artifact(self, name, version=0):
+        return await self.client.delete_artifact(self.session_id, name, version)
+
+
+class AsyncWatch:
+    """A WatchSession stream: ``async for event in watch``; cancel() ends it."""
+
+    def __init__(self, call):
+        self._call = call
+        self._cancelled = False
+
+    async def __aiter__(self):
+        while True:
+            try:
+                event = await self._call.read()
+            except asyncio.CancelledError:
+                if self._cancelled:  # grpc.aio reports a call we cancelled this way
+                    return
+                raise
+            except grpc.RpcError as e:
+                if self._cancelled and e.code() == grpc.StatusCode.CANCELLED:
+                    return
+                raise rpc_error(e, "WatchSession") from None
+            if event is aio.EOF:
+                return
+            yield message_to_py(event)
+
+    def cancel(self):
+        self._cancelled = True
+        self._call.cancel()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        self.cancel()

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""An agent loop on toolexec, with a scripted fake model in each provider's format.
+
+    scripts/run.sh --config=examples/python/toolexecd.textproto   # the daemon, in one shell
+    python3 examples/python/agent_loop.py                          # openai, anthropic, gemini
+    python3 examples/python/agent_loop.py anthropic --target 127.0.0.1:50051
+
+The loop is what a harness does with a real model: list the tools in the
+provider's form, send them with the conversation, run the tool calls of each
+reply as one batch (the daemon's tools on the daemon, ask_question here in the
+harness), append the results as the provider's tool-result messages, and repeat
+until the model answers in text. Only the model is fake: FakeModel plays a fixed
+script and speaks each provider's wire format (OpenAI Chat Completions,
+Anthropic Messages, Gemini generateContent), checking what it is sent as the
+real API would need it. Exit status 0 when every provider's round trip worked.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+try:
+    import toolexec
+except ImportError:  # run from a source checkout without installing
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
+    import toolexec
+
+PROVIDERS = ("openai", "anthropic", "gemini")
+MAX_TURNS = 5
+
+
+# ---- the harness ------------------------------------------------------------------
+
+
+def ask_user(args):
+    """ask_question runs in the harness (EXECUTOR_HARNESS): here, a scripted user."""
+    return {"answers": ["hello from the user" for _ in args["questions"]]}
+
+
+def run_agent(client, model, provider, prompt, log=print):
+    """Runs the conversation to the model's final text answer, and returns it."""
+    tools = client.list_tools(provider)  # the declarations in this provider's form
+    if provider == "gemini":  # Gemini takes function declarations inside a Tool
+        tools = [{"functionDeclarations": [t for t in tools if "name" in t]},
+                 *(t for t in tools if "name" not in t)]
+    conversation = [model.user_message(prompt)]
+    for _ in range(MAX_TURNS):
+        reply = model.respond(conversation, tools)
+        conversation.append(reply)
+        calls = toolexec.tool_calls_in(reply, provider)
+        if not calls:
+            return model.text_of(reply)
+        results = []
+        for event in client.execute(calls, harness={"ask_question": ask_user}):
+            if "progress" in event:
+                log(f"  [{event['progress']['stream']}] {event['progress']['text'].rstrip()}")
+            elif "result" in event:
+                r = event["result"]
+                log(f"  {r['name']} -> {r['status'].removeprefix('RESULT_STATUS_').lower()}")
+                results.append(r)
+        conversation.extend(toolexec.tool_result_messages(results, provider))
+    raise RuntimeError(f"no answer after {MAX_TURNS} turns")
+
+
+# ---- the fake model -----------------------------------------------------------------
+
+
+class FakeModel:
+    """A scripted model speaking one provider's format.
+
+    Turn 1: asks the user a question (ask_question, run by the harness) and lists
+    the workspace (list_directory, run by the daemon), in one batch.
+    Turn 2: echoes the user's answer with run_command and reads a missing file
+    (view_file fails: the failure goes back to the model as a tool result).
+    Turn 3: answers in text, quoting what the command printed.
+    """
+
+    def __init__(self, provider):
+        self.provider = provider
+        self.turn = 0
+
+    # What a user message looks like to this provider.
+    def user_message(self, text):
+        if self.provider == "gemini":
+            return {"role": "user", "parts": [{"text": text}]}
+        return {"role": "user", "content": text}
+
+    def respond(self, conversation, tools):
+        self._check_tools(tools)
+        self.turn += 1
+        if self.turn == 1:
+            question = {"question": "What should I say?"}
+            return self._calls([("ask_question", {"questions": [question]}),
+                                ("list_directory", {"directory_path": "."})])
+        outputs = self._tool_outputs(conversation)
+        if self.turn == 2:
+            answer = json.loads(outputs["ask_question"])["answers"][0]
+            return self._calls([("run_command", {"command_line": f"echo '{answer}'"}),
+                                ("view_file", {"file_path": "no-such-file.txt"})])
+        if "hello from the user" not in outputs["run_command"]:
+            raise AssertionError(f"run_command's result lacks the echo: {outputs['run_command']}")
+        if "no-such-file.txt" not in outputs["view_file"]:
+            raise AssertionError(f"view_file's error is not explained: {outputs['view_file']}")
+        return self._text("The command printed 'hello from the user'; no-such-file.txt is missing.")
+
+    def text_of(self, reply):
+        if self.provider == "openai":
+            return reply["content"]
+        if self.provider == "anthropic":
+            return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+        return "".join(p.get("text", "") for p in reply["parts"])
+
+    # -- speaking the provider's format
+
+    def _calls(self, calls):
+        ids = [f"call_{self.turn}_{i}" for i in range(len(calls))]
+        if self.provider == "openai":
+            return {"role": "assistant", "content": None, "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, (n, a) in zip(ids, calls)]}
+        if self.provider == "anthropic":
+            return {"role": "assistant", "content": [
+                {"type": "tool_use", "id": i, "name": n, "input": a}
+                for i, (n, a) in zip(ids, calls)]}
+        return {"role": "model", "parts": [{"functionCall": {"name": n, "args": a}}
+                                           for n, a in calls]}
+
+    def _text(self, text):
+        if self.provider == "openai":
+            return {"role": "assistant", "content": text}
+        if self.provider == "anthropic":
+            return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        return {"role": "model", "parts": [{"text": text}]}
+
+    # -- reading what the harness sent, as the provider's API would
+
+    def _check_tools(self, tools):
+        if self.provider == "openai":
+            names = {t["function"]["name"] for t in tools if t.get("type") == "function"}
+            assert all("parameters" in t["function"] for t in tools if "function" in t)
+        elif self.provider == "anthropic":
+            names = {t["name"] for t in tools if "input_schema" in t}
+        else:
+            names = {d["name"] for t in tools for d in t.get("functionDeclarations", [])}
+        missing = {"ask_question", "list_directory", "run_command", "view_file"} - names
+        if missing:
+            raise AssertionError(f"{self.provider} tools lack {sorted(missing)}")
+
+    def _tool_outputs(self, conversation):
+        """Tool name -> the text of its latest result, checking every call got one."""
+        last_call = max(i for i, m in enumerate(conversation)
+                        if m["role"] in ("assistant", "model"))
+        calls = toolexec.tool_calls_in(conversation[last_call], self.provider)
+        after = conversation[last_call + 1:]
+        if self.provider == "openai":
+            texts = {m["tool_call_id"]: m["content"] for m in after if m["role"] == "tool"}
+            return {c["function"]["name"]: texts[c["id"]] for c in calls}
+        if self.provider == "anthropic":
+            [message] = after
+            blocks = {b["tool_use_id"]: b for b in message["content"]}
+            for c in calls:
+                assert blocks[c["id"]]["is_error"] == (c["name"] == "view_file")
+            return {c["name"]: blocks[c["id"]]["content"] for c in calls}
+        [content] = after
+        responses = [p["functionResponse"] for p in content["parts"]]
+        assert [r["name"] for r in responses] == [c["functionCall"]["name"] for c in calls]
+        return {r["name"]: json.dumps(r["response"]) for r in responses}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("providers", nargs="*", metavar="PROVIDER",
+                        help=f"any of {', '.join(PROVIDERS)} (default: all)")
+    parser.add_argument("--target", help="toolexecd's address (default: $TOOLEXEC_TARGET, "
+                                         "else 127.0.0.1:50051)")
+    args = parser.parse_args(argv)
+    for provider in args.providers:
+        if provider not in PROVIDERS:
+            parser.error(f"unknown provider {provider!r}; one of {', '.join(PROVIDERS)}")
+    with toolexec.Client(args.target) as client:
+        for provider in args.providers or PROVIDERS:
+            print(f"== {provider}")
+            answer = run_agent(client, FakeModel(provider), provider, "Say hello in the shell.")
+            print(f"  model: {answer}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

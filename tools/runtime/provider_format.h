@@ -1,0 +1,69 @@
+// Tool declarations in the forms the model providers' APIs take, ready to
+// paste into a request's "tools": OpenAI function tools (plain and strict),
+// Anthropic tools and Gemini function declarations. No gRPC: the ListTools
+// adapter, the CLI's tests and an in-process harness all call this.
+//
+// Every conversion keeps the property order, the descriptions, the required
+// set and every constraint the provider accepts; a constraint it does not
+// accept is dropped from the schema and said in the node's description
+// ("Default: false.", "Constraints: minLength 1."), so the model still reads
+// it and the daemon, which validates against the declared schema, still
+// enforces it. A node the provider cannot express (a free-form object, an
+// array of anything) becomes a string of JSON text, which the daemon's
+// argument coercion (S4) parses back.
+//
+// Provider rules followed (from the providers' published documentation):
+// - OpenAI strict mode (Structured Outputs, "strict": true): every object has
+//   "additionalProperties": false and lists every property in "required";
+//   an optional property is made nullable (["T","null"], or a {"type":"null"}
+//   branch of anyOf) and toolexec treats null as absent (schema.h); no
+//   "default"; every node typed; only the supported keywords (type,
+//   properties, required, additionalProperties, items, enum, const, anyOf,
+//   description, title, $ref/$defs, pattern, format, minimum, maximum,
+//   exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems).
+// - Gemini "parameters": a subset of the OpenAPI 3.0 Schema object. Types are
+//   single and upper case (STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT),
+//   null is "nullable": true, no "additionalProperties", no typeless nodes,
+//   enum values are strings, formats limited to the ones Gemini lists, an
+//   OBJECT has properties and an ARRAY has items; "propertyOrdering" keeps the
+//   declared order. A tool without parameters leaves "parameters" out.
+//   (`parameters` rather than `parametersJsonSchema`: it is what Gemini's
+//   function-calling guide uses, and both the Gemini API and Vertex AI
+//   accept it, in every SDK version.)
+// - Anthropic "input_schema" and plain OpenAI "parameters": JSON Schema, sent
+//   as declared (the root is always "type": "object").
+//
+// Who runs a tool decides whether it appears: daemon and harness tools are
+// functions the model calls (the harness runs EXECUTOR_HARNESS ones itself);
+// provider-native tools (EXECUTOR_PROVIDER: google_search, web_search, ...)
+// are not functions, so they are left out and the harness adds their
+// `provider_config` from the native declarations to its request.
+//
+// Thread safety: pure functions.
+#ifndef TOOLEXEC_TOOLS_RUNTIME_PROVIDER_FORMAT_H_
+#define TOOLEXEC_TOOLS_RUNTIME_PROVIDER_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool_registry.h"
+
+namespace toolexec {
+
+// Mirrors toolexec.v1.DeclarationFormat.
+enum class DeclarationFormat { kNative, kOpenAi, kOpenAiStrict, kAnthropic, kGemini };
+
+// The schema conversions, one node tree in, a new document out.
+Json OpenAiStrictSchema(const JsonValue& schema);
+Json GeminiSchema(const JsonValue& schema);
+
+// The JSON array of `tools` in `format`'s form, in the given order; "" for
+// kNative.
+std::string ProviderToolsJson(DeclarationFormat format,
+                              const std::vector<const RegisteredTool*>& tools);
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_TOOLS_RUNTIME_PROVIDER_FORMAT_H_
