@@ -452,9 +452,7 @@ class KeyedTool final : public Tool {
     int n;
     bool start;
   };
-  std::string name() const override { return "keyed"; }
-  std::string description() const override { return "a call on one named resource"; }
-  std::string parameters_schema() const override { return testing::kAnyObject; }
+  KeyedTool() : Tool(ToolSpec("keyed", "a call on one named resource", testing::kAnyObject)) {}
   std::vector<std::string> resources(const JsonValue& input) const override {
     if (!input.HasMember("key") || !input["key"].IsString()) return {};
     return {std::string("test:") + input["key"].GetString(), ""};

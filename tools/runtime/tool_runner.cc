@@ -237,7 +237,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
 
   void ResolveResources(Call& c) {
     c.tool = runner_->registry_->Find(c.request.name);
-    if (c.tool == nullptr || c.tool->tool->executor() != ToolExecutor::kDaemon) return;
+    if (c.tool == nullptr || c.tool->tool->spec().executor != ToolExecutor::kDaemon) return;
     c.args = ParseArgs(c.request);
     c.request.args.reset();
     std::string().swap(c.request.args_json);
