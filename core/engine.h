@@ -82,6 +82,9 @@ class StartedBatch final {
   StartedBatch& operator=(const StartedBatch&) = delete;
 
   void Cancel() { handle_->Cancel(); }
+  // The runner's handle, for an observer that releases held results
+  // (BatchObserver::HoldsResults); it stays valid after this is destroyed.
+  const std::shared_ptr<BatchHandle>& handle() const { return handle_; }
 
  private:
   std::shared_ptr<BatchHandle> handle_;

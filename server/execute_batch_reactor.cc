@@ -87,6 +87,7 @@ void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
 void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_progress,
                                   bool last) {
   Action action;
+  std::shared_ptr<BatchHandle> dropped_result_of;
   {
     absl::MutexLock lock(&mu_);
     if (!is_progress) {
@@ -109,9 +110,13 @@ void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_pro
     if (keep) {
       queue_.push_back(std::move(response));
       queue_is_progress_.push_back(is_progress);
+    } else if (!is_progress) {
+      if (batch_) dropped_result_of = batch_->handle();
     }
     action = NextActionLocked();
   }
+  // Before Perform: once it has started the final write, `this` may be gone.
+  if (dropped_result_of) dropped_result_of->ResultsReleased(1);
   Perform(action);
 }
 
@@ -160,16 +165,21 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
   // A write is in flight, so no other thread can finish the stream until this
   // reaction has decided: `this` stays valid here.
   StartedBatch* to_cancel = nullptr;
+  std::shared_ptr<BatchHandle> batch;
+  size_t results_released = 0;
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
     if (queue_is_progress_.front()) {
       --queued_progress_;
       queued_progress_bytes_ -= queue_.front().progress().text().size();
+    } else {
+      ++results_released;
     }
     queue_.pop_front();
     queue_is_progress_.pop_front();
     if (!ok) {
+      results_released += std::count(queue_is_progress_.begin(), queue_is_progress_.end(), false);
       // The stream is gone (client cancelled or the connection broke): nothing
       // more can be delivered, so stop the tools and finish once they are done.
       broken_ = true;
@@ -180,7 +190,9 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
       to_cancel = batch_.get();
     }
+    if (batch_) batch = batch_->handle();
   }
+  if (batch && results_released > 0) batch->ResultsReleased(results_released);
   // Cancelling completes the remaining calls; their results arrive through
   // Enqueue, which finishes the stream once the batch is done.
   if (to_cancel) to_cancel->Cancel();

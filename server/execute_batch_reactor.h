@@ -59,6 +59,9 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // Writes the last result and the status in one step (StartWriteAndFinish).
   void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;
+  // Results wait in queue_ until written; OnWriteDone tells the runner as
+  // they leave, so it starts no more calls while a slow client owes reads.
+  bool HoldsResults() const override { return true; }
 
   // Progress events queued past this many (or bytes) are dropped (counted and
   // logged), so a client that reads slowly cannot grow the daemon's memory

@@ -5,9 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "tests/common/test_tools.h"
 
@@ -42,6 +47,16 @@ absl::StatusOr<Json> Sleep(const JsonValue& args, ToolContext& ctx) {
   out.AddMember("ms", ms, out.GetAllocator());
   return out;
 }
+
+// Collects a started batch's results.
+class Collector final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult r) override { results.push_back(std::move(r)); }
+  void OnBatchDone() override { done.Notify(); }
+  std::vector<ToolCallResult> results;
+  absl::Notification done;
+};
 
 constexpr const char* kSleepSchema =
     R"({"type":"object","properties":{"ms":{"type":"integer","minimum":0}}})";
@@ -234,14 +249,7 @@ TEST_F(RunnerTest, TimeoutReachesTheToolAndKeepsTheBatchBounded) {
 }
 
 TEST_F(RunnerTest, CancelCompletesEveryCallAndWakesTools) {
-  class Observer final : public BatchObserver {
-   public:
-    void OnProgress(ProgressEvent) override {}
-    void OnResult(ToolCallResult r) override { results.push_back(std::move(r)); }
-    void OnBatchDone() override { done.Notify(); }
-    std::vector<ToolCallResult> results;
-    absl::Notification done;
-  } observer;
+  Collector observer;
   std::atomic<bool> woke{false};
   ToolRegistry registry;
   ASSERT_TRUE(registry
@@ -434,6 +442,322 @@ TEST_F(RunnerTest, CancellationReasonMatchesTheResult) {
   runner.CancelRunning();  // too late to change anything
   runner.Shutdown();
   EXPECT_EQ(reason.load(), static_cast<int>(CancelReason::kTimeout));
+}
+
+// A tool on the resource "test:<key>": records when call `n` starts and ends,
+// sleeping `ms` (cancellably) in between.
+class KeyedTool final : public Tool {
+ public:
+  struct Event {
+    int n;
+    bool start;
+  };
+  KeyedTool() : Tool(ToolSpec("keyed", "a call on one named resource", testing::kAnyObject)) {}
+  std::vector<std::string> resources(const JsonValue& input) const override {
+    if (!input.HasMember("key") || !input["key"].IsString()) return {};
+    return {std::string("test:") + input["key"].GetString(), ""};
+  }
+  absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
+    int n = args["n"].GetInt();
+    Record(n, true);
+    bool cancelled = ctx.cancellation().WaitFor(absl::Milliseconds(args["ms"].GetInt()));
+    Record(n, false);
+    if (cancelled) return absl::CancelledError("woken");
+    if (args.HasMember("fail")) return absl::InternalError("failed as asked");
+    return Json();
+  }
+  std::vector<Event> events() const {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+
+ private:
+  void Record(int n, bool start) const {
+    absl::MutexLock lock(&mu_);
+    events_.push_back({n, start});
+  }
+  mutable absl::Mutex mu_;
+  mutable std::vector<Event> events_;
+};
+
+CallRequest Keyed(const std::string& key, int n, int ms) {
+  return Call("keyed", absl::StrCat(R"({"key":")", key, R"(","n":)", n, R"(,"ms":)", ms, "}"),
+              absl::StrCat(n));
+}
+
+// The events of the calls in `ns`, in the order they happened.
+std::vector<std::string> EventsOf(const std::vector<KeyedTool::Event>& events,
+                                  std::vector<int> ns) {
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    if (std::find(ns.begin(), ns.end(), e.n) != ns.end()) {
+      out.push_back(absl::StrCat(e.start ? "start " : "end ", e.n));
+    }
+  }
+  return out;
+}
+
+class RunnerResourcesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto tool = std::make_unique<KeyedTool>();
+    keyed_ = tool.get();
+    ASSERT_TRUE(registry_.Register(std::move(tool), "test").ok());
+    runner_ = std::make_unique<ToolRunner>(&registry_, ToolRunner::Options());
+  }
+  ToolRegistry registry_;
+  KeyedTool* keyed_ = nullptr;
+  std::unique_ptr<ToolRunner> runner_;
+};
+
+// Calls on one resource run one after another in call order, whatever their
+// durations; calls on another resource run beside them.
+TEST_F(RunnerResourcesTest, CallsOnOneResourceRunInCallOrderOthersConcurrently) {
+  BatchRequest req;
+  req.calls = Calls(Keyed("a", 0, 150), Keyed("b", 1, 150), Keyed("a", 2, 1), Keyed("a", 3, 40),
+                    Keyed("b", 4, 1));
+  auto results = runner_->Run(std::move(req));
+  ASSERT_TRUE(results.ok());
+  for (const auto& r : *results) EXPECT_TRUE(r.ok()) << r.error_message;
+  auto events = keyed_->events();
+  EXPECT_THAT(EventsOf(events, {0, 2, 3}),
+              ::testing::ElementsAre("start 0", "end 0", "start 2", "end 2", "start 3", "end 3"));
+  EXPECT_THAT(EventsOf(events, {1, 4}),
+              ::testing::ElementsAre("start 1", "end 1", "start 4", "end 4"));
+  // a and b overlapped: both first calls started before either ended.
+  EXPECT_THAT(EventsOf(events, {0, 1}),
+              ::testing::ElementsAre(::testing::StartsWith("start"),
+                                     ::testing::StartsWith("start"), ::testing::_, ::testing::_));
+  EXPECT_TRUE(runner_->WaitIdle(absl::Now() + absl::Seconds(10)));
+}
+
+// Cancelling a batch completes the calls waiting for a resource at once; a
+// call that fails releases its resource like any other.
+TEST_F(RunnerResourcesTest, CancelEndsWaitingCallsAndFailuresRelease) {
+  Collector observer;
+  BatchRequest req;
+  req.calls = Calls(Keyed("a", 0, 10000), Keyed("a", 1, 1), Keyed("a", 2, 1));
+  auto handle = runner_->Start(std::move(req), &observer);
+  ASSERT_TRUE(handle.ok());
+  while (keyed_->events().empty()) absl::SleepFor(absl::Milliseconds(1));
+  (*handle)->Cancel();
+  ASSERT_TRUE(observer.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_EQ(observer.results.size(), 3u);
+  for (const auto& r : observer.results) EXPECT_EQ(r.status, ResultStatus::kCancelled);
+  EXPECT_TRUE(runner_->WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(keyed_->events().size(), 2u);  // only call 0 ran
+
+  BatchRequest failing;
+  failing.calls = Calls(Call("keyed", R"({"key":"a"} trailing)", "unparsed"),
+                        Call("keyed", R"({"key":"a","n":4,"ms":1,"fail":true})", "fails"),
+                        Keyed("a", 5, 1));
+  auto results = runner_->Run(std::move(failing));
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(results->at(0).error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(results->at(1).error->code, ErrorCode::kToolFailed);
+  EXPECT_TRUE(results->at(2).ok());
+}
+
+TEST(PathResourceTest, OneKeyPerSpelling) {
+  EXPECT_EQ(PathResource("a/b"), "path:a/b");
+  EXPECT_EQ(PathResource("a/./b"), "path:a/b");
+  EXPECT_EQ(PathResource("./a//b/"), "path:a/b");
+  EXPECT_EQ(PathResource("a/c/../b"), "path:a/b");
+  EXPECT_EQ(PathResource("../x"), "path:../x");
+  EXPECT_EQ(PathResource("."), "path:.");
+  EXPECT_EQ(PathResource("/w/./a/../b"), "path:/w/b");
+  EXPECT_EQ(PathResource("/../b"), "path:/b");
+  EXPECT_EQ(PathResource(""), "");
+  EXPECT_EQ(CommandResource("7"), "command:7");
+}
+
+}  // namespace
+}  // namespace toolexec
+
+namespace toolexec {
+namespace {
+
+// Holds every result (as a stream queues results for a client that does not
+// read) until the test releases them.
+class HoldingObserver final : public BatchObserver {
+ public:
+  bool HoldsResults() const override { return true; }
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult r) override {
+    absl::MutexLock lock(&mu);
+    results.push_back(std::move(r));
+  }
+  void OnBatchDone() override { done.Notify(); }
+  size_t count() {
+    absl::MutexLock lock(&mu);
+    return results.size();
+  }
+  absl::Mutex mu;
+  std::vector<ToolCallResult> results;
+  absl::Notification done;
+};
+
+// "big": returns 1 MiB, counting its calls in `started` (may be null).
+void RegisterBigTool(ToolRegistry& registry, std::atomic<int>* started) {
+  ASSERT_TRUE(registry
+                  .Register(MakeTool("big",
+                                     [started](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+                                       if (started != nullptr) ++*started;
+                                       Json out = MakeObject();
+                                       out.AddMember("data",
+                                                     JsonValue(std::string(size_t{1} << 20, 'x'),
+                                                               out.GetAllocator()),
+                                                     out.GetAllocator());
+                                       return out;
+                                     }),
+                            "test")
+                  .ok());
+}
+
+// A batch whose results nobody releases stops starting calls once it holds
+// the cap; released results let it go on, and every call completes.
+TEST(RunnerBackpressureTest, UnreleasedResultsHoldBackFurtherCalls) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  std::atomic<int> started{0};
+  ToolRegistry registry;
+  RegisterBigTool(registry, &started);
+  ToolRunner::Options options;
+  options.executor.max_threads = 4;
+  options.max_held_result_bytes_per_batch = 4 * kMiB;
+  ToolRunner runner(&registry, options);
+  HoldingObserver observer;
+  BatchRequest req;
+  for (int i = 0; i < 40; ++i) req.calls.push_back(Call("big", "", absl::StrCat(i)));
+  auto handle = runner.Start(std::move(req), &observer);
+  ASSERT_TRUE(handle.ok());
+  while (observer.count() < 4) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(200));  // time for calls that should not start
+  // At most the cap's worth of results plus what was in flight (4 threads).
+  EXPECT_LE(started.load(), 8);
+  EXPECT_GE(runner.held_result_bytes(), 4 * kMiB);
+  EXPECT_FALSE(observer.done.HasBeenNotified());
+  // A client that reads: release results as they come; all 40 arrive.
+  size_t released = 0;
+  while (!observer.done.WaitForNotificationWithTimeout(absl::Milliseconds(1))) {
+    size_t n = observer.count();
+    if (n > released) {
+      (*handle)->ResultsReleased(n - released);
+      released = n;
+    }
+  }
+  ASSERT_EQ(observer.results.size(), 40u);
+  for (const auto& r : observer.results) EXPECT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(started.load(), 40);
+  handle->reset();
+  EXPECT_TRUE(runner.WaitIdle(absl::Now() + absl::Seconds(10)));
+}
+
+// The cap on all batches together: a second batch waits while the first holds
+// it, and starts when the first's results are released.
+TEST(RunnerBackpressureTest, TotalCapHoldsOtherBatchesUntilRelease) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  ToolRegistry registry;
+  RegisterBigTool(registry, nullptr);
+  ToolRunner::Options options;
+  options.executor.max_threads = 2;
+  options.max_held_result_bytes_per_batch = 64 * kMiB;
+  options.max_held_result_bytes = 4 * kMiB;
+  ToolRunner runner(&registry, options);
+  HoldingObserver first, second;
+  BatchRequest a, b;
+  for (int i = 0; i < 10; ++i) a.calls.push_back(Call("big", "", absl::StrCat(i)));
+  for (int i = 0; i < 10; ++i) b.calls.push_back(Call("big", "", absl::StrCat(i)));
+  auto ha = runner.Start(std::move(a), &first);
+  ASSERT_TRUE(ha.ok());
+  while (runner.held_result_bytes() < 4 * kMiB) absl::SleepFor(absl::Milliseconds(1));
+  auto hb = runner.Start(std::move(b), &second);
+  ASSERT_TRUE(hb.ok());
+  absl::SleepFor(absl::Milliseconds(200));
+  // The second batch may start one call at a time (it holds nothing), but
+  // neither finishes while the first batch's results stay unread.
+  EXPECT_LT(first.count(), 10u);
+  EXPECT_LE(second.count(), 1u);
+  // Both clients read now: every result is released as soon as it arrives.
+  while (!first.done.HasBeenNotified() || !second.done.HasBeenNotified()) {
+    (*ha)->ResultsReleased(first.count());
+    (*hb)->ResultsReleased(second.count());
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(first.results.size(), 10u);
+  EXPECT_EQ(second.results.size(), 10u);
+}
+
+}  // namespace
+}  // namespace toolexec
+
+namespace toolexec {
+namespace {
+
+// Results that timeouts complete are delivered off the timer thread: an
+// observer that takes long over a timed-out result does not hold back the
+// timeouts of other batches, which still reach their tools.
+TEST(RunnerTimerTest, SlowDeliveryOfATimeoutDoesNotDelayOtherTimeouts) {
+  absl::Notification b_woken, release_a;
+  ToolRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register(MakeTool("wait",
+                                     [&](const JsonValue& args, ToolContext& ctx) -> absl::StatusOr<Json> {
+                                       ctx.cancellation().WaitFor(absl::Seconds(30));
+                                       if (args.HasMember("b")) b_woken.Notify();
+                                       return Json();
+                                     }),
+                            "test")
+                  .ok());
+  ToolRunner runner(&registry, {});
+  class BlockingObserver final : public BatchObserver {
+   public:
+    explicit BlockingObserver(absl::Notification* release) : release_(release) {}
+    void OnProgress(ProgressEvent) override {}
+    void OnResult(ToolCallResult) override { release_->WaitForNotification(); }
+    void OnBatchDone() override { done.Notify(); }
+    absl::Notification done;
+
+   private:
+    absl::Notification* release_;
+  } a_observer(&release_a);
+  Collector b_observer;
+  BatchRequest a, b;
+  a.calls = Calls(Call("wait", "{}", "a"));
+  a.timeout = absl::Milliseconds(20);
+  b.calls = Calls(Call("wait", R"({"b":true})", "b"));
+  b.timeout = absl::Milliseconds(200);
+  auto ha = runner.Start(std::move(a), &a_observer);
+  auto hb = runner.Start(std::move(b), &b_observer);
+  ASSERT_TRUE(ha.ok() && hb.ok());
+  // A's timeout result is being delivered (and blocks there); B's timer fires
+  // all the same and wakes B's tool.
+  EXPECT_TRUE(b_woken.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  release_a.Notify();
+  a_observer.done.WaitForNotification();
+  b_observer.done.WaitForNotification();
+  EXPECT_EQ(b_observer.results.at(0).status, ResultStatus::kTimeout);
+}
+
+// WaitIdle returns as soon as the last call ends (a condition, not a poll).
+TEST(RunnerTimerTest, WaitIdleWakesWhenTheLastCallEnds) {
+  ToolRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register(MakeTool("wait",
+                                     [&](const JsonValue&, ToolContext& ctx) -> absl::StatusOr<Json> {
+                                       ctx.cancellation().WaitFor(absl::Milliseconds(50));
+                                       return Json();
+                                     }),
+                            "test")
+                  .ok());
+  ToolRunner runner(&registry, {});
+  Collector observer;
+  BatchRequest req;
+  req.calls = Calls(Call("wait"), Call("wait"));
+  auto handle = runner.Start(std::move(req), &observer);
+  ASSERT_TRUE(handle.ok());
+  EXPECT_FALSE(runner.WaitIdle(absl::Now()));
+  EXPECT_TRUE(runner.WaitIdle(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(runner.pending_calls(), 0u);
 }
 
 }  // namespace

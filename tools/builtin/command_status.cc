@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -51,6 +52,9 @@ class CommandStatusTool final : public Tool {
   std::string model_content(const JsonValue& input, const JsonValue& result,
                             const ModelContentBudget& budget) const override {
     return CommandModelContent(input, result, budget.max_chars);
+  }
+  std::vector<std::string> resources(const JsonValue& input) const override {
+    return ProcessResources(input);
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override {

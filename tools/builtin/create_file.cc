@@ -190,6 +190,12 @@ std::string CreateFileTool::compact_summary(const JsonValue& input, const JsonVa
                       created ? "created" : "overwritten", ")]");
 }
 
+std::vector<std::string> CreateFileTool::resources(const JsonValue& input) const {
+  auto choice = ChoosePath(input);
+  if (!choice.ok() || choice->path.empty()) return {};
+  return {PathResource(choice->path)};
+}
+
 std::vector<PermissionRequirement> CreateFileTool::required_permissions(
     const JsonValue& input) const {
   return PathPermission(PathOf(input), PermissionLevel::kWrite);

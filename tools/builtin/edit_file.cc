@@ -293,6 +293,12 @@ std::string EditFileTool::compact_summary(const JsonValue& input, const JsonValu
                       num("lines_removed"), "]");
 }
 
+std::vector<std::string> EditFileTool::resources(const JsonValue& input) const {
+  auto path = StringArg(input, "file_path");
+  if (!path.has_value() || path->empty()) return {};
+  return {PathResource(*path)};
+}
+
 std::vector<PermissionRequirement> EditFileTool::required_permissions(
     const JsonValue& input) const {
   return PathPermission(PathOf(input), PermissionLevel::kWrite);

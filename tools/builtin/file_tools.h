@@ -91,6 +91,8 @@ class CreateFileTool final : public Tool {
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+  // The file it writes (a dry run too: it sees the writes before it).
+  std::vector<std::string> resources(const JsonValue& input) const override;
 
  private:
   BuiltinOptions options_;
@@ -127,6 +129,8 @@ class EditFileTool final : public Tool {
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+  // The file it writes (a dry run too: it sees the writes before it).
+  std::vector<std::string> resources(const JsonValue& input) const override;
 
  private:
   BuiltinOptions options_;

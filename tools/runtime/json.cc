@@ -129,6 +129,28 @@ int JsonDepth(const JsonValue& value) {
   return max_depth;
 }
 
+size_t ApproxJsonBytes(const JsonValue& value) {
+  constexpr size_t kPerValue = sizeof(JsonValue);
+  size_t bytes = 0;
+  std::vector<const JsonValue*> stack = {&value};
+  while (!stack.empty()) {
+    const JsonValue* v = stack.back();
+    stack.pop_back();
+    bytes += kPerValue;
+    if (v->IsString()) {
+      bytes += v->GetStringLength();
+    } else if (v->IsObject()) {
+      for (const auto& m : v->GetObject()) {
+        bytes += kPerValue + m.name.GetStringLength();
+        stack.push_back(&m.value);
+      }
+    } else if (v->IsArray()) {
+      for (const auto& e : v->GetArray()) stack.push_back(&e);
+    }
+  }
+  return bytes;
+}
+
 std::optional<int64_t> IntegralValue(double d) {
   constexpr double kMaxExact = 9007199254740992.0;  // 2^53
   if (!(std::fabs(d) <= kMaxExact) || d != std::trunc(d)) return std::nullopt;  // NaN fails too

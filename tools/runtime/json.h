@@ -37,6 +37,10 @@ Json CopyJson(const JsonValue& value);
 // Nesting depth of `value`: a scalar is 0, [] and {} are 1, [[1]] is 2.
 int JsonDepth(const JsonValue& value);
 
+// About how many bytes `value` holds in memory: its strings and keys, plus a
+// fixed cost per value. For accounting (result backlogs), not exact.
+size_t ApproxJsonBytes(const JsonValue& value);
+
 // The integer `d` equals, when it is integral and within +-2^53 (where every
 // integer is exactly a double).
 std::optional<int64_t> IntegralValue(double d);

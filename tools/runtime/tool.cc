@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace toolexec {
 namespace {
@@ -103,6 +106,27 @@ std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLe
   r.recursive = recursive;
   r.level = level;
   return {r};
+}
+
+std::string PathResource(absl::string_view path) {
+  if (path.empty()) return "";
+  const bool absolute = path.front() == '/';
+  std::vector<absl::string_view> parts;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == ".." && !parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+    } else if (part != ".." || !absolute) {
+      parts.push_back(part);  // ".." above the root of an absolute path is the root
+    }
+  }
+  std::string joined = absl::StrJoin(parts, "/");
+  if (absolute) return absl::StrCat("path:/", joined);
+  return absl::StrCat("path:", joined.empty() ? "." : joined);
+}
+
+std::string CommandResource(absl::string_view process_id) {
+  return process_id.empty() ? "" : absl::StrCat("command:", process_id);
 }
 
 DisplayResult TextDisplay(std::string title, ContentType type, std::string text, size_t max) {

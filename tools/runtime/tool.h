@@ -66,6 +66,13 @@ struct PermissionRequirement {
 std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
                                                   bool recursive = false);
 
+// Resource keys (Tool::resources). PathResource normalizes the spelling, so
+// "a/./b", "a//b", "./a/b/" and "a/c/../b" are one key; it does not resolve
+// symbolic links (two spellings through a link are two keys, and such calls
+// run concurrently, each write still atomic). "" when `path` is empty.
+std::string PathResource(absl::string_view path);
+std::string CommandResource(absl::string_view process_id);
+
 // S13: how a result is shown to a person.
 struct DisplayResult {
   std::string title;
@@ -215,6 +222,16 @@ class Tool {
     return {};
   }
   virtual bool handles_own_permissions() const { return false; }
+
+  // What this call acts on that other calls of its batch may act on too: the
+  // runner runs calls of one batch that share a key one after another, in
+  // call order, and keeps every other call concurrent. `input` is the call's
+  // arguments as sent: parsed, but not yet coerced or validated, so read it
+  // defensively and name nothing for a field you cannot read (the call then
+  // fails validation anyway). Keys: PathResource(p) for a workspace path the
+  // call writes, CommandResource(id) for a background command it acts on;
+  // any other string names a resource of your own. Default: none.
+  virtual std::vector<std::string> resources(const JsonValue& /*input*/) const { return {}; }
 
   // Called once when a session closes, for every tool. Must not throw.
   virtual void cleanup_session(absl::string_view /*session_id*/) const {}

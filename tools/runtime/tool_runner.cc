@@ -1,9 +1,13 @@
 #include "tools/runtime/tool_runner.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +99,18 @@ std::string SuccessModelContent(const Tool& tool, const JsonValue& args, const J
   return CutMiddle(text, budget.max_chars, "the result was cut to fit");
 }
 
+// About how much memory a result holds until it is released.
+size_t ResultBytes(const ToolCallResult& r) {
+  constexpr size_t kFixed = sizeof(ToolCallResult);
+  return kFixed + ApproxJsonBytes(r.payload) + ApproxJsonBytes(r.actions.state_delta) +
+         r.error_message.size() + r.display.title.size() + r.display.content.size() +
+         r.compact_summary.size() + r.model_content.size() + r.id.size() + r.name.size() + r.step_id.size();
+}
+
+// A batch whose results held this much at once gives the freed heap back to
+// the system when it ends.
+constexpr size_t kTrimAfterHeldBytes = size_t{32} << 20;
+
 std::string CancelMessage(CancelReason reason) {
   return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
                                            : "call cancelled by the client";
@@ -112,6 +128,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
         start_(absl::Now()),
         budget_{EffectiveBudget(request.model_content_max_chars, runner->options_)},
         result_observer_(observer),
+        holds_results_(observer->HoldsResults()),
         observer_(observer) {
     calls_.reserve(request.calls.size());
     for (auto& c : request.calls) {
@@ -119,16 +136,42 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       calls_.back()->request = std::move(c);
     }
     slots_.resize(calls_.size());
+    slot_bytes_.resize(calls_.size());
     if (session_ != nullptr) session_->BeginBatch();
   }
 
   ~Batch() override {
     // Every reference is gone: no call of this batch runs any more.
     if (session_ != nullptr) session_->EndBatch();
+    size_t held, peak;
+    {
+      absl::MutexLock lock(&mu_);
+      held = held_bytes_;
+      peak = peak_held_bytes_;
+    }
+    if (held > 0) {
+      runner_->held_result_bytes_.fetch_sub(held);
+      runner_->WakeBatchesWaiting();
+    }
+    if (peak >= kTrimAfterHeldBytes) runner_->TrimHeap();
   }
 
-  // Schedules every call's timer and task. Called once, right after construction.
+  // Finds each call's tool, parses its arguments and orders the calls that
+  // share a resource; then schedules every call's timer and starts the calls
+  // that may run. Called once, right after construction.
   void Start() {
+    for (auto& call : calls_) ResolveResources(*call);
+    {
+      absl::MutexLock lock(&mu_);
+      for (uint32_t i = 0; i < calls_.size(); ++i) {
+        Call& c = *calls_[i];
+        for (const std::string& key : c.resources) {
+          std::deque<uint32_t>& queue = resource_queues_[key];
+          if (!queue.empty()) ++c.blocked_on;
+          queue.push_back(i);
+        }
+      }
+    }
     auto self = shared_from_this();
     absl::Time deadline = start_ + timeout_;
     for (uint32_t i = 0; i < calls_.size(); ++i) {
@@ -139,27 +182,43 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       // the deadline. Both sides use seq_cst, so one of them always sees the other.
       if (c.done.load()) runner_->timers_.Cancel(c.timer.load());
     }
-    for (uint32_t i = 0; i < calls_.size(); ++i) {
-      absl::Status queued = runner_->executor_.Submit([self, i] {
-        self->RunCall(i);
-        self->runner_->pending_calls_.fetch_sub(1);
-      });
-      if (absl::IsUnavailable(queued)) {
-        runner_->pending_calls_.fetch_sub(1);
-        Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)));
-      } else if (!queued.ok()) {
-        runner_->pending_calls_.fetch_sub(1);
-        const std::string& name = calls_[i]->request.name;
-        Complete(i, Failure(i, runner_->registry_->Find(name), ErrorCode::kInternal,
-                            absl::StrCat("tool '", name, "' was not run: ", queued.message())));
-      }
-    }
+    Dispatch({});
     if (calls_.empty()) Deliver();
   }
 
   void Cancel() override { CancelAll(CancelReason::kCancelled); }
 
+  void ResultsReleased(size_t count) override {
+    size_t bytes = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      for (; count > 0 && !observer_held_.empty(); --count) {
+        bytes += observer_held_.front();
+        observer_held_.pop_front();
+      }
+      ReleaseLocked(bytes);
+    }
+    if (bytes == 0) return;
+    runner_->WakeBatchesWaiting();
+    Dispatch({});
+  }
+
+  // The runner found room for results again (see MayAdmitLocked).
+  void RoomFreed() {
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_for_room_ = false;
+    }
+    Dispatch({});
+  }
+
   void CancelAll(CancelReason reason) {
+    {
+      // No call starts from now on, not even one whose resource a call
+      // cancelled below releases before its own turn to be cancelled.
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       if (calls_[i]->done.load(std::memory_order_acquire)) continue;
       // Complete first, then wake the tool: the tool's own early return must
@@ -174,6 +233,20 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
  private:
   struct Call {
     CallRequest request;
+    // Set by Start() for a call the daemon runs: its tool, its arguments as
+    // parsed (or why they could not be), and the resources it acts on.
+    const RegisteredTool* tool = nullptr;
+    std::optional<absl::StatusOr<Json>> args;
+    std::vector<std::string> resources;
+    // Where the call is (under mu_): waiting (not admitted yet, or behind an
+    // earlier call on one of its resources), submitted to the executor, or
+    // ended (its task returned, or it completed without one). Ending releases
+    // its resources.
+    enum class Stage { kWaiting, kSubmitted, kEnded } stage = Stage::kWaiting;
+    // How many of its resources an earlier call still holds (under mu_).
+    size_t blocked_on = 0;
+    // Admitted and not complete yet (under mu_).
+    bool in_flight = false;
     CancellationToken token;
     std::atomic<bool> done{false};  // flipped under observer_mu_ (writer)
     std::atomic<TimerQueue::TimerId> timer{0};
@@ -182,13 +255,168 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     absl::Mutex progress_mu;
   };
 
+  void ResolveResources(Call& c) {
+    c.tool = runner_->registry_->Find(c.request.name);
+    if (c.tool == nullptr || c.tool->tool->spec().executor != ToolExecutor::kDaemon) return;
+    c.args = ParseArgs(c.request);
+    c.request.args.reset();
+    std::string().swap(c.request.args_json);
+    if (!c.args->ok()) return;
+    try {
+      c.resources = c.tool->tool->resources(**c.args);
+    } catch (...) {
+      c.resources.clear();  // a throwing declaration orders nothing; the call still runs
+    }
+    c.resources.erase(std::remove(c.resources.begin(), c.resources.end(), std::string()),
+                      c.resources.end());
+    std::sort(c.resources.begin(), c.resources.end());
+    c.resources.erase(std::unique(c.resources.begin(), c.resources.end()), c.resources.end());
+  }
+
+  // Submits the calls in `ready` and every call that may start after them,
+  // on this thread, without recursion (a refused submission completes the
+  // call, which may make the next call on its resources ready).
+  void Dispatch(std::vector<uint32_t> ready) {
+    while (true) {
+      for (size_t k = 0; k < ready.size(); ++k) {
+        uint32_t i = ready[k];
+        auto self = shared_from_this();
+        absl::Status queued = runner_->executor_.Submit([self, i] {
+          self->RunCall(i);
+          self->TaskEnded(i);
+        });
+        if (!queued.ok()) SubmitFailed(i, queued, &ready);
+      }
+      ready.clear();
+      absl::MutexLock lock(&mu_);
+      AdmitLocked(&ready);
+      if (ready.empty()) return;
+    }
+  }
+
+  // Admits calls in call order while the batch may start more; those not
+  // waiting for a resource are ready.
+  void AdmitLocked(std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (admitted_ < calls_.size() && MayAdmitLocked()) {
+      uint32_t i = admitted_++;
+      Call& c = *calls_[i];
+      if (!c.done.load()) {
+        c.in_flight = true;
+        ++in_flight_;
+      }
+      if (c.blocked_on == 0) ReadyLocked(i, ready);
+    }
+  }
+
+  // Backpressure (ToolRunner::Options::max_held_result_bytes*). Admission is
+  // in call order, so the earliest incomplete call is always admitted once
+  // every result before it has been released: a batch whose client reads
+  // never stalls for good.
+  bool MayAdmitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (cancelled_) return false;  // cancelling completes the rest
+    if (held_bytes_ == 0 && in_flight_ == 0) return true;
+    const ToolRunner::Options& o = runner_->options_;
+    // More in flight than threads to run them only queues them. Each call in
+    // flight will hold a result too: count it at the batch's average result
+    // size so far (before any, at 1/64 of the cap, so at most 64 start
+    // before the first result tells the size). Resumes on completion.
+    if (in_flight_ >= o.executor.max_threads) return false;
+    const size_t expected_result = completed_results_ > 0
+                                       ? completed_bytes_ / completed_results_
+                                       : o.max_held_result_bytes_per_batch / 64;
+    if (held_bytes_ + in_flight_ * expected_result >= o.max_held_result_bytes_per_batch) {
+      return false;  // resumes on release or completion
+    }
+    if (runner_->held_result_bytes_.load() < o.max_held_result_bytes) return true;
+    if (!waiting_for_room_) {
+      waiting_for_room_ = true;
+      runner_->WaitForRoom(weak_from_this());
+    }
+    // Registered first, then checked again: a release in between either saw
+    // this batch waiting or is seen here.
+    return runner_->held_result_bytes_.load() < o.max_held_result_bytes;
+  }
+
+  void ReleaseLocked(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    held_bytes_ -= bytes;
+    runner_->held_result_bytes_.fetch_sub(bytes);
+  }
+
+  // `i` may start: submit it unless it is already complete (its completer
+  // then ends it).
+  void ReadyLocked(uint32_t i, std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Call& c = *calls_[i];
+    if (c.stage != Call::Stage::kWaiting || c.done.load() || cancelled_) return;
+    c.stage = Call::Stage::kSubmitted;
+    ready->push_back(i);
+  }
+
+  // The call's task returned or will never run: releases its resources, which
+  // may make later calls on them ready.
+  void EndLocked(uint32_t i, std::vector<uint32_t>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Call& c = *calls_[i];
+    if (c.stage == Call::Stage::kEnded) return;
+    c.stage = Call::Stage::kEnded;
+    for (const std::string& key : c.resources) {
+      auto it = resource_queues_.find(key);
+      std::deque<uint32_t>& queue = it->second;
+      if (queue.front() != i) {
+        // Completed (cancelled) before its turn: the holder is unchanged.
+        queue.erase(std::find(queue.begin(), queue.end(), i));
+        continue;
+      }
+      queue.pop_front();
+      if (queue.empty()) {
+        resource_queues_.erase(it);
+        continue;
+      }
+      uint32_t next = queue.front();
+      if (--calls_[next]->blocked_on == 0 && next < admitted_) ReadyLocked(next, ready);
+    }
+    runner_->CallsEnded(1);
+  }
+
+  void TaskEnded(uint32_t i) {
+    std::vector<uint32_t> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      EndLocked(i, &ready);
+    }
+    Dispatch(std::move(ready));
+  }
+
+  void SubmitFailed(uint32_t i, const absl::Status& queued, std::vector<uint32_t>* ready) {
+    bool done;
+    {
+      absl::MutexLock lock(&mu_);
+      calls_[i]->stage = Call::Stage::kWaiting;  // no task will run it
+      done = calls_[i]->done.load();
+      if (done) EndLocked(i, ready);
+    }
+    if (done) return;
+    if (absl::IsUnavailable(queued)) {
+      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)),
+               ready);
+    } else {
+      const std::string& name = calls_[i]->request.name;
+      Complete(i,
+               Failure(i, calls_[i]->tool, ErrorCode::kInternal,
+                       absl::StrCat("tool '", name, "' was not run: ", queued.message())),
+               ready);
+    }
+  }
+
   void OnTimeout(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;
     // Complete first, then wake the tool (see CancelAll).
-    if (Complete(i, Failure(i, runner_->registry_->Find(c.request.name), ErrorCode::kTimeout,
-                            absl::StrCat("tool '", c.request.name, "' timed out after ",
-                                         absl::FormatDuration(timeout_))))) {
+    // On the timer thread: the result is delivered (and converted by the
+    // observer) on the runner's delivery thread instead.
+    if (Complete(i,
+                 Failure(i, c.tool, ErrorCode::kTimeout,
+                         absl::StrCat("tool '", c.request.name, "' timed out after ",
+                                      absl::FormatDuration(timeout_))),
+                 nullptr, /*deliver_here=*/false)) {
       c.token.Cancel(CancelReason::kTimeout);
     }
   }
@@ -198,7 +426,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
-    const RegisteredTool* rt = runner_->registry_->Find(c.request.name);
+    const RegisteredTool* rt = c.tool;
     ToolCallResult result;
     try {
       result = Execute(i, c, rt);
@@ -243,7 +471,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (rt->tool->spec().executor != ToolExecutor::kDaemon) {
       return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
     }
-    auto args = ParseArgs(req);
+    absl::StatusOr<Json> args = c.args.has_value() ? std::move(*c.args) : ParseArgs(req);
+    c.args.reset();
     if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
     if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
       return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
@@ -354,7 +583,12 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   }
 
   // Exactly one completion per call wins (returns true); the rest are dropped.
-  bool Complete(uint32_t i, ToolCallResult result) {
+  // A call completed before it was submitted ends here; the calls that this
+  // makes ready go to `ready` when given, else are dispatched before returning.
+  // `deliver_here` false: if this thread becomes the deliverer, it hands the
+  // delivery to the runner's delivery thread.
+  bool Complete(uint32_t i, ToolCallResult result, std::vector<uint32_t>* ready = nullptr,
+                bool deliver_here = true) {
     Call& c = *calls_[i];
     {
       absl::WriterMutexLock lock(&observer_mu_);
@@ -369,13 +603,35 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.name = c.request.name;
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
+    const size_t bytes = ResultBytes(result);
+    std::vector<uint32_t> own_ready;
+    bool deliver;
     {
       absl::MutexLock lock(&mu_);
+      if (c.stage == Call::Stage::kWaiting) EndLocked(i, ready ? ready : &own_ready);
+      if (c.in_flight) {
+        c.in_flight = false;
+        --in_flight_;
+      }
+      slot_bytes_[i] = bytes;
+      ++completed_results_;
+      completed_bytes_ += bytes;
+      held_bytes_ += bytes;
+      peak_held_bytes_ = std::max(peak_held_bytes_, held_bytes_);
+      runner_->held_result_bytes_.fetch_add(bytes);
       slots_[i] = std::move(result);
-      if (delivering_) return true;  // the active deliverer will pick it up
+      // Else the active deliverer will pick it up.
+      deliver = !delivering_;
       delivering_ = true;
     }
-    Deliver();
+    if (deliver && !deliver_here) {
+      auto self = shared_from_this();
+      deliver = !runner_->delivery_.Submit([self] { self->Deliver(); }).ok();
+    }
+    if (deliver) Deliver();  // here, or where no delivery thread is left
+    // Started by the caller's own Dispatch loop, or here: released resources,
+    // and room for results if the deliverer released some.
+    if (ready == nullptr) Dispatch(std::move(own_ready));
     return true;
   }
 
@@ -383,20 +639,30 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // The final observer call may destroy the observer, so nothing here touches
   // it (or mu_'s guarded state) after that call.
   void Deliver() {
+    bool released = false;
     mu_.Lock();
     while (next_ < slots_.size() && slots_[next_].has_value()) {
       ToolCallResult r = std::move(*slots_[next_]);
       slots_[next_].reset();
+      const size_t bytes = slot_bytes_[next_];
+      // Counted before the observer sees it, so its release cannot come first.
+      if (holds_results_) observer_held_.push_back(bytes);
       bool last = ++next_ == slots_.size();
       mu_.Unlock();
       if (last) {
+        if (released) runner_->WakeBatchesWaiting();
         // Every call is complete, so no progress can race this; detach the
-        // observer first, then make the final call.
+        // observer first, then make the final call. (Its bytes stay counted
+        // until the batch is destroyed.)
         DetachObserver()->OnLastResult(std::move(r));
         return;
       }
       result_observer_->OnResult(std::move(r));
       mu_.Lock();
+      if (!holds_results_) {
+        ReleaseLocked(bytes);
+        released = true;
+      }
     }
     if (slots_.empty() && !empty_done_) {
       empty_done_ = true;
@@ -406,6 +672,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
     delivering_ = false;
     mu_.Unlock();
+    if (released) runner_->WakeBatchesWaiting();
   }
 
   BatchObserver* DetachObserver() {
@@ -421,12 +688,29 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   const absl::Time start_;
   const ModelContentBudget budget_;
   BatchObserver* const result_observer_;  // used only by the single deliverer
+  const bool holds_results_;
   std::vector<std::unique_ptr<Call>> calls_;
 
   absl::Mutex observer_mu_;
   BatchObserver* observer_ ABSL_GUARDED_BY(observer_mu_);
 
   absl::Mutex mu_;
+  // Per resource, the calls that name it in call order; the first holds it.
+  absl::flat_hash_map<std::string, std::deque<uint32_t>> resource_queues_ ABSL_GUARDED_BY(mu_);
+  // Calls [0, admitted_) may start once their resources are free.
+  uint32_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Backpressure: bytes of completed results not yet released (in slots_ or
+  // held by the observer: observer_held_, oldest first), the most at once,
+  // admitted calls not complete, and whether the runner will call RoomFreed.
+  size_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t peak_held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<size_t> observer_held_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> slot_bytes_ ABSL_GUARDED_BY(mu_);
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t completed_results_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t completed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool waiting_for_room_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::optional<ToolCallResult>> slots_ ABSL_GUARDED_BY(mu_);
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
@@ -443,7 +727,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest requ
   size_t n = request.calls.size();
   size_t before = pending_calls_.fetch_add(n);
   if (before + n > options_.max_pending_calls && n > 0) {
-    pending_calls_.fetch_sub(n);
+    CallsEnded(n);
     return absl::ResourceExhaustedError(
         absl::StrCat("the daemon is busy: ", before, " calls are running or queued and this batch "
                      "of ", n, " would pass the limit of ", options_.max_pending_calls,
@@ -453,7 +737,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest requ
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) {
-      pending_calls_.fetch_sub(n);
+      CallsEnded(n);
       return absl::UnavailableError("the tool runner is shut down");
     }
     if (batches_.size() >= 64 && batches_.size() == batches_.capacity()) {
@@ -489,6 +773,43 @@ absl::StatusOr<std::vector<ToolCallResult>> ToolRunner::Run(BatchRequest request
   return std::move(observer.results);
 }
 
+Executor::Options ToolRunner::DeliveryThreadOptions() {
+  Executor::Options options;
+  options.min_threads = 0;
+  options.max_threads = 1;
+  return options;
+}
+
+void ToolRunner::CallsEnded(size_t n) {
+  if (n > 0 && pending_calls_.fetch_sub(n) == n) {
+    // Wakes WaitIdle: releasing idle_mu_ re-evaluates its condition.
+    absl::MutexLock lock(&idle_mu_);
+  }
+}
+
+void ToolRunner::WaitForRoom(std::weak_ptr<Batch> batch) {
+  absl::MutexLock lock(&room_mu_);
+  waiting_for_room_.push_back(std::move(batch));
+}
+
+void ToolRunner::WakeBatchesWaiting() {
+  if (held_result_bytes_.load() >= options_.max_held_result_bytes) return;
+  std::vector<std::weak_ptr<Batch>> waiting;
+  {
+    absl::MutexLock lock(&room_mu_);
+    waiting.swap(waiting_for_room_);
+  }
+  for (auto& weak : waiting) {
+    if (auto batch = weak.lock()) batch->RoomFreed();
+  }
+}
+
+void ToolRunner::TrimHeap() {
+  if (trimming_.exchange(true)) return;
+  malloc_trim(0);
+  trimming_.store(false);
+}
+
 void ToolRunner::CancelRunning() {
   std::vector<std::shared_ptr<Batch>> running;
   {
@@ -501,11 +822,9 @@ void ToolRunner::CancelRunning() {
 }
 
 bool ToolRunner::WaitIdle(absl::Time deadline) const {
-  while (pending_calls_.load() > 0) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
+  auto idle = [this] { return pending_calls_.load() == 0; };
+  absl::MutexLock lock(&idle_mu_);
+  return idle_mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
 }
 
 void ToolRunner::Shutdown() {
@@ -516,6 +835,7 @@ void ToolRunner::Shutdown() {
   }
   CancelRunning();
   executor_.Shutdown();
+  delivery_.Shutdown();
 }
 
 }  // namespace toolexec

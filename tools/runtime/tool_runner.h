@@ -2,37 +2,83 @@
 //
 // Concurrency design
 // ------------------
-// Owners: the ToolRunner owns the Executor (the threads tool code runs on) and
-// the TimerQueue (per-call deadlines). Each started batch is a Batch object held
-// by shared_ptr: by the caller's handle, by every queued or running call task
-// and by every pending timer, so it lives until the last of them lets go.
+// Owners: the ToolRunner owns the Executor (the threads tool code runs on), a
+// one-thread delivery executor (results that timers complete), and the
+// TimerQueue (per-call deadlines). Each started batch is a Batch object held
+// by shared_ptr: by the caller's handle, by every queued or running call task,
+// by every pending timer and delivery task, so it lives until the last of them
+// lets go. The runner keeps weak references (to cancel running batches, and
+// to wake batches waiting for room for results).
 //
-// One call's life: Start() queues one task per call on the executor. The task
-// prepares the arguments (parse, coerce, validate, defaults), checks context and
-// session rules, and runs Tool::Call. Three things race to *complete* the call:
-// the task returning, its timer firing (TIMEOUT) and Batch::Cancel() (CANCELLED,
-// from a client cancel or shutdown). A per-call flag, flipped under the batch's
-// observer mutex, lets exactly one win; the losers' results are dropped. A
-// timeout or cancel also trips the call's CancellationToken, which is how it
-// reaches the tool (WaitFor wakes, callbacks kill processes). So a batch always
-// finishes by its deadline even if a tool ignores cancellation; that tool's
-// thread stays busy until it returns, and the cap on threads bounds the harm.
+// One call's life: Start(), on the caller's thread, finds each call's tool,
+// parses its arguments and asks the tool which resources the call acts on
+// (Tool::resources). A call is submitted as one task on the executor once it
+// is admitted (backpressure, below) and no earlier call of its batch still
+// holds one of its resources. The task coerces and validates the arguments,
+// checks context and session rules, and runs Tool::Call.
+//
+// Resource order: per batch, each resource key has a queue of the calls that
+// name it, in call order; the head holds the resource. A call is submitted
+// when it heads all its queues; it releases them when its task returns (not
+// when its result is decided: a timed-out tool that ignores cancellation keeps
+// its resource until it returns, so two calls never overlap on one resource)
+// or, for a call completed before it was submitted, at that completion. The
+// release hands the resource to the next call in the queue; whichever thread
+// releases submits the calls this makes ready. A cancelled batch submits
+// nothing more. Calls with no shared key run concurrently.
+//
+// Completion: three things race to *complete* a call: the task returning, its
+// timer firing (TIMEOUT) and Batch::Cancel() (CANCELLED, from a client cancel
+// or shutdown). A per-call flag, flipped under the batch's observer mutex,
+// lets exactly one win; the losers' results are dropped. A timeout or cancel
+// also trips the call's CancellationToken, which is how it reaches the tool
+// (WaitFor wakes, callbacks kill processes). So a batch always finishes by its
+// deadline even if a tool ignores cancellation; that tool's thread stays busy
+// until it returns, and the cap on threads bounds the harm.
 //
 // Ordered delivery: completed results go into a reorder buffer keyed by call
 // index. Whichever thread completes a call becomes the deliverer if none is
 // active, and hands the observer every result of the completed prefix, in call
 // order, outside the lock; the last result goes through OnLastResult(), which
 // ends the batch (an empty batch ends with OnBatchDone()). Results are
-// therefore serialized and in order. Progress for a
-// call is delivered only while that call is not complete, under the same mutex
-// that completion takes, so a call's progress always precedes its result.
-// Once that final call has begun the runner never touches the observer again
-// (the observer may even be destroyed during it, e.g. by gRPC's OnDone).
+// therefore serialized and in order. The timer thread never delivers: when a
+// timeout makes it the deliverer, it hands delivery to the delivery thread
+// (which is not shared with tools, so it is free even when every executor
+// thread is stuck in a tool). Progress for a call is delivered only while that
+// call is not complete, under the same mutex that completion takes, so a
+// call's progress always precedes its result. Once that final call has begun
+// the runner never touches the observer again (the observer may even be
+// destroyed during it, e.g. by gRPC's OnDone).
+//
+// Backpressure: a result counts (about its size in memory) from completion
+// until it is released: when OnResult returns, or, for an observer that
+// HoldsResults() (a stream queueing results for its client), when the
+// observer calls BatchHandle::ResultsReleased. Calls are admitted in call
+// order while the batch and all batches are under their caps (Options); a
+// release or completion admits more, on the releasing thread (for a stream,
+// the gRPC thread whose write completed). A batch refused for the total cap
+// registers with the runner, which wakes it (RoomFreed) when a release brings
+// the total under the cap. When a batch that held a lot is destroyed, the
+// runner gives the freed heap back to the system (malloc_trim).
+//
+// Threads a call can cause, all bounded: one executor thread per running call
+// (Options::executor.max_threads, the daemon's --max_concurrent_calls; idle
+// ones retire after idle_timeout, most recently used first); search walk
+// helpers (a process-wide budget, search/walker.h); one output pump per
+// background command (at most command::kMaxRunningBackground). Shared: the
+// timer thread, the delivery thread (retires when idle).
+//
+// Cancellation and shutdown: Cancel() and CancelRunning() complete every
+// unfinished call at once (running ones get their token tripped; waiting and
+// unadmitted ones are ended without running). Shutdown() cancels, refuses new
+// batches, and joins the executor and the delivery thread. WaitIdle waits on
+// a condition that the last ending call signals.
 //
 // Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
-// the TimerQueue and CancellationToken, never the other way round; the
-// observer is called with no Batch lock held except observer_mu_ (shared) for
-// progress.
+// the TimerQueue, CancellationToken and the runner's room_mu_ / idle_mu_,
+// never the other way round; the executor and other batches are called with
+// no Batch lock held; the observer is called with no Batch lock held except
+// observer_mu_ (shared) for progress.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
 #define TOOLEXEC_TOOLS_RUNTIME_TOOL_RUNNER_H_
 
@@ -138,6 +184,12 @@ class BatchObserver {
     OnResult(std::move(result));
     OnBatchDone();
   }
+  // Flow control. True if results stay in memory after OnResult returns (a
+  // stream queues them until its client reads them); such an observer calls
+  // BatchHandle::ResultsReleased as they leave it, in order. The runner counts
+  // a result from its completion until then (false: until OnResult returns).
+  // Asked once, by Start().
+  virtual bool HoldsResults() const { return false; }
   // The end of an empty batch (with the default OnLastResult, of every batch);
   // nothing follows it.
   virtual void OnBatchDone() = 0;
@@ -152,6 +204,10 @@ class BatchHandle {
   // Completes every unfinished call as CANCELLED and trips its cancellation
   // token. Safe from any thread, any number of times.
   virtual void Cancel() = 0;
+  // For an observer that HoldsResults(): its oldest `count` results held are
+  // gone (written to the client, or dropped). Lets the batch start the calls
+  // it held back. Safe from any thread, also after the batch has ended.
+  virtual void ResultsReleased(size_t count) = 0;
 };
 
 class ToolRunner final {
@@ -163,6 +219,19 @@ class ToolRunner final {
     // Calls running or queued across all batches; a batch that would pass it
     // is refused with ResourceExhausted.
     size_t max_pending_calls = 16384;
+    // Backpressure: while the results of a batch that are complete but not
+    // yet released (see BatchObserver::HoldsResults) take more than
+    // max_held_result_bytes_per_batch, or those of all batches more than
+    // max_held_result_bytes, the batch starts no further call; it resumes as
+    // results are released. A batch also keeps no more calls in flight than
+    // the executor has threads, nor more than its room under the cap at its
+    // average result size so far (before its first result, 1/64 of the cap
+    // each). Calls in flight finish, so the cap may be passed by what they
+    // return. A batch holding nothing with no call in flight may always start
+    // its next call, so a client that reads is never stalled for good by
+    // clients that do not.
+    size_t max_held_result_bytes_per_batch = size_t{64} << 20;
+    size_t max_held_result_bytes = size_t{256} << 20;
     // Where paths resolve for calls without a session (or whose session has
     // no workspace): the daemon's workspace, opened once. Null: none.
     std::shared_ptr<const fs::ConfinedRoot> default_workspace;
@@ -205,15 +274,37 @@ class ToolRunner final {
   void Shutdown();
 
   size_t pending_calls() const { return pending_calls_.load(); }
+  // Bytes (about) of completed results not yet released, across batches.
+  size_t held_result_bytes() const { return held_result_bytes_.load(); }
   const ToolRegistry& registry() const { return *registry_; }
   const Options& options() const { return options_; }
 
  private:
   friend class Batch;
 
+  static Executor::Options DeliveryThreadOptions();
+  // `n` calls' tasks returned, or the calls completed without one.
+  void CallsEnded(size_t n);
+  // Batches that stopped starting calls because all batches together hold
+  // too much get another look when results are released (WakeBatchesWaiting).
+  void WaitForRoom(std::weak_ptr<Batch> batch);
+  void WakeBatchesWaiting();
+  // Gives freed heap back to the system after a large batch (once at a time).
+  void TrimHeap();
+
   const ToolRegistry* registry_;
   const Options options_;
   std::atomic<size_t> pending_calls_{0};
+  // Held by CallsEnded when pending_calls_ reaches 0, so WaitIdle wakes.
+  mutable absl::Mutex idle_mu_;
+  std::atomic<size_t> held_result_bytes_{0};
+  std::atomic<bool> trimming_{false};
+  absl::Mutex room_mu_;
+  std::vector<std::weak_ptr<Batch>> waiting_for_room_ ABSL_GUARDED_BY(room_mu_);
+  // One thread (started on demand, retired when idle) that delivers the
+  // results timers complete, so the timer thread only decides. Outlives
+  // timers_, which may still use it while it is destroyed.
+  Executor delivery_{DeliveryThreadOptions()};
   TimerQueue timers_;
   Executor executor_;
 

@@ -218,6 +218,66 @@ TEST_F(ConcurrentWritesTest, CreateAndEditsOfOneFileSerialize) {
   }
 }
 
+// Edits that build on each other, in one batch: edit i turns "step i" into
+// "step i+1", so each applies only to what the one before it wrote. Calls that
+// write one file run in call order, so all five apply, whatever spelling of
+// the path each uses.
+TEST_F(ConcurrentWritesTest, DependentEditsOfOneFileApplyInCallOrder) {
+  constexpr int kChain = 5;
+  const char* spellings[] = {"f.txt", "./f.txt", "f.txt", ".//f.txt", "././f.txt"};
+  int rounds_failed = 0;
+  for (int round = 0; round < 30; ++round) {
+    t_.Write("f.txt", "step 0\n");
+    BatchRequest req;
+    for (int i = 0; i < kChain; ++i) {
+      req.calls.push_back(CallRequest{
+          .id = absl::StrCat(i),
+          .name = "edit_file",
+          .args_json = absl::StrCat(R"({"file_path":")", spellings[i],
+                                    R"(","edits":[{"old_string":"step )", i,
+                                    R"(","new_string":"step )", i + 1, R"("}]})")});
+    }
+    auto results = runner_->Run(std::move(req));
+    ASSERT_TRUE(results.ok());
+    bool all_ok = true;
+    for (const ToolCallResult& r : *results) {
+      if (!r.ok()) {
+        all_ok = false;
+        if (rounds_failed == 0) ADD_FAILURE() << "edit " << r.id << ": " << r.error_message;
+      }
+    }
+    if (!all_ok || t_.Read("f.txt") != absl::StrCat("step ", kChain, "\n")) ++rounds_failed;
+  }
+  EXPECT_EQ(rounds_failed, 0) << "rounds (of 30) where the chain of edits did not all apply";
+}
+
+// create_file, then edits of the file it creates, in one batch: each runs
+// after the one before it.
+TEST_F(ConcurrentWritesTest, CreateThenEditInOneBatchRunInCallOrder) {
+  for (int round = 0; round < 20; ++round) {
+    std::filesystem::remove(t_.Abs("n.txt"));
+    BatchRequest req;
+    req.calls.push_back(CallRequest{.id = "create",
+                                    .name = "create_file",
+                                    .args_json = R"({"file_path":"n.txt","contents":"one\n"})"});
+    req.calls.push_back(CallRequest{
+        .id = "edit1",
+        .name = "edit_file",
+        .args_json = R"({"file_path":"n.txt","edits":[{"old_string":"one","new_string":"two"}]})"});
+    req.calls.push_back(CallRequest{
+        .id = "edit2",
+        .name = "edit_file",
+        .args_json =
+            R"({"file_path":"n.txt","edits":[{"old_string":"two","new_string":"three"}]})"});
+    auto results = runner_->Run(std::move(req));
+    ASSERT_TRUE(results.ok());
+    for (const ToolCallResult& r : *results) {
+      ASSERT_TRUE(r.ok()) << "round " << round << ", " << r.id << ": " << r.error_message;
+    }
+    ASSERT_EQ(t_.Read("n.txt"), "three\n") << "round " << round;
+  }
+}
+
 // edit_file and create_file wait for the file's writer lock, whatever path
 // names the file (here through a symlinked directory). An edit that no longer
 // applies once it gets the lock says that another write ran just before it.

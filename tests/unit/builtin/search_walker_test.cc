@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <new>
 #include <optional>
 #include <string>
@@ -289,6 +290,52 @@ TEST(SearchWalkerTest, CancellationStopsTheWalk) {
   // on. (Counted from the cancel itself: on a loaded machine the other
   // workers may visit many files between the 10th visit and the Cancel call.)
   EXPECT_LE(after_cancel.load(), DefaultWalkThreads());
+}
+
+// Many walks at once share one budget of helper threads: 48 concurrent walks
+// that each ask for 8 workers add at most kMaxWalkHelperThreads threads to
+// the 48 that run them, not 48 * 7.
+TEST(SearchWalkerTest, ConcurrentWalksShareOneHelperBudget) {
+  TempWorkspace ws;
+  for (int d = 0; d < 10; ++d) {
+    for (int f = 0; f < 20; ++f) ws.Write("d" + std::to_string(d) + "/f" + std::to_string(f), "x");
+  }
+  constexpr int kWalks = 48;
+  auto threads_now = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    }
+    return 0;
+  };
+  const int before = threads_now();
+  std::atomic<int> walking{0};
+  std::atomic<int> peak{0};
+  std::vector<std::thread> walkers;
+  for (int w = 0; w < kWalks; ++w) {
+    walkers.emplace_back([&] {
+      auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
+      if (!start.ok()) return;
+      WalkOptions o;
+      o.threads = 8;
+      std::atomic<bool> first{true};
+      (void)Walk(*start, o, [&](const WalkEntry&, int) {
+        if (first.exchange(false)) ++walking;
+        // Keep every walk going until all have begun (or a generous bound).
+        for (int i = 0; i < 10000 && walking.load() < kWalks; ++i) {
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+        int now = threads_now();
+        int seen = peak.load();
+        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+        }
+      });
+    });
+  }
+  for (std::thread& t : walkers) t.join();
+  EXPECT_EQ(walking.load(), kWalks);
+  EXPECT_LE(peak.load(), before + kWalks + kMaxWalkHelperThreads);
 }
 
 // What the visitor throws on any worker (memory running out, say) reaches the

@@ -279,6 +279,12 @@ std::string ProcessIdOf(const JsonValue& input) {
   return builtin::StringField(input, "process_id", "?");
 }
 
+std::vector<std::string> ProcessResources(const JsonValue& input) {
+  auto id = builtin::StringArg(input, "process_id");
+  if (!id.has_value() || id->empty()) return {};
+  return {CommandResource(*id)};
+}
+
 std::string ProcessTitle(absl::string_view tool, const JsonValue& input) {
   auto id = builtin::StringArg(input, "process_id");
   return id.has_value() ? absl::StrCat(tool, " ", *id) : std::string(tool);

@@ -248,6 +248,9 @@ std::string ProcessIdOf(const JsonValue& input);
 // The display title of command_status/kill_command: "<tool> <process_id>", or
 // the tool's name alone without a process id.
 std::string ProcessTitle(absl::string_view tool, const JsonValue& input);
+// The resources of command_status/kill_command: the command they act on, so
+// the calls on one command in a batch run in call order.
+std::vector<std::string> ProcessResources(const JsonValue& input);
 
 // At most this many background commands run at once across the daemon, and
 // this many per session.

@@ -266,6 +266,20 @@ struct FileWork {
 };
 using Work = std::variant<DirWork, FileWork>;
 
+// The helper threads of all walks in the process come from one budget (see
+// walker.h), taken without waiting: a walk that finds it spent walks with
+// fewer helpers, or on the calling thread alone.
+std::atomic<int> helper_budget{kMaxWalkHelperThreads};
+
+int TakeHelpers(int want) {
+  int available = helper_budget.load();
+  int take;
+  do {
+    take = std::clamp(want, 0, available);
+  } while (take > 0 && !helper_budget.compare_exchange_weak(available, available - take));
+  return take;
+}
+
 class ParallelWalk {
  public:
   ParallelWalk(const ConfinedPath& start, const WalkOptions& options, const WalkVisitor& visit,
@@ -280,8 +294,9 @@ class ParallelWalk {
     // before it is joined. A helper the system refuses (task or address-space
     // limit) just leaves the walk with fewer workers.
     std::vector<std::thread> helpers;
+    const int granted = TakeHelpers(threads_ - 1);
     try {
-      helpers.resize(static_cast<size_t>(threads_ - 1));
+      helpers.resize(static_cast<size_t>(granted));
     } catch (const std::bad_alloc&) {
       // The calling thread walks alone.
     }
@@ -296,6 +311,7 @@ class ParallelWalk {
     for (std::thread& helper : helpers) {
       if (helper.joinable()) helper.join();
     }
+    helper_budget.fetch_add(granted);
     if (failure_ != nullptr) std::rethrow_exception(failure_);
     if (Cancelled()) return absl::CancelledError("the search was cancelled");
     if (!start_listed_) return start_error_;

@@ -41,7 +41,12 @@
 // lead the walk out of it, even if a directory is swapped for a symlink mid-walk.
 //
 // Concurrency: `threads` workers (the calling thread is one of them) share a
-// LIFO stack of directories to list and batches of files to visit. The
+// LIFO stack of directories to list and batches of files to visit. The other
+// workers are helper threads the walk starts and joins; all walks in the
+// process share a budget of kMaxWalkHelperThreads of them, taken without
+// waiting, so many concurrent searches (each already on an executor thread)
+// add at most that many threads: a walk that finds the budget spent runs
+// with fewer helpers, or alone. The
 // visitor is called concurrently from every worker, with the worker's index so
 // it can keep per-worker state without locks; it is never called again after
 // Walk returns. Visit order is not deterministic: callers sort.
@@ -198,6 +203,9 @@ struct WalkStats {
 // Called for each regular file (and, if asked, directory and symlink) that
 // passes the filters. `worker` is in [0, threads).
 using WalkVisitor = std::function<void(const WalkEntry& entry, int worker)>;
+
+// Helper threads of all walks at once, process-wide.
+inline constexpr int kMaxWalkHelperThreads = 16;
 
 // The number of workers used when WalkOptions::threads is 0: the hardware's
 // concurrency, at least 1 and at most 12 (beyond that the page cache, not the
