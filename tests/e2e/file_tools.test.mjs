@@ -29,10 +29,11 @@ import { connect, missing, startDaemon, stopDaemon } from './helpers.mjs';
 
 // Runs one ExecuteBatch of `calls` ([{id, name, args}]) and resolves with the
 // results decoded to plain JSON; a failed RPC fails the test.
-function executeBatch(env, calls) {
+function executeBatch(env, calls, extra = {}) {
   const { client, codec } = env;
   const request = {
     calls: calls.map(({ id, name, args }) => ({ id, name, args: codec.toStruct(args) })),
+    ...extra,
   };
   return new Promise((resolve, reject) => {
     const results = [];
@@ -58,8 +59,8 @@ function executeBatch(env, calls) {
 }
 
 // Runs a single call and returns its result.
-async function run1(env, name, args, id = `${name}-1`) {
-  const results = await executeBatch(env, [{ id, name, args }]);
+async function run1(env, name, args, id = `${name}-1`, extra = {}) {
+  const results = await executeBatch(env, [{ id, name, args }], extra);
   assert.equal(results.length, 1, `one result for ${id}`);
   const r = results[0];
   assert.equal(r.index, 0);
@@ -216,7 +217,9 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
   });
 
   test('view_file: output cut at the line limit, with a hint naming the next range', async () => {
-    const p = assertSuccess(await run1(env, 'view_file', { file_path: 'big.txt' }));
+    // A budget above the 2000 lines' size, so the line limit is what cuts.
+    const p = assertSuccess(await run1(env, 'view_file', { file_path: 'big.txt' }, 'view_file-1',
+      { model_content_max_chars: 100000 }));
     assert.equal(p.total_lines, 2500);
     assert.equal(p.start_line, 1);
     assert.equal(p.end_line, 2000);
@@ -238,6 +241,16 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
     assert.equal(rest.hint, undefined);
     assert.equal(rest.content,
       numbered(Array.from({ length: 500 }, (_, i) => `big ${i + 2001}`), 2001));
+
+    // With the default budget (30000 characters) the payload is cut to the
+    // budget first, on a whole line, and says where to continue.
+    const cut = await run1(env, 'view_file', { file_path: 'big.txt' });
+    const q = assertSuccess(cut);
+    assert.equal(q.truncated, true);
+    assert.ok(q.end_line < 2000, `end_line ${q.end_line}`);
+    assert.equal(q.next_start_line, q.end_line + 1);
+    assert.ok(q.content.length <= 30000, `content ${q.content.length} chars`);
+    assert.match(cut.model_content, new RegExp(`continue with start_line=${q.end_line + 1}`));
   });
 
   // ----- create_file ---------------------------------------------------------

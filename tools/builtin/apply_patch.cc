@@ -761,4 +761,16 @@ std::vector<PermissionRequirement> ApplyPatchTool::required_permissions(
   return out;
 }
 
+std::vector<std::string> ApplyPatchTool::resources(const JsonValue& input) const {
+  auto ops = ParsePatch(StringField(input, "input"));
+  if (!ops.ok()) return {};  // fails without touching a file
+  std::vector<std::string> out;
+  for (const Op& op : *ops) {
+    for (const std::string* path : {&op.path, &op.move_to}) {
+      if (!path->empty()) out.push_back(PathResource(*path));
+    }
+  }
+  return out;
+}
+
 }  // namespace toolexec::builtin

@@ -164,6 +164,7 @@ class StrReplaceBasedEditTool final : public Tool {
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+  std::vector<std::string> resources(const JsonValue& input) const override;
 
  private:
   BuiltinOptions options_;
@@ -186,6 +187,7 @@ class ApplyPatchTool final : public Tool {
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override;
+  std::vector<std::string> resources(const JsonValue& input) const override;
 
  private:
   BuiltinOptions options_;

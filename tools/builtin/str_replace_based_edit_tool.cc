@@ -468,4 +468,11 @@ std::vector<PermissionRequirement> StrReplaceBasedEditTool::required_permissions
   return PathPermission(PathOf(input), PermissionLevel::kWrite);
 }
 
+std::vector<std::string> StrReplaceBasedEditTool::resources(const JsonValue& input) const {
+  // Writes of one file in a batch run in call order; a view runs alongside.
+  auto path = StringArg(input, "path");
+  if (CommandOf(input) == "view" || !path.has_value() || path->empty()) return {};
+  return {PathResource(*path)};
+}
+
 }  // namespace toolexec::builtin

@@ -251,6 +251,46 @@ TEST_F(ConcurrentWritesTest, DependentEditsOfOneFileApplyInCallOrder) {
   EXPECT_EQ(rounds_failed, 0) << "rounds (of 30) where the chain of edits did not all apply";
 }
 
+// The text editor tool and apply_patch declare the files they write too: a
+// chain of str_replace edits and patches of one file in one batch all apply,
+// in call order.
+TEST_F(ConcurrentWritesTest, EditorAndPatchEditsOfOneFileApplyInCallOrder) {
+  constexpr int kChain = 6;
+  int rounds_failed = 0;
+  for (int round = 0; round < 20; ++round) {
+    t_.Write("g.txt", "step 0\n");
+    BatchRequest req;
+    for (int i = 0; i < kChain; ++i) {
+      std::string from = absl::StrCat("step ", i), to = absl::StrCat("step ", i + 1);
+      if (i % 2 == 0) {
+        req.calls.push_back(CallRequest{
+            .id = absl::StrCat(i),
+            .name = "str_replace_based_edit_tool",
+            .args_json = absl::StrCat(R"({"command":"str_replace","path":"g.txt","old_str":")",
+                                      from, R"(","new_str":")", to, R"("})")});
+      } else {
+        req.calls.push_back(CallRequest{
+            .id = absl::StrCat(i),
+            .name = "apply_patch",
+            .args_json = absl::StrCat(
+                R"({"input":"*** Begin Patch\n*** Update File: ./g.txt\n@@\n-)", from,
+                R"(\n+)", to, R"(\n*** End Patch\n"})")});
+      }
+    }
+    auto results = runner_->Run(std::move(req));
+    ASSERT_TRUE(results.ok());
+    bool all_ok = true;
+    for (const ToolCallResult& r : *results) {
+      if (!r.ok()) {
+        all_ok = false;
+        if (rounds_failed == 0) ADD_FAILURE() << "edit " << r.id << ": " << r.error_message;
+      }
+    }
+    if (!all_ok || t_.Read("g.txt") != absl::StrCat("step ", kChain, "\n")) ++rounds_failed;
+  }
+  EXPECT_EQ(rounds_failed, 0) << "rounds (of 20) where the chain of edits did not all apply";
+}
+
 // create_file, then edits of the file it creates, in one batch: each runs
 // after the one before it.
 TEST_F(ConcurrentWritesTest, CreateThenEditInOneBatchRunInCallOrder) {
