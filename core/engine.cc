@@ -138,9 +138,9 @@ class RuntimeEngine final : public Engine {
   absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       const CallerIdentity& caller, const std::string& session_id,
       std::shared_ptr<SessionListener> listener) override;
-  absl::StatusOr<int64_t> SaveArtifact(const CallerIdentity& caller,
-                                       const std::string& session_id, const std::string& name,
-                                       const Artifact& artifact) override;
+  void SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
+                    const std::string& name, Artifact artifact,
+                    std::function<void(absl::StatusOr<int64_t>)> done) override;
   absl::StatusOr<std::pair<Artifact, int64_t>> LoadArtifact(const CallerIdentity& caller,
                                                             const std::string& session_id,
                                                             const std::string& name,
@@ -459,15 +459,17 @@ absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(const st
   return session;
 }
 
-absl::StatusOr<int64_t> RuntimeEngine::SaveArtifact(const CallerIdentity&,
-                                                    const std::string& session_id,
-                                                    const std::string& name,
-                                                    const Artifact& artifact) {
+void RuntimeEngine::SaveArtifact(const CallerIdentity&, const std::string& session_id,
+                                 const std::string& name, Artifact artifact,
+                                 std::function<void(absl::StatusOr<int64_t>)> done) {
   auto session = ArtifactSession(session_id);
-  if (!session.ok()) return session.status();
+  if (!session.ok()) return done(session.status());
   // Through the session, as a tool's save: a child's saves are staged for
   // its merge (S11), "user:" names included.
-  return (*session)->SaveArtifact(*artifacts_, name, artifact);
+  auto save = [this, session = *std::move(session), name, artifact = std::move(artifact),
+               done = std::move(done)] { done(session->SaveArtifact(*artifacts_, name, artifact)); };
+  // As CloseSession: on this thread when no engine thread can take it.
+  if (!session_work_.Submit(save).ok()) save();
 }
 
 absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(

@@ -29,7 +29,8 @@
 // Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
 // per-call deadlines fire on the runner's timer thread. CloseSession runs
 // each tool's cleanup (which may wait out a command's kill grace) on the
-// engine's session-work executor and answers through its callback there. An
+// engine's session-work executor and answers through its callback there;
+// SaveArtifact writes (and syncs) there too. An
 // idle-session sweeper thread exists when a session TTL is set. Drain() and
 // Stop() are called once each, by the owner (the daemon's shutdown thread).
 #ifndef TOOLEXEC_CORE_ENGINE_H_
@@ -179,10 +180,11 @@ class Engine {
       std::shared_ptr<SessionListener> listener) = 0;
 
   // Artifacts (S10), in the scope of `session_id` (required).
-  virtual absl::StatusOr<int64_t> SaveArtifact(const CallerIdentity& caller,
-                                               const std::string& session_id,
-                                               const std::string& name,
-                                               const Artifact& artifact) = 0;
+  // Saves off the caller's thread (a store on disk syncs each version);
+  // `done` runs exactly once with the new version, like CloseSession's.
+  virtual void SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
+                            const std::string& name, Artifact artifact,
+                            std::function<void(absl::StatusOr<int64_t>)> done) = 0;
   // version 0 = the latest; returns the artifact and its version.
   virtual absl::StatusOr<std::pair<Artifact, int64_t>> LoadArtifact(
       const CallerIdentity& caller, const std::string& session_id, const std::string& name,

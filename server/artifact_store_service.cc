@@ -11,15 +11,22 @@ namespace toolexec {
 grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServerContext* c,
                                                              const v1::SaveArtifactRequest* req,
                                                              v1::SaveArtifactResponse* resp) {
-  absl::StatusOr<int64_t> version =
-      req->artifact().content_case() == v1::Artifact::CONTENT_NOT_SET
-          ? absl::InvalidArgumentError("the artifact needs content: set text or data")
-          : engine_->SaveArtifact(CallerIdentity{}, req->session_id(), req->name(),
-                                  FromProto(req->artifact()));
-  if (version.ok()) resp->set_version(*version);
-  return ReplyUnary(
-      c, "SaveArtifact", version.status(),
-      absl::StrCat("name=", req->name(), version.ok() ? absl::StrCat(" version=", *version) : ""));
+  auto* reactor = c->DefaultReactor();
+  auto answer = [c, req, resp, reactor](absl::StatusOr<int64_t> version) {
+    if (version.ok()) resp->set_version(*version);
+    FinishUnary(c, reactor, "SaveArtifact", version.status(),
+                absl::StrCat("name=", req->name(),
+                             version.ok() ? absl::StrCat(" version=", *version) : ""));
+  };
+  if (req->artifact().content_case() == v1::Artifact::CONTENT_NOT_SET) {
+    answer(absl::InvalidArgumentError("the artifact needs content: set text or data"));
+  } else {
+    // The engine answers on its own thread: a store on disk syncs the
+    // version, which must not hold a gRPC thread.
+    engine_->SaveArtifact(CallerIdentity{}, req->session_id(), req->name(),
+                          FromProto(req->artifact()), std::move(answer));
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ArtifactStoreService::LoadArtifact(grpc::CallbackServerContext* c,

@@ -39,8 +39,9 @@ class MockEngine : public Engine {
   MOCK_METHOD(absl::StatusOr<std::unique_ptr<Subscription>>, Watch,
               (const CallerIdentity&, const std::string&, std::shared_ptr<SessionListener>),
               (override));
-  MOCK_METHOD(absl::StatusOr<int64_t>, SaveArtifact,
-              (const CallerIdentity&, const std::string&, const std::string&, const Artifact&),
+  MOCK_METHOD(void, SaveArtifact,
+              (const CallerIdentity&, const std::string&, const std::string&, Artifact,
+               std::function<void(absl::StatusOr<int64_t>)>),
               (override));
   MOCK_METHOD((absl::StatusOr<std::pair<Artifact, int64_t>>), LoadArtifact,
               (const CallerIdentity&, const std::string&, const std::string&, int64_t),

@@ -264,7 +264,7 @@ TEST_F(HandlersTest, RespondPermissionIsUnimplemented) {
 }
 
 TEST_F(HandlersTest, SaveArtifactWithoutContentNeverReachesTheEngine) {
-  EXPECT_CALL(engine_, SaveArtifact(_, _, _, _)).Times(0);
+  EXPECT_CALL(engine_, SaveArtifact(_, _, _, _, _)).Times(0);
   v1::SaveArtifactRequest request;
   request.set_session_id("s1");
   request.set_name("a");
@@ -274,12 +274,17 @@ TEST_F(HandlersTest, SaveArtifactWithoutContentNeverReachesTheEngine) {
   EXPECT_EQ(call.status().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(HandlersTest, SaveArtifactConvertsTheArtifact) {
+TEST_F(HandlersTest, SaveArtifactConvertsTheArtifactAndFinishesWhenTheEngineAnswers) {
+  std::function<void(absl::StatusOr<int64_t>)> answer;
   EXPECT_CALL(engine_, SaveArtifact(_, "s1", "pic",
                                     ::testing::AllOf(Field(&Artifact::is_text, false),
                                                      Field(&Artifact::data, "\x89PNG"),
-                                                     Field(&Artifact::mime_type, "image/png"))))
-      .WillOnce(Return(4));
+                                                     Field(&Artifact::mime_type, "image/png")),
+                                    _))
+      .WillOnce(Invoke([&](const CallerIdentity&, const std::string&, const std::string&,
+                           Artifact, std::function<void(absl::StatusOr<int64_t>)> done) {
+        answer = std::move(done);
+      }));
   v1::SaveArtifactRequest request;
   request.set_session_id("s1");
   request.set_name("pic");
@@ -288,6 +293,11 @@ TEST_F(HandlersTest, SaveArtifactConvertsTheArtifact) {
   v1::SaveArtifactResponse response;
   UnaryCall call;
   artifacts_->SaveArtifact(call.context(), &request, &response);
+  // The engine answers later, on its own thread.
+  EXPECT_EQ(call.finishes(), 0);
+  ASSERT_TRUE(answer);
+  answer(4);
+  EXPECT_EQ(call.finishes(), 1);
   EXPECT_TRUE(call.status().ok());
   EXPECT_EQ(response.version(), 4);
 }
