@@ -196,12 +196,9 @@ class RuntimeEngine final : public Engine {
 
 absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   const EngineOptions& o = options_;
-  if (o.workspace.empty() || o.workspace[0] != '/') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the workspace must be an absolute path, got '", o.workspace, "'"));
-  }
-  // Opened once: every call without a session, and every session's
-  // workspace, resolves beneath this handle, whatever happens to the path.
+  // Opened once (Open refuses a relative path): every call without a session,
+  // and every session's workspace, resolves beneath this handle, whatever
+  // happens to the path.
   auto workspace_root = fs::ConfinedRoot::Open(o.workspace);
   if (!workspace_root.ok()) return workspace_root.status();
   workspace_root_ = *std::move(workspace_root);

@@ -60,6 +60,17 @@ class EngineTest : public ::testing::Test {
   CallerIdentity caller_;
 };
 
+TEST(EngineCreateTest, RefusesAWorkspaceThatIsNotAnAbsoluteDirectory) {
+  for (std::string workspace : {"", "relative/dir"}) {
+    EngineOptions options;
+    options.workspace = workspace;
+    auto engine = Engine::Create(options);
+    ASSERT_FALSE(engine.ok()) << "workspace '" << workspace << "'";
+    EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(engine.status().message()), HasSubstr("not an absolute path"));
+  }
+}
+
 TEST_F(EngineTest, RunsABatchInCallOrder) {
   BatchSpec spec = Batch(Call("1", "wait", R"({"ms":50,"value":1})"), Call("2", "get_weather"));
   Collector collector;

@@ -100,7 +100,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Make(std::stri
 
 absl::StatusOr<std::shared_ptr<const ConfinedRoot>> ConfinedRoot::Open(absl::string_view path) {
   if (path.empty() || path[0] != '/') {
-    return absl::FailedPreconditionError(
+    return absl::InvalidArgumentError(
         absl::StrCat("workspace root '", path, "' is not an absolute path"));
   }
   std::string normalized(path);
