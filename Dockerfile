@@ -59,5 +59,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["toolexec", "health", "--target=127.0.0.1:50051"]
 # Flags win over the config file, so listen/workspace are fixed for the
 # container whatever config is mounted; override CMD to use another config.
-ENTRYPOINT ["toolexecd", "--listen=0.0.0.0:50051", "--workspace=/workspace"]
+# toolexecd authenticates no caller yet, so serving all interfaces must be
+# asked for by name: keep the port reachable only by the model gateway
+# (compose network, Kubernetes NetworkPolicy, no published port).
+ENTRYPOINT ["toolexecd", "--listen=0.0.0.0:50051", "--workspace=/workspace", "--insecure_allow_unauthenticated"]
 CMD ["--config=/etc/toolexec/toolexecd.textproto"]

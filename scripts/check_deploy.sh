@@ -514,7 +514,8 @@ else:
             fail(dockerfile_path, "no HEALTHCHECK running `toolexec health`")
         if not has(final, "ENTRYPOINT", r"toolexecd"):
             fail(dockerfile_path, "the ENTRYPOINT does not run toolexecd")
-        for flag in ("--listen=0.0.0.0:50051", "--workspace=/workspace"):
+        for flag in ("--listen=0.0.0.0:50051", "--workspace=/workspace",
+                     "--insecure_allow_unauthenticated"):
             if not has(final, "ENTRYPOINT", re.escape(flag)):
                 fail(dockerfile_path, f"the ENTRYPOINT does not pass {flag}")
         cmds = [a for i, a in final[1] if i == "CMD"]
@@ -632,9 +633,12 @@ else
     esac
   done
   [ ${#configs[@]} -gt 0 ] || fail "no example configs in deploy/config/"
+  # The configs listen on all interfaces, as the image's ENTRYPOINT does; it
+  # passes --insecure_allow_unauthenticated for that, and so does this check.
   for f in "${configs[@]}"; do
     rc=0
-    out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" 2>&1)" || rc=$?
+    out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" \
+      --insecure_allow_unauthenticated 2>&1)" || rc=$?
     if [ "$rc" -ne 0 ]; then
       fail "toolexecd --check_config rejects ${f#"$root"/} (exit $rc):"
       show "$out"
@@ -647,7 +651,8 @@ else
   printf '{"noSuchField": 1}\n' >"$tmp/bad.json"
   for f in "$tmp/bad.textproto" "$tmp/bad.json"; do
     rc=0
-    out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" 2>&1)" || rc=$?
+    out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" \
+      --insecure_allow_unauthenticated 2>&1)" || rc=$?
     if [ "$rc" -ne 1 ]; then
       fail "toolexecd --check_config accepted or crashed on ${f##*/}, a config with an unknown field (exit $rc, expected 1):"
       show "$out"

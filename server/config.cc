@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+#include <arpa/inet.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -211,6 +213,22 @@ absl::Duration MillisecondsOption(uint64_t ms) {
   return absl::Milliseconds(static_cast<int64_t>(ms));
 }
 
+bool IsLocalListenAddress(absl::string_view listen) {
+  if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) return true;
+  size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos) return false;
+  absl::string_view host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") return true;
+  std::string text(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 absl::Status ValidateOptions(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
   const ServerOptions& server = daemon.server;
@@ -286,6 +304,13 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
     return absl::InvalidArgumentError(
         "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
+  }
+  if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refusing to listen on ", server.listen,
+        " without authentication: whoever reaches it could run commands and write files in "
+        "the workspace. Listen on a loopback address (127.0.0.1:50051) or a unix socket, or "
+        "pass --insecure_allow_unauthenticated to serve it anyway"));
   }
   return absl::OkStatus();
 }

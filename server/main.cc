@@ -71,6 +71,9 @@ ABSL_FLAG(uint64_t, keepalive_min_ping_interval_ms,
           "Client keepalive pings closer together than this (without data) are refused.");
 ABSL_FLAG(bool, keepalive_permit_without_calls, toolexec::KeepAliveOptions().permit_without_calls,
           "Accept keepalive pings on a connection with no call in flight.");
+ABSL_FLAG(bool, insecure_allow_unauthenticated, false,
+          "Serve a non-loopback TCP --listen address although no caller is authenticated: "
+          "whoever reaches it can run commands and write files in the workspace.");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
 ABSL_FLAG(std::string, address_file, "",
           "Once serving, write the bound address (with the real port) to this file.");
@@ -130,6 +133,7 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
     server.keepalive.min_ping_interval =
         MillisecondsOption(absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms));
   }
+  server.insecure_allow_unauthenticated = absl::GetFlag(FLAGS_insecure_allow_unauthenticated);
   if (OnCommandLine("keepalive_permit_without_calls")) {
     server.keepalive.permit_without_calls = absl::GetFlag(FLAGS_keepalive_permit_without_calls);
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
 
@@ -36,7 +37,15 @@ struct ServerOptions {
   // On shutdown, how long in-flight batches may finish before they are
   // cancelled (Engine::Drain's deadline).
   absl::Duration drain_grace = absl::Seconds(30);
+  // Serve a non-loopback TCP address although no caller is authenticated.
+  // Without it the daemon refuses to (ValidateOptions): whoever reaches the
+  // port can run commands and write files in the workspace.
+  bool insecure_allow_unauthenticated = false;
 };
+
+// Whether `listen` is reachable from this machine only: a unix socket, or a
+// loopback host (127.0.0.0/8, ::1, localhost).
+bool IsLocalListenAddress(absl::string_view listen);
 
 struct DaemonOptions {
   EngineOptions engine;

@@ -162,12 +162,30 @@ check "the transport flags at their maximum" \
   --max_receive_message_bytes=1073741824 --max_send_message_bytes=1073741824 \
   --keepalive_min_ping_interval_ms=2592000000 --keepalive_permit_without_calls=false
 
+# No non-loopback TCP address without authentication, unless asked for by name.
+for address in 0.0.0.0:0 "[::]:0" 192.0.2.1:0 example.com:0 :0; do
+  expect_exit_refused "listen $address without auth" "--insecure_allow_unauthenticated" \
+    --listen="$address"
+done
+for address in 127.0.0.1:0 127.1.2.3:0 "[::1]:0" localhost:0 "unix:$dir/sock"; do
+  check "listen $address without auth" \
+    timeout 10 "$toolexecd" --check_config --workspace="$dir" --listen="$address"
+done
+check "listen 0.0.0.0 with --insecure_allow_unauthenticated" \
+  timeout 10 "$toolexecd" --check_config --workspace="$dir" --listen=0.0.0.0:0 \
+  --insecure_allow_unauthenticated
+printf 'listen: "0.0.0.0:50051"\n' > "$dir/open.textproto"
+out=$(timeout 10 "$toolexecd" --check_config --config="$dir/open.textproto" --workspace="$dir" 2>&1)
+check "a config listening on 0.0.0.0 without auth is refused" test $? -eq 1
+check "  ... saying so" grep -qF "refusing to listen on 0.0.0.0:50051 without authentication" <<<"$out"
+
 # --help lists every flag of toolexecd.
 help=$("$toolexecd" --help 2>&1)
 for flag in listen workspace config example_tools check_config max_calls_per_batch \
     max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
     session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
-    keepalive_min_ping_interval_ms keepalive_permit_without_calls log_level address_file; do
+    keepalive_min_ping_interval_ms keepalive_permit_without_calls insecure_allow_unauthenticated \
+    log_level address_file; do
   check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
 done
 
