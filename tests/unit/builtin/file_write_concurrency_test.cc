@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -91,6 +92,29 @@ class ConcurrentWritesTest : public ::testing::Test {
     auto results = runner_->Run(std::move(req));
     if (!results.ok()) throw std::runtime_error(results.status().ToString());
     return std::move(*results);
+  }
+
+  // `rounds` batches of `chain` calls, call(i) turning "step i" of `file` into
+  // "step i+1". Returns the rounds in which a call failed or the file did not
+  // end at "step <chain>"; the first failure's message is reported.
+  int RoundsWhereTheChainBroke(int rounds, int chain, const std::string& file,
+                               const std::function<CallRequest(int)>& call) {
+    int broke = 0;
+    for (int round = 0; round < rounds; ++round) {
+      t_.Write(file, "step 0\n");
+      BatchRequest req;
+      for (int i = 0; i < chain; ++i) req.calls.push_back(call(i));
+      auto results = runner_->Run(std::move(req));
+      if (!results.ok()) throw std::runtime_error(results.status().ToString());
+      bool all_ok = true;
+      for (const ToolCallResult& r : *results) {
+        if (r.ok()) continue;
+        all_ok = false;
+        if (broke == 0) ADD_FAILURE() << "call " << r.id << ": " << r.error_message;
+      }
+      if (!all_ok || t_.Read(file) != absl::StrCat("step ", chain, "\n")) ++broke;
+    }
+    return broke;
   }
 
   TempTree t_;
@@ -223,72 +247,37 @@ TEST_F(ConcurrentWritesTest, CreateAndEditsOfOneFileSerialize) {
 // write one file run in call order, so all five apply, whatever spelling of
 // the path each uses.
 TEST_F(ConcurrentWritesTest, DependentEditsOfOneFileApplyInCallOrder) {
-  constexpr int kChain = 5;
   const char* spellings[] = {"f.txt", "./f.txt", "f.txt", ".//f.txt", "././f.txt"};
-  int rounds_failed = 0;
-  for (int round = 0; round < 30; ++round) {
-    t_.Write("f.txt", "step 0\n");
-    BatchRequest req;
-    for (int i = 0; i < kChain; ++i) {
-      req.calls.push_back(CallRequest{
-          .id = absl::StrCat(i),
-          .name = "edit_file",
-          .args_json = absl::StrCat(R"({"file_path":")", spellings[i],
-                                    R"(","edits":[{"old_string":"step )", i,
-                                    R"(","new_string":"step )", i + 1, R"("}]})")});
-    }
-    auto results = runner_->Run(std::move(req));
-    ASSERT_TRUE(results.ok());
-    bool all_ok = true;
-    for (const ToolCallResult& r : *results) {
-      if (!r.ok()) {
-        all_ok = false;
-        if (rounds_failed == 0) ADD_FAILURE() << "edit " << r.id << ": " << r.error_message;
-      }
-    }
-    if (!all_ok || t_.Read("f.txt") != absl::StrCat("step ", kChain, "\n")) ++rounds_failed;
-  }
-  EXPECT_EQ(rounds_failed, 0) << "rounds (of 30) where the chain of edits did not all apply";
+  int broke = RoundsWhereTheChainBroke(30, 5, "f.txt", [&](int i) {
+    return CallRequest{.id = absl::StrCat(i),
+                       .name = "edit_file",
+                       .args_json = absl::StrCat(R"({"file_path":")", spellings[i],
+                                                 R"(","edits":[{"old_string":"step )", i,
+                                                 R"(","new_string":"step )", i + 1, R"("}]})")};
+  });
+  EXPECT_EQ(broke, 0) << "rounds (of 30) where the chain of edits did not all apply";
 }
 
 // The text editor tool and apply_patch declare the files they write too: a
 // chain of str_replace edits and patches of one file in one batch all apply,
 // in call order.
 TEST_F(ConcurrentWritesTest, EditorAndPatchEditsOfOneFileApplyInCallOrder) {
-  constexpr int kChain = 6;
-  int rounds_failed = 0;
-  for (int round = 0; round < 20; ++round) {
-    t_.Write("g.txt", "step 0\n");
-    BatchRequest req;
-    for (int i = 0; i < kChain; ++i) {
-      std::string from = absl::StrCat("step ", i), to = absl::StrCat("step ", i + 1);
-      if (i % 2 == 0) {
-        req.calls.push_back(CallRequest{
-            .id = absl::StrCat(i),
-            .name = "str_replace_based_edit_tool",
-            .args_json = absl::StrCat(R"({"command":"str_replace","path":"g.txt","old_str":")",
-                                      from, R"(","new_str":")", to, R"("})")});
-      } else {
-        req.calls.push_back(CallRequest{
-            .id = absl::StrCat(i),
-            .name = "apply_patch",
-            .args_json = absl::StrCat(
-                R"({"input":"*** Begin Patch\n*** Update File: ./g.txt\n@@\n-)", from,
-                R"(\n+)", to, R"(\n*** End Patch\n"})")});
-      }
+  int broke = RoundsWhereTheChainBroke(20, 6, "g.txt", [](int i) {
+    std::string from = absl::StrCat("step ", i), to = absl::StrCat("step ", i + 1);
+    if (i % 2 == 0) {
+      return CallRequest{
+          .id = absl::StrCat(i),
+          .name = "str_replace_based_edit_tool",
+          .args_json = absl::StrCat(R"({"command":"str_replace","path":"g.txt","old_str":")",
+                                    from, R"(","new_str":")", to, R"("})")};
     }
-    auto results = runner_->Run(std::move(req));
-    ASSERT_TRUE(results.ok());
-    bool all_ok = true;
-    for (const ToolCallResult& r : *results) {
-      if (!r.ok()) {
-        all_ok = false;
-        if (rounds_failed == 0) ADD_FAILURE() << "edit " << r.id << ": " << r.error_message;
-      }
-    }
-    if (!all_ok || t_.Read("g.txt") != absl::StrCat("step ", kChain, "\n")) ++rounds_failed;
-  }
-  EXPECT_EQ(rounds_failed, 0) << "rounds (of 20) where the chain of edits did not all apply";
+    return CallRequest{.id = absl::StrCat(i),
+                       .name = "apply_patch",
+                       .args_json = absl::StrCat(
+                           R"({"input":"*** Begin Patch\n*** Update File: ./g.txt\n@@\n-)",
+                           from, R"(\n+)", to, R"(\n*** End Patch\n"})")};
+  });
+  EXPECT_EQ(broke, 0) << "rounds (of 20) where the chain of edits did not all apply";
 }
 
 // create_file, then edits of the file it creates, in one batch: each runs
