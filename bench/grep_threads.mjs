@@ -6,26 +6,18 @@
 // one batch with a 60 s timeout.
 //
 //   node bench/grep_threads.mjs [toolexecd]
-// Needs tests/e2e's npm packages (see bench/unread_results.mjs).
-import { spawn } from 'node:child_process';
+// Needs tests/e2e's npm packages (see bench/toolexecd.mjs).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(
-    path.join(process.env.E2E_MODULES || path.resolve(HERE, '../tests/e2e'), 'package.json'));
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+import {
+  DEFAULT_TOOLEXECD, grpc, procStatus, sleep, startToolexecd, toolexecV1,
+} from './toolexecd.mjs';
 
-const TOOLEXECD = process.argv[2] || path.resolve(HERE, '../build/toolexecd');
+const TOOLEXECD = process.argv[2] || DEFAULT_TOOLEXECD;
 const CALLS = Number(process.env.CALLS || 256);
 const FILES = Number(process.env.FILES || 2000);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const threadsOf = (pid) =>
-  Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/Threads:\s+(\d+)/)[1]);
 
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'grep-threads-'));
 for (let d = 0; d < FILES / 50; ++d) {
@@ -34,19 +26,11 @@ for (let d = 0; d < FILES / 50; ++d) {
     fs.writeFileSync(path.join(ws, `d${d}`, `f${f}.txt`), `file ${d}/${f}\n`.repeat(200));
   }
 }
-const addrFile = path.join(ws, '.addr');
-const daemon = spawn(TOOLEXECD, ['--listen=127.0.0.1:0', `--workspace=${ws}`,
-                                  `--address_file=${addrFile}`, '--log_level=warn'],
-                     { stdio: ['ignore', 'ignore', 'inherit'] });
+const { daemon, address } = await startToolexecd(TOOLEXECD, ws);
 try {
-  for (let i = 0; i < 100 && !fs.existsSync(addrFile); ++i) await sleep(50);
-  const address = fs.readFileSync(addrFile, 'utf8').trim();
-  const def = protoLoader.loadSync(path.resolve(HERE, '../proto/toolexec/v1/toolexec.proto'), {
-    includeDirs: [path.resolve(HERE, '../proto')], keepCase: true,
-  });
-  const proto = grpc.loadPackageDefinition(def).toolexec.v1;
+  const proto = toolexecV1();
   const client = new proto.ToolExecutor(address, grpc.credentials.createInsecure());
-  const idle = threadsOf(daemon.pid);
+  const idle = procStatus(daemon.pid, 'Threads');
   const calls = [];
   for (let i = 0; i < CALLS; ++i) {
     calls.push({ id: String(i), name: 'grep_search', args_json: '{"pattern":"zzq[0-9]+y"}' });
@@ -58,7 +42,7 @@ try {
   stream.on('error', (e) => { console.error(e.message); done = true; });
   const start = Date.now();
   while (!done) {
-    peak = Math.max(peak, threadsOf(daemon.pid));
+    peak = Math.max(peak, procStatus(daemon.pid, 'Threads'));
     await sleep(5);
   }
   console.log(`calls=${CALLS} files=${FILES} results=${results} failed=${failed} ` +
