@@ -103,6 +103,16 @@ def subprocess_env(**extra):
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+def eventually(predicate, timeout=20.0):
+    """Whether ``predicate()`` becomes true within ``timeout`` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def process_running(text):
     """Whether a running process's command line contains ``text`` (read from /proc)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):

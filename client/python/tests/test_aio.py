@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 import toolexec
-from conftest import process_running
+from conftest import eventually, process_running
 from toolexec import AsyncClient
 
 
@@ -110,7 +110,8 @@ def test_async_aclose_cancels_the_batch(daemon):
                                       "args": {"command_line": f"echo started; {marker}"}}])
             first = await events.__anext__()
             assert first["progress"]["text"] == "started\n"
-            assert process_running(marker)
+            # bash prints before it starts the sleep: wait for the process to appear.
+            assert eventually(lambda: process_running(marker))
             await events.aclose()
             for _ in range(400):
                 if not process_running(marker):

@@ -3,13 +3,12 @@
 import json
 import os
 import threading
-import time
 
 import grpc
 import pytest
 
 import toolexec
-from conftest import process_running
+from conftest import eventually, process_running
 from toolexec import Client
 
 
@@ -390,9 +389,7 @@ def test_leaving_execute_early_cancels_the_batch(client):
                               "args": {"command_line": f"echo started; {marker}"}}])
     first = next(events)
     assert first["progress"]["text"] == "started\n"
-    assert process_running(marker)
+    # bash prints before it starts the sleep: wait for the process to appear.
+    assert eventually(lambda: process_running(marker))
     events.close()
-    deadline = time.monotonic() + 20
-    while process_running(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not process_running(marker)
+    assert eventually(lambda: not process_running(marker))
