@@ -4,24 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/runtime/tool.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
-
-bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-// Bytes of the longest suffix of `s` with at most `chars` code points.
-size_t Utf8SuffixBytes(absl::string_view s, size_t chars) {
-  size_t start = s.size();
-  size_t n = 0;
-  for (size_t i = s.size(); i > 0; --i) {
-    if (IsContinuation(s[i - 1])) continue;
-    if (n == chars) break;
-    ++n;
-    start = i - 1;
-  }
-  return s.size() - start;
-}
 
 // What the model should do after a failure of this kind.
 absl::string_view Advice(ErrorCode code) {
@@ -61,22 +47,6 @@ absl::string_view Advice(ErrorCode code) {
 }
 
 }  // namespace
-
-size_t Utf8Chars(absl::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += !IsContinuation(c);
-  return n;
-}
-
-size_t Utf8PrefixBytes(absl::string_view s, size_t chars) {
-  size_t n = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (IsContinuation(s[i])) continue;
-    if (n == chars) return i;
-    ++n;
-  }
-  return s.size();
-}
 
 std::string GroupDigits(uint64_t n) {
   std::string digits = absl::StrCat(n);

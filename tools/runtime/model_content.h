@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 
@@ -43,12 +44,6 @@ struct ModelContentBudget {
     return max_chars > 2 * reserve ? max_chars - reserve : max_chars / 2;
   }
 };
-
-// Code points in `s` (valid UTF-8 assumed; each byte that does not continue a
-// sequence counts one).
-size_t Utf8Chars(absl::string_view s);
-// Bytes of the longest prefix of `s` with at most `chars` code points.
-size_t Utf8PrefixBytes(absl::string_view s, size_t chars);
 
 // "1,157,849".
 std::string GroupDigits(uint64_t n);

@@ -131,12 +131,46 @@ std::string SanitizeUtf8(absl::string_view s) {
   return out;
 }
 
+namespace {
+
+bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+}  // namespace
+
 size_t Utf8SafePrefix(absl::string_view s, size_t max) {
   if (s.size() <= max) return s.size();
   size_t cut = max;
   // Back up over continuation bytes to the start of the sequence cut in two.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  while (cut > 0 && IsContinuation(s[cut])) --cut;
   return cut;
+}
+
+size_t Utf8Chars(absl::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += !IsContinuation(c);
+  return n;
+}
+
+size_t Utf8PrefixBytes(absl::string_view s, size_t chars) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (IsContinuation(s[i])) continue;
+    if (n == chars) return i;
+    ++n;
+  }
+  return s.size();
+}
+
+size_t Utf8SuffixBytes(absl::string_view s, size_t chars) {
+  size_t start = s.size();
+  size_t n = 0;
+  for (size_t i = s.size(); i > 0; --i) {
+    if (IsContinuation(s[i - 1])) continue;
+    if (n == chars) break;
+    ++n;
+    start = i - 1;
+  }
+  return s.size() - start;
 }
 
 void Utf8StreamSanitizer::Feed(absl::string_view in, std::string* out) {

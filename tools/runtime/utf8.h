@@ -48,6 +48,14 @@ std::string SanitizeUtf8(absl::string_view s);
 // cut a UTF-8 sequence in two.
 size_t Utf8SafePrefix(absl::string_view s, size_t max);
 
+// Code points in `s` (valid UTF-8 assumed: each byte that does not continue
+// a sequence starts one).
+size_t Utf8Chars(absl::string_view s);
+// Bytes of the longest prefix of `s` with at most `chars` code points.
+size_t Utf8PrefixBytes(absl::string_view s, size_t chars);
+// Bytes of the longest suffix of `s` with at most `chars` code points.
+size_t Utf8SuffixBytes(absl::string_view s, size_t chars);
+
 // The same rule over a stream that arrives in pieces (a pipe read by read
 // sized chunks): a sequence split between two pieces is held back and
 // completed by the next, so the output equals SanitizeUtf8 of the whole.
