@@ -32,13 +32,6 @@ grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerCon
                     absl::StrCat("set=", request.tool_set(), " tools=", response.tools_size()));
 }
 
-grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
-                                                         const v1::ListToolsRequest* request,
-                                                         v1::ListToolsResponse* response) {
-  return ReplyUnary(context, "ListTools", ListDeclarations(*request, response),
-                    absl::StrCat("set=", request->tool_set(), " tools=", response->tools_size()));
-}
-
 static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FORMAT_NATIVE &&
               static_cast<int>(DeclarationFormat::kOpenAi) == v1::DECLARATION_FORMAT_OPENAI &&
               static_cast<int>(DeclarationFormat::kOpenAiStrict) ==

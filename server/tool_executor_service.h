@@ -25,15 +25,11 @@ class ToolExecutorService final
   // `engine` must outlive the service.
   ToolExecutorService(Engine* engine, const ServerOptions& options);
 
-  // What gRPC calls: ListTools below, its response serialized deterministically.
+  // The declarations in registration order, and provider_tools_json in the
+  // requested format (as bytes: see above).
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request_bytes,
                                       grpc::ByteBuffer* response_bytes) override;
-  // The declarations in registration order, and provider_tools_json in the
-  // requested format.
-  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* context,
-                                      const v1::ListToolsRequest* request,
-                                      v1::ListToolsResponse* response) override;
   grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ExecuteBatch(
       grpc::CallbackServerContext* context, const v1::ExecuteBatchRequest* request) override;
   grpc::ServerUnaryReactor* OpenSession(grpc::CallbackServerContext* context,

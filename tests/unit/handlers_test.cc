@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "server/artifact_store_service.h"
+#include "server/convert.h"
 #include "server/tool_executor_service.h"
 #include "tests/common/log_lines.h"
 #include "tests/common/mock_engine.h"
@@ -60,6 +61,19 @@ class HandlersTest : public ::testing::Test {
 
   const RegisteredTool* Tool(const std::string& name) { return engine_.registry().Find(name); }
 
+  // ListTools as gRPC calls it: the request and the response as bytes.
+  v1::ListToolsResponse ListTools(UnaryCall& call, const v1::ListToolsRequest& request) {
+    grpc::ByteBuffer in = DeterministicBytes(request), out;
+    tools_->ListTools(call.context(), &in, &out);
+    v1::ListToolsResponse response;
+    if (out.Length() > 0) {
+      EXPECT_TRUE((grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsResponse>(
+                       &out, &response))
+                      .ok());
+    }
+    return response;
+  }
+
   MockEngine engine_;
   std::unique_ptr<ToolExecutorService> tools_;
   std::unique_ptr<ArtifactStoreService> artifacts_;
@@ -71,9 +85,8 @@ TEST_F(HandlersTest, ListToolsSendsTheEnginesToolsInItsOrder) {
   v1::ListToolsRequest request;
   request.set_session_id("s1");
   request.set_tool_set("read_only");
-  v1::ListToolsResponse response;
   UnaryCall call;
-  tools_->ListTools(call.context(), &request, &response);
+  v1::ListToolsResponse response = ListTools(call, request);
   EXPECT_EQ(call.finishes(), 1);
   EXPECT_TRUE(call.status().ok());
   ASSERT_EQ(response.tools_size(), 2);
@@ -86,9 +99,8 @@ TEST_F(HandlersTest, ListToolsPassesTheEnginesErrorOnce) {
       .WillOnce(Return(absl::NotFoundError("session 'gone' not found")));
   v1::ListToolsRequest request;
   request.set_session_id("gone");
-  v1::ListToolsResponse response;
   UnaryCall call;
-  tools_->ListTools(call.context(), &request, &response);
+  v1::ListToolsResponse response = ListTools(call, request);
   EXPECT_EQ(call.finishes(), 1);
   EXPECT_EQ(call.status().error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(call.status().error_message(), "session 'gone' not found");
@@ -102,12 +114,11 @@ TEST_F(HandlersTest, UnaryLogLineQuotesTheStatusMessage) {
   v1::ListToolsRequest request;
   request.set_session_id("gone");
   request.set_tool_set("all");
-  v1::ListToolsResponse response;
   UnaryCall call;
   std::vector<std::string> lines;
   {
     testing::CaptureLog log;
-    tools_->ListTools(call.context(), &request, &response);
+    ListTools(call, request);
     lines = log.sink().Lines();
   }
   EXPECT_THAT(lines,
