@@ -56,9 +56,16 @@
 
 namespace toolexec {
 
-// Who is calling. Empty until callers are authenticated; every Engine call
-// takes one so that policy can be decided per caller.
-struct CallerIdentity {};
+// Who is calling, as the transport authenticated it. Every Engine call takes
+// one so that policy, session ownership and logs can use it.
+struct CallerIdentity {
+  // "" when the daemon authenticates nobody (a loopback listener without
+  // auth). Otherwise the token's name, the client certificate's subject (or
+  // SAN), or "uid:N" for a unix-socket peer.
+  std::string name;
+  // The policy profile bound to the credential; "" = the daemon's default.
+  std::string profile;
+};
 
 // One batch as the caller sent it.
 struct BatchSpec {
