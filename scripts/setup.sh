@@ -13,6 +13,8 @@ build_pkgs=(
   libgtest-dev libgmock-dev
 )
 test_pkgs=(python3 python3-yaml ripgrep bubblewrap git)
+# The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and its sanitizers.
+test_pkgs+=(clang libclang-rt-14-dev)
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates)
 # The Python client: Debian's python3 with grpcio and protobuf; protoc and
 # grpc_python_plugin generate its stubs; pytest runs its tests.
