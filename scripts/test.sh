@@ -15,3 +15,31 @@ cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}"
 cd - >/dev/null
 scripts/test_python.sh
+
+# ---- fuzzing and sanitizers (README "Tests and benchmarks") ----------------
+# A CI run has 25 minutes on a fresh 2-core machine, and the build and tests
+# above take 15-20 of them. After them: the fuzz smoke (every target 10 s;
+# ~5 min with its clang build), then the day's sanitizer job, by day of the
+# year: ASan+UBSan, then TSan, over the unit tests (~10-15 min with their
+# build). Each runs only if it fits in what is left of TOOLEXEC_CI_BUDGET_MIN
+# (25), else says so and is skipped. TOOLEXEC_CI_FULL=1 runs the fuzz targets
+# 20 s each and both sanitizers over every test, whatever the time.
+ci_minutes_left() { echo $(( ${TOOLEXEC_CI_BUDGET_MIN:-25} - SECONDS / 60 )); }
+if [ "${TOOLEXEC_CI_FULL:-0}" = 1 ]; then
+  scripts/fuzz.sh 20
+  scripts/sanitize.sh address
+  scripts/sanitize.sh thread
+else
+  if [ "$(ci_minutes_left)" -ge "${TOOLEXEC_CI_FUZZ_MIN:-6}" ]; then
+    scripts/fuzz.sh 10
+  else
+    echo "test.sh: fuzz smoke skipped: $(ci_minutes_left) min of the CI budget left" >&2
+  fi
+  if (( 10#$(date -u +%j) % 2 == 0 )); then sanitizer=address; else sanitizer=thread; fi
+  if [ "$(ci_minutes_left)" -ge "${TOOLEXEC_CI_SANITIZER_MIN:-15}" ]; then
+    SANITIZE_TARGETS=unit_tests scripts/sanitize.sh "$sanitizer" -L unit
+  else
+    echo "test.sh: sanitizer job ($sanitizer, unit tests) skipped: $(ci_minutes_left) min of the" \
+         "CI budget left; TOOLEXEC_CI_FULL=1 runs it" >&2
+  fi
+fi
