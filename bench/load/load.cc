@@ -443,6 +443,9 @@ int Run(const Config& config) {
   double settled = std::chrono::duration<double>(Clock::now() - start).count() - load_seconds;
   done = true;
   sampler.join();
+  after.t = load_seconds + settled;
+  after.results = stats.results.load();
+  samples.push_back(after);
 
   kill(daemon, SIGTERM);
   int wstatus = 0;
