@@ -19,11 +19,13 @@ scripts/test_python.sh
 # ---- fuzzing and sanitizers (README "Tests and benchmarks") ----------------
 # A CI run has 25 minutes on a fresh 2-core machine, and the build and tests
 # above take 15-20 of them. After them: the fuzz smoke (every target 10 s;
-# ~5 min with its clang build), then the day's sanitizer job, by day of the
-# year: ASan+UBSan, then TSan, over the unit tests (~10-15 min with their
-# build). Each runs only if it fits in what is left of TOOLEXEC_CI_BUDGET_MIN
-# (25), else says so and is skipped. TOOLEXEC_CI_FULL=1 runs the fuzz targets
-# 20 s each and both sanitizers over every test, whatever the time.
+# ~4-5 min with its clang build), then the day's sanitizer job, by day of the
+# year: ASan+UBSan, then TSan, over the unit tests (an instrumented file costs
+# ~2.7x the CPU of a plain one to compile, so ~20+ min with its build: it runs
+# where the build is warm, e.g. from a kept ccache). Each runs only if it fits
+# in what is left of TOOLEXEC_CI_BUDGET_MIN (25), else says so and is skipped.
+# TOOLEXEC_CI_FULL=1 runs the fuzz targets 20 s each and both sanitizers over
+# every test, whatever the time.
 ci_minutes_left() { echo $(( ${TOOLEXEC_CI_BUDGET_MIN:-25} - SECONDS / 60 )); }
 if [ "${TOOLEXEC_CI_FULL:-0}" = 1 ]; then
   scripts/fuzz.sh 20
