@@ -15,6 +15,9 @@
 //     cannot connect, a TLS client with the token can;
 //   - mutual TLS (--tls_client_ca_file): no client certificate, or one another
 //     CA signed -> refused; the CA's client certificate -> served;
+//   - a unix socket (--unix_socket_allowed_uids, --unix_socket_mode): this
+//     process's uid on the list -> served; not on it -> PERMISSION_DENIED
+//     (root is not exempt);
 //   - health and reflection answer without credentials throughout.
 // Certificates are made by openssl at test time.
 
@@ -298,6 +301,52 @@ describe('TLS and mutual TLS', { skip: Boolean(missing) }, () => {
         assert.ok([UNAVAILABLE, UNAUTHENTICATED].includes(outcome.code),
                   `${what}: ${JSON.stringify(outcome)}`);
       }
+    } finally {
+      await stopDaemon(d);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Unix socket: the peer's uid (SO_PEERCRED) against --unix_socket_allowed_uids.
+
+describe('unix socket peer uid', { skip: Boolean(missing) }, () => {
+  let dir;
+
+  before(() => {
+    dir = tempDir('toolexec-e2e-unix-');
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  async function startOnSocket(name, allowedUid) {
+    return startDaemon({
+      args: ['--example_tools', `--listen=unix:${path.join(dir, name)}`,
+             '--unix_socket_mode=0600', `--unix_socket_allowed_uids=${allowedUid}`],
+    });
+  }
+
+  test('a uid on the allowed list is served', async () => {
+    const d = await startOnSocket('allowed.sock', process.getuid());
+    try {
+      assert.match(d.address, /^unix:/);
+      assert.equal(fs.statSync(d.address.slice('unix:'.length)).mode & 0o777, 0o600);
+      const env = await connect(d);
+      await assertServing(env);
+      await assertAuthorized(env, new grpc.Metadata(), 'allowed uid');
+    } finally {
+      await stopDaemon(d);
+    }
+  });
+
+  test('a uid not on the list is refused (root too); health still answers', async () => {
+    const d = await startOnSocket('refused.sock', process.getuid() + 1);
+    try {
+      const env = await connect(d);
+      await assertServing(env);
+      const listed = await unary(env.client, 'ListTools', {});
+      assert.equal(listed.code, grpc.status.PERMISSION_DENIED, JSON.stringify(listed));
+      assert.match(listed.details, new RegExp(`uid ${process.getuid()}\\b`));
+      assert.equal((await getWeather(env, new grpc.Metadata())).code, grpc.status.PERMISSION_DENIED);
     } finally {
       await stopDaemon(d);
     }
