@@ -43,6 +43,7 @@ constexpr int kExitRpcFailed = 3;
 
 constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 constexpr char kTargetEnv[] = "TOOLEXEC_TARGET";
+constexpr char kTokenEnv[] = "TOOLEXEC_TOKEN";
 
 constexpr char kUsage[] =
     R"(usage: toolexec [--target=ADDR] [--timeout=SECONDS] [--session=ID] COMMAND [ARGS]
@@ -75,6 +76,14 @@ flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
                        list, 5 for health; none for call and batch, whose calls
                        the daemon times out itself)
   --session=ID         run in this session (list, call, batch)
+  --token-file=FILE    send the token in FILE (its first field) as
+                       "authorization: Bearer <token>" (default: $TOOLEXEC_TOKEN,
+                       the token itself)
+  --tls-ca=FILE        use TLS; trust the daemon's certificate if this PEM CA
+                       signed it (TLS with the system's roots when only
+                       --tls-cert/--tls-key are given)
+  --tls-cert=FILE      with --tls-key: the client certificate for a daemon that
+  --tls-key=FILE       requires one (mTLS)
 
 exit status:
   0  success; for health, the status is SERVING
@@ -93,6 +102,8 @@ struct Options {
   std::string tool_set;  // list --set
   v1::DeclarationFormat format = v1::DECLARATION_FORMAT_NATIVE;  // list --format
   std::string service;   // health --service
+  ClientCredentials credentials;
+  std::string token_file;
   bool help = false;
 };
 
@@ -110,6 +121,10 @@ const std::vector<FlagSpec>& Flags() {
       {"set", {"list"}},
       {"format", {"list"}},
       {"service", {"health"}},
+      {"token-file", {}},
+      {"tls-ca", {}},
+      {"tls-cert", {}},
+      {"tls-key", {}},
   };
   return *kFlags;
 }
@@ -228,6 +243,14 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       }
     } else if (name == "service") {
       options.service = value;
+    } else if (name == "token-file") {
+      options.token_file = value;
+    } else if (name == "tls-ca") {
+      options.credentials.tls_ca_file = value;
+    } else if (name == "tls-cert") {
+      options.credentials.tls_cert_file = value;
+    } else if (name == "tls-key") {
+      options.credentials.tls_key_file = value;
     }
   }
   if (options.target.empty()) {
@@ -510,7 +533,23 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return kExitOk;
   }
-  std::unique_ptr<Client> client = Client::Create(options->target);
+  if (!options->token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(options->token_file);
+    if (!token.ok()) {
+      std::cerr << "toolexec: " << token.status().message() << "\n";
+      return kExitUsage;
+    }
+    options->credentials.token = *std::move(token);
+  } else if (const char* env = std::getenv(kTokenEnv); env != nullptr) {
+    options->credentials.token = std::string(absl::StripAsciiWhitespace(env));
+  }
+  absl::StatusOr<std::unique_ptr<Client>> created =
+      Client::Create(options->target, options->credentials);
+  if (!created.ok()) {
+    std::cerr << "toolexec: " << created.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::unique_ptr<Client> client = *std::move(created);
   if (options->command == "list") return RunList(*client, *options);
   if (options->command == "call") return RunCall(*client, *options);
   if (options->command == "batch") return RunBatch(*client, *options);

@@ -168,7 +168,8 @@ class RuntimeEngine final : public Engine {
   }
   SessionInfo InfoOf(const Session& s) const;
   // The session `id`, marked as in use; artifacts need one.
-  absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const std::string& id);
+  absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const CallerIdentity& caller,
+                                                           const std::string& id);
   bool WaitForBatches(absl::Time deadline);
 
   const EngineOptions options_;
@@ -241,6 +242,7 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   }
   SessionManager::Options session_options;
   session_options.max_sessions = o.max_sessions;
+  session_options.max_sessions_per_owner = o.max_sessions_per_caller;
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
   sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
@@ -285,11 +287,11 @@ SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
 }
 
 absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
-    const CallerIdentity&, const std::string& session_id, const std::string& tool_set) {
+    const CallerIdentity& caller, const std::string& session_id, const std::string& tool_set) {
   NoteCall();
   std::shared_ptr<Session> session;
   if (!session_id.empty()) {
-    auto s = sessions_->Get(session_id);
+    auto s = sessions_->Get(session_id, caller.name);
     if (!s.ok()) return s.status();
     session = std::move(*s);
   }
@@ -303,7 +305,7 @@ absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
 }
 
 absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
-    const CallerIdentity&, BatchSpec spec, BatchObserver* observer) {
+    const CallerIdentity& caller, BatchSpec spec, BatchObserver* observer) {
   NoteCall();
   const absl::Status shutting_down = absl::UnavailableError(
       "toolexecd is shutting down and accepts no new batches; retry on another instance");
@@ -315,7 +317,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   }
   BatchRequest batch;
   if (!spec.session_id.empty()) {
-    auto session = sessions_->Get(spec.session_id);
+    auto session = sessions_->Get(spec.session_id, caller.name);
     if (!session.ok()) return session.status();
     (*session)->Touch();
     batch.session = std::move(*session);
@@ -348,7 +350,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   return std::make_unique<StartedBatch>(*std::move(handle), std::move(release));
 }
 
-absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
+absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& caller,
                                                        OpenSessionSpec spec) {
   NoteCall();
   if (draining()) {
@@ -359,6 +361,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   options.user_id = std::move(spec.user_id);
   options.parent_session_id = std::move(spec.parent_session_id);
   options.state_keys = std::move(spec.state_keys);
+  options.owner = caller.name;
   const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
   if (!spec.subagent.empty()) {
     // S7: the subagent's own tool list; the request may not widen or narrow it.
@@ -390,7 +393,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   }
   if (options.tools.empty() && !options.parent_session_id.empty()) {
     // A child sees no more tools than its parent.
-    if (auto parent = sessions_->Get(options.parent_session_id); parent.ok()) {
+    if (auto parent = sessions_->Get(options.parent_session_id, caller.name); parent.ok()) {
       options.tools = (*parent)->tools();
     }
   }
@@ -404,21 +407,26 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   return InfoOf(**session);
 }
 
-absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity&,
+absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity& caller,
                                                          const std::string& session_id,
                                                          bool idle) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   (*session)->set_idle(idle);
   (*session)->Touch();
   return InfoOf(**session);
 }
 
-void RuntimeEngine::CloseSession(const CallerIdentity&, const std::string& session_id,
+void RuntimeEngine::CloseSession(const CallerIdentity& caller, const std::string& session_id,
                                  MergeOptions merge,
                                  std::function<void(absl::StatusOr<MergeResult>)> done) {
   NoteCall();
+  // Another caller's session does not exist for this one. Ids are never
+  // reused, so the session checked here is the one closed below.
+  if (auto owned = sessions_->Get(session_id, caller.name); !owned.ok()) {
+    return done(owned.status());
+  }
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
     done(sessions_->Close(session_id, merge));
   };
@@ -427,39 +435,41 @@ void RuntimeEngine::CloseSession(const CallerIdentity&, const std::string& sessi
   if (!session_work_.Submit(close).ok()) close();
 }
 
-absl::StatusOr<Json> RuntimeEngine::GetState(const CallerIdentity&, const std::string& session_id,
+absl::StatusOr<Json> RuntimeEngine::GetState(const CallerIdentity& caller,
+                                             const std::string& session_id,
                                              const std::vector<std::string>& keys) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   return (*session)->tool_state().Snapshot(keys);
 }
 
 absl::StatusOr<std::unique_ptr<Subscription>> RuntimeEngine::Watch(
-    const CallerIdentity&, const std::string& session_id,
+    const CallerIdentity& caller, const std::string& session_id,
     std::shared_ptr<SessionListener> listener) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   int id = (*session)->AddListener(std::move(listener));
   return std::make_unique<Subscription>(
       [session = *std::move(session), id] { session->RemoveListener(id); });
 }
 
-absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(const std::string& id) {
+absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(
+    const CallerIdentity& caller, const std::string& id) {
   NoteCall();
   if (id.empty()) {
     return absl::InvalidArgumentError("session_id is required: artifacts belong to a session");
   }
-  auto session = sessions_->Get(id);
+  auto session = sessions_->Get(id, caller.name);
   if (session.ok()) (*session)->Touch();
   return session;
 }
 
-void RuntimeEngine::SaveArtifact(const CallerIdentity&, const std::string& session_id,
+void RuntimeEngine::SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
                                  const std::string& name, Artifact artifact,
                                  std::function<void(absl::StatusOr<int64_t>)> done) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return done(session.status());
   // Through the session, as a tool's save: a child's saves are staged for
   // its merge (S11), "user:" names included.
@@ -470,9 +480,9 @@ void RuntimeEngine::SaveArtifact(const CallerIdentity&, const std::string& sessi
 }
 
 absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(
-    const CallerIdentity&, const std::string& session_id, const std::string& name,
+    const CallerIdentity& caller, const std::string& session_id, const std::string& name,
     int64_t version) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   if (version < 0) {
     return absl::InvalidArgumentError("version must be 0 (latest) or a version number");
@@ -481,23 +491,24 @@ absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(
 }
 
 absl::StatusOr<std::vector<std::string>> RuntimeEngine::ListArtifacts(
-    const CallerIdentity&, const std::string& session_id) {
-  auto session = ArtifactSession(session_id);
+    const CallerIdentity& caller, const std::string& session_id) {
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   return artifacts_->List((*session)->artifact_scope());
 }
 
-absl::StatusOr<std::vector<int64_t>> RuntimeEngine::ListVersions(const CallerIdentity&,
+absl::StatusOr<std::vector<int64_t>> RuntimeEngine::ListVersions(const CallerIdentity& caller,
                                                                  const std::string& session_id,
                                                                  const std::string& name) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   return artifacts_->Versions((*session)->artifact_scope(), name);
 }
 
-absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity&, const std::string& session_id,
+absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity& caller,
+                                           const std::string& session_id,
                                            const std::string& name, int64_t version) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   if (version < 0) {
     return absl::InvalidArgumentError("version must be 0 (all) or a version number");

@@ -20,6 +20,10 @@
 // - OpenSession resolves the tools (a subagent's, the request's selection, or
 //   the parent's), and opens each workspace beneath the daemon's workspace
 //   handle (no path is checked first and opened later).
+// - Sessions belong to the caller that opened them (CallerIdentity::name): to
+//   any other caller a session, its batches, state, messages and artifacts
+//   are NOT_FOUND, as if it did not exist. An authenticated caller may hold
+//   max_sessions_per_caller open sessions (RESOURCE_EXHAUSTED past it).
 // - Drain(deadline) and then, after the transport has stopped, Stop(): see
 //   each below.
 //

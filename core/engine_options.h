@@ -51,6 +51,9 @@ struct EngineOptions {
   uint32_t model_content_max_chars = kDefaultModelContentMaxChars;
 
   uint32_t max_sessions = 10000;
+  // Open sessions (children included) per authenticated caller, counted by
+  // CallerIdentity::name; unauthenticated callers share max_sessions only.
+  uint32_t max_sessions_per_caller = 1000;
   int session_max_depth = 5;
   absl::Duration session_idle_ttl = kDefaultSessionIdleTtl;  // zero = never
 

@@ -12,8 +12,7 @@ build_pkgs=(
   libabsl-dev rapidjson-dev libvalijson-dev libre2-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev
 )
-test_pkgs=(python3 python3-yaml ripgrep bubblewrap git
-           openssl)  # the auth tests make their TLS certificates with it
+test_pkgs=(python3 python3-yaml ripgrep bubblewrap git openssl)
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates)
 # The Python client: Debian's python3 with grpcio and protobuf; protoc and
 # grpc_python_plugin generate its stubs; pytest runs its tests.

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -32,30 +33,32 @@ class CollectErrors final : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors;
 };
 
-// The whole file, if it is a regular file of at most kMaxConfigFileBytes.
-absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
+}  // namespace
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what,
+                                            uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it).
   fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {
     return absl::NotFoundError(
-        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
   }
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {
     return absl::NotFoundError(
-        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
   }
-  const std::string too_big = absl::StrCat("config file ", path, " is larger than ",
-                                           kMaxConfigFileBytes, " bytes (4 MiB)");
+  const std::string too_big = absl::StrCat(what, " ", path, " is larger than ", max_bytes,
+                                           " bytes");
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config file ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
+        what, " ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
   }
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     return absl::InvalidArgumentError(too_big);
   }
   // Read up to one byte past the cap: the file may grow after fstat.
-  std::string text(kMaxConfigFileBytes + 1, '\0');
+  std::string text(max_bytes + 1, '\0');
   size_t got = 0;
   while (got < text.size()) {
     ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
@@ -63,14 +66,16 @@ absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::NotFoundError(
-          absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+          absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
     }
     got += static_cast<size_t>(n);
   }
-  if (got > kMaxConfigFileBytes) return absl::InvalidArgumentError(too_big);
+  if (got > max_bytes) return absl::InvalidArgumentError(too_big);
   text.resize(got);
   return text;
 }
+
+namespace {
 
 // One numeric option's effective value and its allowed range.
 struct RangeCheck {
@@ -97,7 +102,7 @@ uint64_t ToMs(absl::Duration d) {
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
-  auto read = ReadConfigText(path);
+  auto read = ReadRegularFile(path, "config file", kMaxConfigFileBytes);
   if (!read.ok()) return read.status();
   const std::string& text = *read;
   v1::DaemonConfig config;
@@ -149,6 +154,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   }
   if (l.drain_grace_ms()) daemon->server.drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
+  if (l.max_sessions_per_caller()) {
+    options->max_sessions_per_caller = l.max_sessions_per_caller();
+  }
   if (config.model_content_default_chars()) {
     options->model_content_default_chars = config.model_content_default_chars();
   }
@@ -203,6 +211,19 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
     options->session_idle_ttl = MillisecondsOption(config.sessions().idle_ttl_ms());
   }
+  // ---- auth: who may call (server/auth.h) ----
+  const v1::AuthConfig& auth = config.auth();
+  AuthOptions& a = daemon->server.auth;
+  if (!auth.token_file().empty()) a.token_file = auth.token_file();
+  if (!auth.tls().cert_file().empty()) a.tls.cert_file = auth.tls().cert_file();
+  if (!auth.tls().key_file().empty()) a.tls.key_file = auth.tls().key_file();
+  if (!auth.tls().client_ca_file().empty()) a.tls.client_ca_file = auth.tls().client_ca_file();
+  if (auth.unix_socket().mode()) a.unix_socket.mode = auth.unix_socket().mode();
+  if (auth.unix_socket().allowed_uids_size() > 0) {
+    a.unix_socket.allowed_uids.assign(auth.unix_socket().allowed_uids().begin(),
+                                      auth.unix_socket().allowed_uids().end());
+  }
+  // ---- end auth ----
   return absl::OkStatus();
 }
 
@@ -229,6 +250,47 @@ bool IsLocalListenAddress(absl::string_view listen) {
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
+bool AuthenticatesCallers(const ServerOptions& options) {
+  return !options.auth.token_file.empty() || !options.auth.tls.client_ca_file.empty();
+}
+
+namespace {
+
+// The auth settings fit together and fit the listen address.
+absl::Status ValidateAuthOptions(const ServerOptions& server) {
+  const AuthOptions& a = server.auth;
+  const bool unix_listen = absl::StartsWith(server.listen, "unix:");
+  const bool tls = !a.tls.cert_file.empty() || !a.tls.key_file.empty();
+  if (tls && (a.tls.cert_file.empty() || a.tls.key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "auth.tls needs both cert_file (--tls_cert_file) and key_file (--tls_key_file)");
+  }
+  if (!a.tls.client_ca_file.empty() && !tls) {
+    return absl::InvalidArgumentError(
+        "auth.tls.client_ca_file (--tls_client_ca_file) needs TLS: give cert_file "
+        "(--tls_cert_file) and key_file (--tls_key_file) too");
+  }
+  if (tls && unix_listen) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.tls applies to TCP listen addresses; ", server.listen,
+        " is a unix socket, whose callers are known by uid (auth.unix_socket)"));
+  }
+  const UnixSocketOptions& u = a.unix_socket;
+  if ((u.mode != 0 || !u.allowed_uids.empty()) && !unix_listen) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.unix_socket (--unix_socket_mode, --unix_socket_allowed_uids) applies to a "
+        "unix:/path listen address, not ", server.listen));
+  }
+  if (u.mode > 0777) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.unix_socket.mode (--unix_socket_mode) is ", absl::StrFormat("0%o", u.mode),
+        "; give permission bits, 0 to 0777 (e.g. 0660)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateOptions(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
   const ServerOptions& server = daemon.server;
@@ -254,6 +316,8 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
       {"--keepalive_min_ping_interval_ms", ToMs(server.keepalive.min_ping_interval), 1,
        kMaxMilliseconds, kMsUnit},
       {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
+      {"limits.max_sessions_per_caller (--max_sessions_per_caller)", o.max_sessions_per_caller,
+       1, 1000000, ""},
       // 4M characters are at most 16 MiB of UTF-8: a result must fit in one message.
       {"model_content_max_chars (--model_content_max_chars)", o.model_content_max_chars,
        kMinModelContentChars, 4000000, ""},
@@ -305,12 +369,15 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
-  if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen)) {
+  if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
+  if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen) &&
+      !AuthenticatesCallers(server)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "refusing to listen on ", server.listen,
         " without authentication: whoever reaches it could run commands and write files in "
-        "the workspace. Listen on a loopback address (127.0.0.1:50051) or a unix socket, or "
-        "pass --insecure_allow_unauthenticated to serve it anyway"));
+        "the workspace. Give auth.token_file (--token_file) or a client CA for mTLS "
+        "(--tls_client_ca_file), listen on a loopback address (127.0.0.1:50051) or a unix "
+        "socket, or pass --insecure_allow_unauthenticated to serve it anyway"));
   }
   return absl::OkStatus();
 }

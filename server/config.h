@@ -17,6 +17,12 @@ namespace toolexec {
 // The largest config file LoadConfigFile reads.
 inline constexpr uint64_t kMaxConfigFileBytes = 4 << 20;
 
+// The whole of `path` if it is a regular file of at most `max_bytes`; else
+// an error that starts with `what` and the path ("config file /x is a
+// directory; give a regular file"). A FIFO or device is refused unread.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what,
+                                            uint64_t max_bytes);
+
 // Reads `path`: JSON when it ends in ".json", text proto otherwise. Unknown
 // fields are errors. InvalidArgument names the file, line and column; a path
 // that is not a regular file (a directory, FIFO or device) or is larger than

@@ -18,6 +18,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
+  auto auth = Authenticator::Create(d->options_.server.auth);
+  if (!auth.ok()) return auth.status();
+  d->auth_ = *std::move(auth);
   return d;
 }
 
@@ -31,12 +34,23 @@ absl::Status Daemon::Start() {
   // (reflection-only clients such as grpcurl need that to call it).
   grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o);
-  artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get());
+  executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o, auth_.get());
+  artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get(), auth_.get());
 
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
+  // A unix:/path address is served by toolexecd's own listener, which knows
+  // each peer's uid (server/unix_listener.h); TCP by gRPC's, with TLS if set.
+  const bool own_unix_listener = absl::StartsWith(o.listen, "unix:");
+  if (own_unix_listener) {
+    auto listener = UnixListener::Listen(o.listen.substr(5), o.auth.unix_socket.mode);
+    if (!listener.ok()) return listener.status();
+    unix_listener_ = *std::move(listener);
+  } else {
+    auto credentials = Authenticator::TcpCredentials(o.auth.tls);
+    if (!credentials.ok()) return credentials.status();
+    builder.AddListeningPort(o.listen, *credentials, &port);
+  }
   builder.RegisterService(executor_service_.get());
   builder.RegisterService(artifact_service_.get());
   builder.SetMaxReceiveMessageSize(o.max_receive_message_bytes);
@@ -51,7 +65,11 @@ absl::Status Daemon::Start() {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen,
                                                " (address in use, or not a valid address?)"));
   }
-  if (absl::StartsWith(o.listen, "unix:")) {
+  if (own_unix_listener) {
+    if (absl::Status s = unix_listener_->Serve(server_.get(), auth_.get()); !s.ok()) {
+      server_->Shutdown();
+      return s;
+    }
     address_ = o.listen;
   } else {
     if (port == 0) {
@@ -93,6 +111,8 @@ void Daemon::Shutdown() {
   }
   SetServing(false);
   engine_->Drain(absl::Now() + options_.server.drain_grace);
+  // No new connection may reach a server that is shutting down.
+  if (unix_listener_ != nullptr) unix_listener_->Stop();
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
+#include "server/unary.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -30,15 +31,19 @@ ExecuteBatchReactor::ExecuteBatchReactor(grpc::CallbackServerContext* context, s
 
 ExecuteBatchReactor* ExecuteBatchReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
+                                                absl::StatusOr<CallerIdentity> caller,
                                                 const v1::ExecuteBatchRequest& request,
                                                 int max_message_bytes) {
   auto* reactor = new ExecuteBatchReactor(context, request.calls_size(), max_message_bytes);
-  reactor->Begin(engine, request);
+  reactor->Begin(engine, caller, request);
   return reactor;
 }
 
-void ExecuteBatchReactor::Begin(Engine* engine, const v1::ExecuteBatchRequest& request) {
-  auto batch = engine->StartBatch(CallerIdentity{}, FromProto(request), this);
+void ExecuteBatchReactor::Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
+                                const v1::ExecuteBatchRequest& request) {
+  if (!caller.ok()) return Reject(caller.status());
+  caller_log_ = CallerLogField(*caller);
+  auto batch = engine->StartBatch(*caller, FromProto(request), this);
   if (!batch.ok()) return Reject(batch.status());
   // gRPC runs no reaction (OnCancel included) before this handler returns, so
   // nothing can need the batch before it is stored.
@@ -228,8 +233,8 @@ void ExecuteBatchReactor::OnDone() {
   if (spdlog::should_log(spdlog::level::info)) {
     absl::MutexLock lock(&mu_);
     auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
-    spdlog::info("ExecuteBatch peer={} calls={} results={} failed={} {} ms={:.2f}",
-                 context_->peer(), calls_, results_, failures_, StatusLogFields(final_status_),
+    spdlog::info("ExecuteBatch peer={}{} calls={} results={} failed={} {} ms={:.2f}",
+                 context_->peer(), caller_log_, calls_, results_, failures_, StatusLogFields(final_status_),
                  ms);
   }
   delete this;

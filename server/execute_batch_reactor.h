@@ -41,10 +41,11 @@ namespace toolexec {
 class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBatchResponse>,
                                   public BatchObserver {
  public:
-  // Starts the batch on the engine, or finishes at once with the engine's
-  // error. Results are kept under `max_message_bytes` each. Returns the
+  // Starts the batch on the engine for `caller`, or finishes at once with
+  // the engine's error (or `caller`'s: the call was not authenticated). Results are kept under `max_message_bytes` each. Returns the
   // reactor for the handler to return to gRPC.
   static ExecuteBatchReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    absl::StatusOr<CallerIdentity> caller,
                                     const v1::ExecuteBatchRequest& request,
                                     int max_message_bytes);
 
@@ -71,7 +72,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
 
  private:
   ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls, int max_message_bytes);
-  void Begin(Engine* engine, const v1::ExecuteBatchRequest& request);
+  void Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
+             const v1::ExecuteBatchRequest& request);
   void Reject(const absl::Status& status);
   void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
 
@@ -92,6 +94,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   const absl::Time started_ = absl::Now();
   const size_t calls_;
   const size_t max_result_bytes_;
+  std::string caller_log_;  // CallerLogField, set once in Begin
 
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written

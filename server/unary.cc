@@ -1,24 +1,38 @@
 #include "server/unary.h"
 
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "server/convert.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
 
+std::string CallerLogField(const CallerIdentity& caller) {
+  if (caller.name.empty()) return "";
+  const bool plain = std::all_of(caller.name.begin(), caller.name.end(),
+                                 [](char c) { return c > 0x20 && c < 0x7f && c != '"'; });
+  if (plain) return absl::StrCat(" caller=", caller.name);
+  return absl::StrCat(" caller=\"", absl::CEscape(caller.name), "\"");
+}
+
 void FinishUnary(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
-                 const char* method, const absl::Status& status, const std::string& detail) {
+                 const char* method, const CallerIdentity& caller, const absl::Status& status,
+                 const std::string& detail) {
   grpc::Status wire = ToGrpcStatus(status);
   if (spdlog::should_log(spdlog::level::info)) {
-    spdlog::info("{} peer={}{}{} {}", method, context->peer(), detail.empty() ? "" : " ", detail,
-                 StatusLogFields(wire));
+    spdlog::info("{} peer={}{}{}{} {}", method, context->peer(), CallerLogField(caller),
+                 detail.empty() ? "" : " ", detail, StatusLogFields(wire));
   }
   reactor->Finish(wire);
 }
 
 grpc::ServerUnaryReactor* ReplyUnary(grpc::CallbackServerContext* context, const char* method,
-                                     const absl::Status& status, const std::string& detail) {
+                                     const CallerIdentity& caller, const absl::Status& status,
+                                     const std::string& detail) {
   auto* reactor = context->DefaultReactor();
-  FinishUnary(context, reactor, method, status, detail);
+  FinishUnary(context, reactor, method, caller, status, detail);
   return reactor;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 
 #include "server/convert.h"
+#include "server/unary.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -32,11 +33,15 @@ class WatchSessionReactor::Bridge final : public SessionListener {
 
 WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
+                                                absl::StatusOr<CallerIdentity> caller,
                                                 const v1::WatchSessionRequest& request) {
   auto* reactor = new WatchSessionReactor(context, request.session_id());
   reactor->bridge_ = std::make_shared<Bridge>(reactor);
+  if (caller.ok()) reactor->caller_log_ = CallerLogField(*caller);
   // If the session closed meanwhile, this calls SessionClosed() at once.
-  auto subscription = engine->Watch(CallerIdentity{}, request.session_id(), reactor->bridge_);
+  auto subscription =
+      caller.ok() ? engine->Watch(*caller, request.session_id(), reactor->bridge_)
+                  : absl::StatusOr<std::unique_ptr<Subscription>>(caller.status());
   if (!subscription.ok()) {
     grpc::Status status = ToGrpcStatus(subscription.status());
     {
@@ -135,7 +140,7 @@ void WatchSessionReactor::OnDone() {
       spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
                    context_->peer(), dropped_);
     }
-    spdlog::info("WatchSession peer={} session={} sent={} {}", context_->peer(),
+    spdlog::info("WatchSession peer={}{} session={} sent={} {}", context_->peer(), caller_log_,
                  session_id_, sent_, StatusLogFields(final_status_));
   }
   delete this;

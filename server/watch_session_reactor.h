@@ -27,8 +27,10 @@ namespace toolexec {
 
 class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEvent> {
  public:
-  // Subscribes to the session, or finishes at once with the engine's error.
+  // Subscribes `caller` to the session, or finishes at once with the
+  // engine's error (or `caller`'s: the call was not authenticated).
   static WatchSessionReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    absl::StatusOr<CallerIdentity> caller,
                                     const v1::WatchSessionRequest& request);
 
   void OnWriteDone(bool ok) override;
@@ -47,6 +49,7 @@ class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEve
 
   grpc::CallbackServerContext* const context_;
   const std::string session_id_;
+  std::string caller_log_;  // CallerLogField, set once in Start
   std::shared_ptr<Bridge> bridge_;
   std::unique_ptr<Subscription> subscription_;
 

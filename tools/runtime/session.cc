@@ -263,7 +263,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
   std::shared_ptr<Session> parent;
   if (!options.parent_session_id.empty()) {
     auto it = sessions_.find(options.parent_session_id);
-    if (it == sessions_.end()) {
+    if (it == sessions_.end() || it->second->owner() != options.owner) {
       return absl::NotFoundError(
           absl::StrCat("no open parent session '", options.parent_session_id, "'"));
     }
@@ -282,8 +282,16 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
           "): a child session belongs to its parent's user; leave user_id empty to inherit it"));
     }
     options.user_id = parent->user_id();
+    options.owner = parent->owner();
     if (options.conversation_id.empty()) options.conversation_id = parent->conversation_id();
     if (options.workspaces.empty()) options.workspaces = parent->workspaces();
+  }
+  if (!options.owner.empty() &&
+      per_owner_[options.owner] >= options_.max_sessions_per_owner) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "caller '", options.owner, "' has ", options_.max_sessions_per_owner,
+        " open sessions, the most one caller may have (limits.max_sessions_per_caller): close "
+        "the sessions you no longer need with CloseSession"));
   }
   std::vector<std::string> state_keys = options.state_keys;
   auto session = std::make_shared<Session>(id, std::move(options));
@@ -303,6 +311,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
     parent->children_.push_back(id);
   }
   sessions_.emplace(id, session);
+  if (!session->owner().empty()) ++per_owner_[session->owner()];
   return session;
 }
 
@@ -313,6 +322,15 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(absl::string_view i
     return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
   }
   return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(absl::string_view id,
+                                                             absl::string_view owner) const {
+  auto session = Get(id);
+  if (session.ok() && (*session)->owner() != owner) {
+    return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
+  }
+  return session;
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_view id) {
@@ -330,6 +348,10 @@ std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_vi
     out.insert(out.end(), sub.begin(), sub.end());
   }
   sessions_.erase(session->id());
+  if (!session->owner().empty()) {
+    auto count = per_owner_.find(session->owner());
+    if (count != per_owner_.end() && --count->second == 0) per_owner_.erase(count);
+  }
   out.push_back(std::move(session));
   return out;
 }
@@ -482,6 +504,7 @@ void SessionManager::CloseAll() {
     absl::MutexLock lock(&mu_);
     closed_all_ = true;
     all.swap(sessions_);
+    per_owner_.clear();
   }
   for (auto& [id, s] : all) Finish(s);
 }

@@ -110,6 +110,9 @@ struct SessionOptions {
   // Warnings to return to the caller (e.g. a dropped start_subagent).
   std::vector<std::string> warnings;
   std::string subagent;
+  // Who opened it (CallerIdentity::name; "" = an unauthenticated caller).
+  // Only that caller may use it; a child inherits its parent's owner.
+  std::string owner;
 };
 
 // S11: how a child's writes merge back into its parent on close.
@@ -140,6 +143,7 @@ class Session final {
   const std::string& parent_session_id() const { return options_.parent_session_id; }
   const std::vector<std::string>& warnings() const { return options_.warnings; }
   const std::string& subagent() const { return options_.subagent; }
+  const std::string& owner() const { return options_.owner; }
   // 0 for a top-level session, parent's depth + 1 for a child.
   int depth() const { return depth_; }
   // Whose artifacts this session sees (S10): a top-level session with a
@@ -216,6 +220,8 @@ class SessionManager final {
  public:
   struct Options {
     size_t max_sessions = 10000;
+    // Open sessions per non-empty owner (children included).
+    size_t max_sessions_per_owner = 1000;
     int max_depth = 5;  // S11: how deep child sessions may nest
     // Sessions unused this long are closed by SweepIdle (0 = never).
     absl::Duration idle_ttl = kDefaultSessionIdleTtl;
@@ -233,6 +239,10 @@ class SessionManager final {
   absl::StatusOr<std::shared_ptr<Session>> Open(SessionOptions options);
   // NotFound for an unknown or closed id.
   absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id) const;
+  // The same, and the same NotFound for a session `owner` did not open: to
+  // another caller, someone else's session does not exist.
+  absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id,
+                                               absl::string_view owner) const;
   // Closes a session: its children first (without merging), then every
   // tool's cleanup_session, then its listeners. A child's state writes and
   // artifacts merge into its parent under `merge` (S11); any violation merges
@@ -261,6 +271,8 @@ class SessionManager final {
   mutable absl::Mutex mu_;
   bool closed_all_ ABSL_GUARDED_BY(mu_) = false;  // shutting down: open no more
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  // Open sessions per non-empty owner, kept with sessions_.
+  absl::flat_hash_map<std::string, size_t> per_owner_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace toolexec
