@@ -234,5 +234,25 @@ TEST_F(SessionTest, EachOwnerHasAQuotaAndClosingGivesItBack) {
   EXPECT_FALSE(sessions.Open({.owner = "alice"}).ok());
 }
 
+// Naming another caller's conversation_id or user_id reaches none of its
+// artifacts; the same caller's sessions share them as before.
+TEST_F(SessionTest, ConversationsAndUsersAreTheirOwnersAlone) {
+  std::unique_ptr<ArtifactStore> store = NewInMemoryArtifactStore();
+  auto a1 = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "alice"});
+  auto a2 = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "alice"});
+  auto b = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "bob"});
+  auto anonymous = *sessions_.Open({.conversation_id = "c", .user_id = "u"});
+  Artifact text;
+  text.text = "alice's";
+  ASSERT_TRUE(a1->SaveArtifact(*store, "notes.txt", text).ok());
+  ASSERT_TRUE(a1->SaveArtifact(*store, "user:profile", text).ok());
+  for (const char* name : {"notes.txt", "user:profile"}) {
+    EXPECT_TRUE(store->Load(a2->artifact_scope(), name, 0).ok()) << name;
+    EXPECT_TRUE(absl::IsNotFound(store->Load(b->artifact_scope(), name, 0).status())) << name;
+    EXPECT_TRUE(absl::IsNotFound(store->Load(anonymous->artifact_scope(), name, 0).status()))
+        << name;
+  }
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "server/auth.h"
+#include "server/config.h"
 
 namespace toolexec {
 namespace {
@@ -75,6 +76,60 @@ TEST(BearerTokenTest, SchemeInAnyCase) {
   EXPECT_EQ(BearerToken("Bearer"), "");
   EXPECT_EQ(BearerToken("Bearer "), "");
   EXPECT_EQ(BearerToken("abc"), "");
+}
+
+// The auth settings, from the config file, checked as one.
+TEST(AuthOptionsTest, ConfigAppliesAndValidateRefusesWhatDoesNotFit) {
+  v1::DaemonConfig config;
+  config.set_listen("0.0.0.0:50051");
+  config.mutable_auth()->set_token_file("/etc/toolexec/tokens");
+  config.mutable_limits()->set_max_sessions_per_caller(7);
+  DaemonOptions options;
+  options.engine.workspace = "/tmp";
+  std::string log_level;
+  ASSERT_TRUE(ApplyConfig(config, &options, &log_level).ok());
+  EXPECT_EQ(options.server.auth.token_file, "/etc/toolexec/tokens");
+  EXPECT_EQ(options.engine.max_sessions_per_caller, 7u);
+  EXPECT_TRUE(ValidateOptions(options).ok());  // a token file admits 0.0.0.0
+
+  struct Case {
+    std::string listen;
+    AuthOptions auth;
+    std::string error;  // "" = valid
+  };
+  AuthOptions tls_only;
+  tls_only.tls = {"cert.pem", "key.pem", ""};
+  AuthOptions mtls;
+  mtls.tls = {"cert.pem", "key.pem", "ca.pem"};
+  AuthOptions cert_without_key;
+  cert_without_key.tls.cert_file = "cert.pem";
+  AuthOptions ca_without_tls;
+  ca_without_tls.tls.client_ca_file = "ca.pem";
+  AuthOptions uids;
+  uids.unix_socket.allowed_uids = {1000};
+  AuthOptions bad_mode;
+  bad_mode.unix_socket.mode = 01777;
+  const std::vector<Case> cases = {
+      {"0.0.0.0:1", tls_only, "without authentication"},  // TLS alone names nobody
+      {"0.0.0.0:1", mtls, ""},
+      {"127.0.0.1:1", cert_without_key, "needs both cert_file"},
+      {"127.0.0.1:1", ca_without_tls, "needs TLS"},
+      {"unix:/run/t.sock", tls_only, "applies to TCP"},
+      {"127.0.0.1:1", uids, "applies to a unix:/path listen address"},
+      {"unix:/run/t.sock", uids, ""},
+      {"unix:/run/t.sock", bad_mode, "is 01777"},
+  };
+  for (const Case& c : cases) {
+    DaemonOptions o;
+    o.server.listen = c.listen;
+    o.server.auth = c.auth;
+    absl::Status s = ValidateOptions(o);
+    if (c.error.empty()) {
+      EXPECT_TRUE(s.ok()) << c.listen << ": " << s;
+    } else {
+      EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.listen;
+    }
+  }
 }
 
 }  // namespace

@@ -105,6 +105,14 @@ ArtifactScope Session::artifact_scope() const {
   scope.user_id = options_.user_id;
   scope.session_owned = child || options_.conversation_id.empty();
   scope.conversation = scope.session_owned ? id_ : options_.conversation_id;
+  // An authenticated caller's conversations and users are its own: another
+  // caller naming the same conversation_id or user_id reaches other spaces.
+  // (Length-prefixed, so no owner and name pair can spell another's.)
+  if (!options_.owner.empty()) {
+    const std::string prefix = absl::StrCat(options_.owner.size(), ":", options_.owner, "/");
+    if (!scope.user_id.empty()) scope.user_id = prefix + scope.user_id;
+    if (!scope.session_owned) scope.conversation = prefix + scope.conversation;
+  }
   if (child) scope.user_names = ArtifactScope::UserNames::kStaged;
   return scope;
 }

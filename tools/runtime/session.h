@@ -149,7 +149,8 @@ class Session final {
   // Whose artifacts this session sees (S10): a top-level session with a
   // conversation_id shares its conversation's; one without, and every child,
   // has a space of its own, freed when it closes. A child stages its "user:"
-  // saves there too until they merge into the parent on close (S11).
+  // saves there too until they merge into the parent on close (S11). The
+  // conversations and users of an owned session are its owner's alone.
   ArtifactScope artifact_scope() const;
   // Saves in this session's scope and notes the save for a child's merge.
   absl::StatusOr<int64_t> SaveArtifact(ArtifactStore& store, absl::string_view name,
