@@ -32,7 +32,7 @@ struct ResolvedSubagent {
 };
 
 // The tools an engine registers, in order (S1): the chosen built-ins, the
-// declared tools (S9), then the example tools.
+// declared tools (S9), the example tools, then the command tools.
 absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
   // Register every built-in in a scratch registry, then keep the chosen ones:
   // the selection is by tool and tool-set names, which need the registry.
@@ -52,6 +52,12 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
   if (options.example_tools) {
     if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
+  }
+  // --- command tools (config command_tools) ---
+  if (absl::Status s =
+          RegisterConfiguredCommandTools(registry, options.builtin, options.command_tools);
+      !s.ok()) {
+    return s;
   }
   return absl::OkStatus();
 }

@@ -61,6 +61,9 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+  // Tools run by the user's programs (config command_tools), registered
+  // after the built-in, declared and example tools.
+  std::vector<CommandToolOptions> command_tools;
 };
 
 }  // namespace toolexec

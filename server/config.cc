@@ -8,17 +8,22 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <set>
 #include <vector>
 
 #include <arpa/inet.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/builtin/fs/confined.h"
+#include "tools/runtime/json.h"
 
 namespace toolexec {
 namespace {
@@ -92,6 +97,85 @@ uint64_t ToMs(absl::Duration d) {
     return std::numeric_limits<uint64_t>::max();
   }
   return static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
+}
+
+// --- command tools (config command_tools) ---
+
+// Tool names every model provider accepts.
+bool IsValidToolName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// One command_tools entry as CommandToolOptions, or InvalidArgument naming the
+// tool and the field. The schema is compiled (and a clash with another tool's
+// name found) when the tool is registered.
+absl::StatusOr<CommandToolOptions> ToCommandTool(const v1::CommandToolConfig& c) {
+  const std::string what = absl::StrCat("command_tools '", c.name(), "'");
+  if (!IsValidToolName(c.name())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the name must be 1 to 64 letters, digits, '_' or '-' (what model providers "
+              "accept)"));
+  }
+  if (c.argv().empty() || c.argv(0).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": argv is empty; give the program and its arguments"));
+  }
+  for (const std::string& a : c.argv()) {
+    if (a.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": argv contains a NUL byte"));
+    }
+  }
+  if (!c.parameters_json().empty()) {
+    auto schema = ParseJson(c.parameters_json());
+    if (!schema.ok() || !schema->IsObject()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameters_json is not a JSON object (a JSON Schema for the arguments)",
+          schema.ok() ? "" : absl::StrCat(": ", schema.status().message())));
+    }
+  }
+  if (c.timeout_ms() > kMaxMilliseconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": timeout_ms is ", c.timeout_ms(), "; allowed 1 to ",
+                     kMaxMilliseconds, kMsUnit, " (0 = run_command's default timeout)"));
+  }
+  const std::string& wd = c.working_dir();
+  bool escapes = absl::StartsWith(wd, "/");
+  int depth = 0;
+  for (absl::string_view part : absl::StrSplit(wd, '/', absl::SkipEmpty())) {
+    if (part == "..") {
+      if (--depth < 0) escapes = true;
+    } else if (part != ".") {
+      ++depth;
+    }
+  }
+  if (escapes || wd.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": working_dir '", wd,
+        "' must be a relative path inside the workspace (\"\" = the workspace root)"));
+  }
+  CommandToolOptions t;
+  t.name = c.name();
+  t.description = c.description();
+  t.parameters_json = c.parameters_json();
+  t.argv.assign(c.argv().begin(), c.argv().end());
+  t.timeout = MillisecondsOption(c.timeout_ms());
+  // A map field: sorted by name, so the environment is the same on every start.
+  std::map<std::string, std::string> env(c.env().begin(), c.env().end());
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": env '", name, "' is not a valid variable (a name without '=', no NUL)"));
+    }
+    t.env.emplace_back(name, value);
+  }
+  t.working_dir = wd;
+  t.read_only = c.read_only();
+  return t;
 }
 
 }  // namespace
@@ -202,6 +286,17 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   }
   if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
     options->session_idle_ttl = MillisecondsOption(config.sessions().idle_ttl_ms());
+  }
+  // --- command tools ---
+  std::set<std::string> command_tool_names;
+  for (const v1::CommandToolConfig& c : config.command_tools()) {
+    auto tool = ToCommandTool(c);
+    if (!tool.ok()) return tool.status();
+    if (!command_tool_names.insert(tool->name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("command_tools '", tool->name, "' is declared twice"));
+    }
+    options->command_tools.push_back(*std::move(tool));
   }
   return absl::OkStatus();
 }
