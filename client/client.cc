@@ -150,8 +150,14 @@ absl::Status Client::ExecuteBatch(
     absl::Duration timeout) {
   grpc::ClientContext context;
   SetDeadline(&context, timeout);
+  return ExecuteBatch(&context, request, on_event);
+}
+
+absl::Status Client::ExecuteBatch(
+    grpc::ClientContext* context, const v1::ExecuteBatchRequest& request,
+    const std::function<void(const v1::ExecuteBatchResponse&)>& on_event) {
   std::unique_ptr<grpc::ClientReader<v1::ExecuteBatchResponse>> reader =
-      stub_->ExecuteBatch(&context, request);
+      stub_->ExecuteBatch(context, request);
   v1::ExecuteBatchResponse response;
   while (reader->Read(&response)) {
     on_event(response);
