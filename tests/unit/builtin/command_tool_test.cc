@@ -180,6 +180,42 @@ TEST_F(CommandToolTest, CancellationEndsTheProcessTree) {
   EXPECT_TRUE(Eventually([&] { return ProcessesWith(marker).empty(); }));
 }
 
+TEST_F(CommandToolTest, StderrStreamsAsProgress) {
+  ASSERT_TRUE(Build({Bash("chatty", "echo working >&2; echo '{\"done\": true}'")}).ok());
+  class Recorder final : public BatchObserver {
+   public:
+    void OnProgress(ProgressEvent e) override {
+      absl::MutexLock lock(&mu);
+      progress.push_back(e.stream + ":" + e.text);
+    }
+    void OnResult(ToolCallResult r) override { result = std::move(r); }
+    void OnBatchDone() override { done.Notify(); }
+    absl::Mutex mu;
+    std::vector<std::string> progress;
+    ToolCallResult result;
+    absl::Notification done;
+  } rec;
+  BatchRequest req;
+  req.calls.push_back(CallRequest{.id = "1", .name = "chatty", .args_json = R"({"n":1})"});
+  ASSERT_TRUE(runner_->Start(std::move(req), &rec).ok());
+  rec.done.WaitForNotification();
+  EXPECT_EQ(ToJsonString(rec.result.payload), R"({"done":true})");
+  absl::MutexLock lock(&rec.mu);
+  EXPECT_THAT(rec.progress, ::testing::ElementsAre("stderr:working\n"));
+}
+
+TEST_F(CommandToolTest, RunsInsideTheSandbox) {
+  options_.sandbox = "bwrap";
+  const std::string outside = absl::StrCat("/tmp/ctt-sandbox-", getpid());
+  ASSERT_TRUE(
+      Build({Bash("sandboxed", absl::StrCat("touch ", outside, " made-here; cat"))}).ok());
+  ToolCallResult r = Call("sandboxed", R"({"n":1})");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(ToJsonString(r.payload), R"({"n":1,"word":"hi"})");
+  EXPECT_TRUE(std::filesystem::exists(ws_ + "/made-here"));  // the workspace is bound
+  EXPECT_FALSE(std::filesystem::exists(outside));            // /tmp is the sandbox's own
+}
+
 TEST_F(CommandToolTest, WorkingDirEnvAndTags) {
   CommandToolOptions ro = Bash("where", R"sh(printf '{"dir":"%s","v":"%s"}' "$(basename "$PWD")" "$V")sh");
   ro.working_dir = "sub";
