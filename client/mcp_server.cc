@@ -258,6 +258,13 @@ void McpServer::StartCall(const mcp::Message& m) {
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
+    if (calls_.size() >= options_.max_calls_in_flight) {
+      Send(mcp::BuildError(m.id, mcp::kInternalError,
+                           absl::StrCat("too many tool calls in flight (",
+                                        options_.max_calls_in_flight,
+                                        "); wait for one to finish, then call again")));
+      return;
+    }
     if (!calls_.emplace(m.id.Key(), RunningCall{}).second) {
       Send(mcp::BuildError(m.id, mcp::kInvalidRequest,
                            absl::StrCat("request id ", m.id.DebugString(), " is already in use")));

@@ -67,6 +67,9 @@ class McpServer final {
     std::string tool_set;    // "" = every tool the daemon serves
     std::string session_id;  // "" = calls without a session
     std::string version;     // serverInfo.version
+    // tools/call requests running at once (a thread each); past it a call is
+    // refused at once with a JSON-RPC error saying so.
+    size_t max_calls_in_flight = 64;
   };
   using WriteFn = std::function<void(absl::string_view message)>;
 

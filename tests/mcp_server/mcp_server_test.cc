@@ -3,12 +3,17 @@
 // negotiation, and the answers to requests that need no daemon.
 #include "client/mcp_server.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace toolexec {
@@ -122,6 +127,68 @@ TEST_F(McpServerMessages, InitializePingUnknownMethodAndParseError) {
   EXPECT_EQ(sent_[3]["error"]["code"].GetInt(), -32602);
   EXPECT_EQ(sent_[4]["error"]["code"].GetInt(), -32700);
   EXPECT_TRUE(sent_[4]["id"].IsNull());
+}
+
+// A daemon that never answers: a socket that listens but never accepts (the
+// kernel completes the connection, nobody speaks HTTP/2), so every call
+// stays in flight until it is cancelled.
+class SilentDaemon {
+ public:
+  SilentDaemon() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(listen(fd_, 16), 0);
+    EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    target_ = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  }
+  ~SilentDaemon() { close(fd_); }
+  const std::string& target() const { return target_; }
+
+ private:
+  int fd_ = -1;
+  std::string target_;
+};
+
+std::string CallLine(int id) {
+  return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id,
+                      R"(,"method":"tools/call","params":{"name":"wait","arguments":{}}})");
+}
+
+TEST(McpServerCalls, InFlightCallsAreCappedCancelledAndJoined) {
+  SilentDaemon daemon;
+  std::unique_ptr<Client> client = Client::Create(daemon.target());
+  absl::Mutex mu;
+  std::vector<std::string> sent;
+  McpServer::Options options;
+  options.max_calls_in_flight = 2;
+  {
+    McpServer server(client.get(), options, [&](absl::string_view m) {
+      absl::MutexLock lock(&mu);
+      sent.emplace_back(m);
+    });
+    server.HandleLine(CallLine(1));
+    server.HandleLine(CallLine(2));
+    server.HandleLine(CallLine(3));  // over the cap: refused at once
+    {
+      absl::MutexLock lock(&mu);
+      ASSERT_EQ(sent.size(), 1u);
+      Json refused = Parse(sent[0]);
+      EXPECT_EQ(refused["id"].GetInt(), 3);
+      EXPECT_THAT(std::string(refused["error"]["message"].GetString()),
+                  HasSubstr("too many tool calls in flight (2)"));
+    }
+    // MCP: a cancelled request gets no response; its slot is freed.
+    server.HandleLine(
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})");
+    // Shutdown cancels call 2 and joins both threads.
+    server.Shutdown();
+  }
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(sent.size(), 1u) << sent.back();
 }
 
 }  // namespace
