@@ -226,7 +226,8 @@ void McpServer::StartCall(const mcp::Message& m) {
   std::string args_json;
   if (const JsonValue* args = Member(m.params, "arguments"); args != nullptr && !args->IsNull()) {
     if (!args->IsObject()) {
-      Send(mcp::BuildError(m.id, mcp::kInvalidParams, "tools/call params.arguments must be an object"));
+      Send(mcp::BuildError(m.id, mcp::kInvalidParams,
+                           "tools/call params.arguments must be an object"));
       return;
     }
     args_json = ToJsonString(*args);
@@ -259,10 +260,10 @@ void McpServer::StartCall(const mcp::Message& m) {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     if (calls_.size() >= options_.max_calls_in_flight) {
-      Send(mcp::BuildError(m.id, mcp::kInternalError,
-                           absl::StrCat("too many tool calls in flight (",
-                                        options_.max_calls_in_flight,
-                                        "); wait for one to finish, then call again")));
+      Send(mcp::BuildError(
+          m.id, mcp::kInternalError,
+          absl::StrCat("too many tool calls in flight (", options_.max_calls_in_flight,
+                       "); wait for one to finish, then call again")));
       return;
     }
     if (!calls_.emplace(m.id.Key(), RunningCall{}).second) {
@@ -306,8 +307,8 @@ void McpServer::CallBody(const mcp::RequestId& id, const std::string& name,
 
   std::optional<v1::ToolResult> result;
   int64_t progress = 0;
-  absl::Status status = client_->ExecuteBatch(
-      &context, request, [&](const v1::ExecuteBatchResponse& event) {
+  absl::Status status =
+      client_->ExecuteBatch(&context, request, [&](const v1::ExecuteBatchResponse& event) {
         if (event.has_result()) {
           result = event.result();
         } else if (event.has_progress() && !progress_token.IsNull()) {

@@ -10,13 +10,13 @@
 //   each line and answers initialize, ping and tools/list itself, in order
 //   (a unary RPC each), and notifications/cancelled.
 // * Each tools/call runs on a thread of its own, started by the reader and
-//   joined by the reader once it has finished (or by Shutdown()): it blocks on its ExecuteBatch stream, turns
-//   ToolProgress into notifications/progress when the request carried a
-//   progress token, and writes the response. Its grpc::ClientContext lives on
-//   that thread and is listed in `calls_` (under `mu_`) while the RPC runs, so
-//   notifications/cancelled from the reader can TryCancel it: the daemon then
-//   cancels the call (its process tree ends), and no response is sent, as MCP
-//   asks of a cancelled request.
+//   joined by the reader once it has finished (or by Shutdown()): it blocks on its ExecuteBatch
+//   stream, turns ToolProgress into notifications/progress when the request carried a progress
+//   token, and writes the response. Its grpc::ClientContext lives on that thread and is listed in
+//   `calls_` (under `mu_`) while the RPC runs, so notifications/cancelled from the reader can
+//   TryCancel it: the daemon then cancels the call (its process tree ends), and no response is
+//   sent, as MCP asks of a cancelled request. At most max_calls_in_flight
+//   run at once, so a client cannot make it start threads without bound.
 // * Output: `write_` is called with one whole message at a time under
 //   `write_mu_`, so responses and notifications never interleave.
 // * Shutdown (EOF on stdin, or the destructor): every call in flight is
@@ -44,7 +44,7 @@ namespace toolexec {
 
 // The MCP protocol versions served, newest first.
 inline constexpr const char* kMcpProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
-                                                        "2024-11-05"};
+                                                       "2024-11-05"};
 
 // The version to answer initialize with: the client's when it is served, else
 // the newest served (the client then decides whether it can go on).

@@ -75,9 +75,8 @@ TEST(McpToolFromDeclaration, SchemaAsDeclaredAndAnnotationsFromTags) {
 TEST(McpCallResultFromToolResult, SuccessCarriesModelContentAndStructuredContent) {
   Json r = McpCallResultFromToolResult(ResultFromJson(
       R"({"status":"RESULT_STATUS_SUCCESS","payload":{"total_lines":2},"model_content":"1\tfirst\n2\tsecond"})"));
-  EXPECT_EQ(ToJsonString(r),
-            R"({"content":[{"type":"text","text":"1\tfirst\n2\tsecond"}],)"
-            R"("structuredContent":{"total_lines":2}})");
+  EXPECT_EQ(ToJsonString(r), R"({"content":[{"type":"text","text":"1\tfirst\n2\tsecond"}],)"
+                             R"("structuredContent":{"total_lines":2}})");
 }
 
 TEST(McpCallResultFromToolResult, WithoutModelContentThePayloadIsTheText) {

@@ -59,6 +59,17 @@ class CommandTool final : public Tool {
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 
+  // A program that printed plain text: the model gets that text, not
+  // {"result": "..."}; anything else as JSON (the default).
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override {
+    if (result.IsObject() && result.MemberCount() == 1 && result.HasMember("result") &&
+        result["result"].IsString()) {
+      return std::string(result["result"].GetString(), result["result"].GetStringLength());
+    }
+    return Tool::model_content(input, result, budget);
+  }
+
   // S12: running it executes its program.
   std::vector<PermissionRequirement> required_permissions(
       const JsonValue& /*input*/) const override {
@@ -119,17 +130,18 @@ absl::StatusOr<Json> CommandTool::Call(const JsonValue& args, ToolContext& ctx) 
                                     StderrTail(o.stderr_text)));
     case StopReason::kKilled:
     case StopReason::kShutdown:
-      return absl::CancelledError(absl::StrCat(name(), " was stopped: the daemon is shutting down"));
+      return absl::CancelledError(
+          absl::StrCat(name(), " was stopped: the daemon is shutting down"));
     case StopReason::kNone:
       break;
   }
   if (o.exit.signaled) {
-    return absl::InternalError(absl::StrCat(name(), " was killed by signal ", o.exit.code,
-                                            StderrTail(o.stderr_text)));
+    return absl::InternalError(
+        absl::StrCat(name(), " was killed by signal ", o.exit.code, StderrTail(o.stderr_text)));
   }
   if (o.exit.code != 0) {
-    return absl::InternalError(absl::StrCat(name(), " exited with code ", o.exit.code,
-                                            StderrTail(o.stderr_text)));
+    return absl::InternalError(
+        absl::StrCat(name(), " exited with code ", o.exit.code, StderrTail(o.stderr_text)));
   }
   if (o.stdout_truncated) {
     return absl::InternalError(absl::StrCat(
@@ -168,8 +180,8 @@ absl::Status RegisterConfiguredCommandTools(ToolRegistry& registry, const Builti
     if (argv[0].find('/') == std::string::npos) {
       auto found = command::FindExecutable(argv[0], path_var);
       if (!found.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("command_tools '", t.name, "': ",
-                                                       found.status().message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("command_tools '", t.name, "': ", found.status().message()));
       }
       argv[0] = *found;
     } else if (argv[0][0] != '/') {
@@ -177,9 +189,9 @@ absl::Status RegisterConfiguredCommandTools(ToolRegistry& registry, const Builti
           "command_tools '", t.name, "': argv[0] '", argv[0],
           "' is a relative path; give an absolute path or a program name found on PATH"));
     }
-    if (absl::Status s = registry.Register(
-            std::make_unique<command::CommandTool>(t, std::move(argv), *config),
-            "config (command_tools)");
+    if (absl::Status s =
+            registry.Register(std::make_unique<command::CommandTool>(t, std::move(argv), *config),
+                              "config (command_tools)");
         !s.ok()) {
       return s;
     }

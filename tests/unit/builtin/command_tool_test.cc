@@ -26,8 +26,8 @@
 namespace toolexec {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::ProcessesWith;
 
 constexpr char kEchoSchema[] = R"({
@@ -119,9 +119,19 @@ TEST_F(CommandToolTest, StdoutBecomesTheResult) {
   EXPECT_EQ(ToJsonString(Call("arr", R"({"n":1})").payload), R"({"result":[1,2]})");
 }
 
+TEST_F(CommandToolTest, PlainTextReachesTheModelAsText) {
+  ASSERT_TRUE(
+      Build({Bash("text", "printf 'line one\\nline two\\n'"), Bash("obj", "echo '{\"a\":1}'")})
+          .ok());
+  ToolCallResult text = Call("text", R"({"n":1})");
+  EXPECT_EQ(ToJsonString(text.payload), R"({"result":"line one\nline two"})");
+  EXPECT_EQ(text.model_content, "line one\nline two");
+  EXPECT_EQ(Call("obj", R"({"n":1})").model_content, R"({"a":1})");
+}
+
 TEST_F(CommandToolTest, NonZeroExitFailsWithTheStderrTail) {
-  ASSERT_TRUE(Build({Bash("bad", "echo out; echo 'first line' >&2; echo 'it broke' >&2; exit 3")})
-                  .ok());
+  ASSERT_TRUE(
+      Build({Bash("bad", "echo out; echo 'first line' >&2; echo 'it broke' >&2; exit 3")}).ok());
   ToolCallResult r = Call("bad", R"({"n":1})");
   EXPECT_EQ(r.status, ResultStatus::kError);
   ASSERT_TRUE(r.error.has_value());
@@ -143,7 +153,8 @@ TEST_F(CommandToolTest, OutputBeyondTheCaptureIsAClearFailureNotBrokenJson) {
 }
 
 TEST_F(CommandToolTest, TimeoutEndsTheProcessTree) {
-  const std::string marker = absl::StrCat("ctt-timeout-", getpid(), "-", absl::ToUnixNanos(absl::Now()));
+  const std::string marker =
+      absl::StrCat("ctt-timeout-", getpid(), "-", absl::ToUnixNanos(absl::Now()));
   CommandToolOptions t = Bash("slow", "sleep 1000 & echo started >&2; sleep 1000");
   t.timeout = absl::Milliseconds(300);
   t.env = {{"CTT_MARKER", marker}};
@@ -157,7 +168,8 @@ TEST_F(CommandToolTest, TimeoutEndsTheProcessTree) {
 }
 
 TEST_F(CommandToolTest, CancellationEndsTheProcessTree) {
-  const std::string marker = absl::StrCat("ctt-cancel-", getpid(), "-", absl::ToUnixNanos(absl::Now()));
+  const std::string marker =
+      absl::StrCat("ctt-cancel-", getpid(), "-", absl::ToUnixNanos(absl::Now()));
   CommandToolOptions t = Bash("slow", "sleep 1000 & sleep 1000");
   t.env = {{"CTT_MARKER", marker}};
   ASSERT_TRUE(Build({t}).ok());
@@ -207,8 +219,7 @@ TEST_F(CommandToolTest, StderrStreamsAsProgress) {
 TEST_F(CommandToolTest, RunsInsideTheSandbox) {
   options_.sandbox = "bwrap";
   const std::string outside = absl::StrCat("/tmp/ctt-sandbox-", getpid());
-  ASSERT_TRUE(
-      Build({Bash("sandboxed", absl::StrCat("touch ", outside, " made-here; cat"))}).ok());
+  ASSERT_TRUE(Build({Bash("sandboxed", absl::StrCat("touch ", outside, " made-here; cat"))}).ok());
   ToolCallResult r = Call("sandboxed", R"({"n":1})");
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(ToJsonString(r.payload), R"({"n":1,"word":"hi"})");
@@ -217,7 +228,8 @@ TEST_F(CommandToolTest, RunsInsideTheSandbox) {
 }
 
 TEST_F(CommandToolTest, WorkingDirEnvAndTags) {
-  CommandToolOptions ro = Bash("where", R"sh(printf '{"dir":"%s","v":"%s"}' "$(basename "$PWD")" "$V")sh");
+  CommandToolOptions ro =
+      Bash("where", R"sh(printf '{"dir":"%s","v":"%s"}' "$(basename "$PWD")" "$V")sh");
   ro.working_dir = "sub";
   ro.env = {{"V", "x1"}};
   ro.read_only = true;

@@ -52,8 +52,7 @@ CommandSpec MakeCommandSpec(const CommandConfig& config, const ToolContext& ctx,
     }
     const std::string& bound = cwd.root->path();
     const std::string dir =
-        cwd.relative == "." ? bound
-                            : absl::StrCat(bound == "/" ? "" : bound, "/", cwd.relative);
+        cwd.relative == "." ? bound : absl::StrCat(bound == "/" ? "" : bound, "/", cwd.relative);
     spec.argv = BwrapArgv(config.bwrap_path, binds, dir, opt.sandbox_network, program);
     spec.sandboxed = true;
   }
