@@ -197,6 +197,14 @@ describe('toolexec mcp', { skip: false }, () => {
     const words = await client.callTool({ name: 'word_count', arguments: { text: 'one two\n\nthree' } });
     assert.ok(!words.isError, JSON.stringify(words));
     assert.deepEqual(words.structuredContent, { words: 3, lines: 3, characters: 14 });
+    // S4 for a command tool: "true" is coerced to the schema's boolean before
+    // the program sees it; a wrong type never reaches it.
+    const coerced = await client.callTool({ name: 'word_count',
+      arguments: { text: 'one two\n\nthree', ignore_blank_lines: 'true' } });
+    assert.deepEqual(coerced.structuredContent, { words: 3, lines: 2, characters: 14 });
+    const invalid = await client.callTool({ name: 'word_count', arguments: { text: 7, nope: 1 } });
+    assert.equal(invalid.isError, true);
+    assert.match(invalid.content[0].text, /INVALID_ARGUMENTS/);
     const lines = await client.callTool({ name: 'line_count', arguments: { path: 'hello.txt' } });
     assert.deepEqual(lines.structuredContent, { result: 2 });
     const bad = await client.callTool({ name: 'line_count', arguments: { path: 'nope.txt' } });
