@@ -12,6 +12,7 @@
 
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
+#include "tools/mcp/options.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 
@@ -61,6 +62,8 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+  // MCP servers whose tools are registered after the built-ins (tools/mcp).
+  std::vector<mcp::McpServerOptions> mcp_servers;
 };
 
 }  // namespace toolexec
