@@ -15,6 +15,11 @@ if [ ! -d tests/mcp_server/node_modules ] || [ tests/mcp_server/package.json -nt
   (cd tests/mcp_server && npm install --no-audit --no-fund --loglevel=error)
   touch tests/mcp_server/node_modules
 fi
+# The third-party MCP servers the MCP client tests run (tests/mcp/package.json).
+if [ ! -d tests/mcp/node_modules ] || [ tests/mcp/package.json -nt tests/mcp/node_modules ]; then
+  (cd tests/mcp && npm install --no-audit --no-fund --loglevel=error)
+  touch tests/mcp/node_modules
+fi
 scripts/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}"

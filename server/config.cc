@@ -205,6 +205,94 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   return config;
 }
 
+// ---- mcp_servers ------------------------------------------------------------
+namespace {
+
+// An MCP server's name: it prefixes its tools ("<server>__<tool>") and names it
+// in errors, logs and ToolDeclaration.server_name.
+absl::Status ValidateMcpServerName(const std::string& name) {
+  if (name.empty() || name.size() > 32) return absl::InvalidArgumentError("a name of 1 to 32 characters is required");
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+      return absl::InvalidArgumentError("the name may contain only letters, digits, '_' and '-'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Copies and checks config.mcp_servers: unique valid names, exactly one of
+// command (stdio) and url (streamable HTTP), at most one tool filter, and
+// timeouts in range.
+absl::Status ApplyMcpServers(const v1::DaemonConfig& config, EngineOptions* options) {
+  constexpr uint64_t kMaxStartupMs = 600000;  // 10 minutes
+  std::set<std::string> names;
+  for (int i = 0; i < config.mcp_servers_size(); ++i) {
+    const v1::McpServerConfig& m = config.mcp_servers(i);
+    const std::string what = absl::StrCat("mcp_servers[", i, "]",
+                                          m.name().empty() ? "" : absl::StrCat(" '", m.name(), "'"));
+    auto fail = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", why));
+    };
+    if (absl::Status s = ValidateMcpServerName(m.name()); !s.ok()) return fail(s.message());
+    if (!names.insert(m.name()).second) return fail("another MCP server has this name");
+    const bool stdio = m.command_size() > 0;
+    const bool http = !m.url().empty();
+    if (stdio == http) {
+      return fail("set exactly one of command (a stdio server toolexecd starts) and url (a "
+                  "streamable HTTP server)");
+    }
+    if (http && !absl::StartsWith(m.url(), "http://") && !absl::StartsWith(m.url(), "https://")) {
+      return fail("url must start with http:// or https://");
+    }
+    if (stdio && m.command(0).empty()) return fail("command[0] (the program) is empty");
+    if (http && (!m.env().empty() || !m.cwd().empty())) {
+      return fail("env and cwd apply to stdio servers (command) only");
+    }
+    if (stdio && !m.headers().empty()) return fail("headers apply to HTTP servers (url) only");
+    if (m.enabled_tools_size() > 0 && m.disabled_tools_size() > 0) {
+      return fail("set enabled_tools or disabled_tools, not both");
+    }
+    if (m.startup_timeout_ms() > kMaxStartupMs) {
+      return fail(absl::StrCat("startup_timeout_ms is ", m.startup_timeout_ms(), "; allowed 1 to ",
+                               kMaxStartupMs, " (0 = the default, 10000)"));
+    }
+    if (m.call_timeout_ms() > kMaxMilliseconds) {
+      return fail(absl::StrCat("call_timeout_ms is too large; allowed up to ", kMaxMilliseconds));
+    }
+    mcp::McpServerOptions o;
+    o.name = m.name();
+    o.command.assign(m.command().begin(), m.command().end());
+    // Maps have no order; sorted, so the child's environment is stable.
+    std::map<std::string, std::string> env(m.env().begin(), m.env().end());
+    for (auto& [k, v] : env) {
+      if (k.empty() || k.find('=') != std::string::npos) {
+        return fail(absl::StrCat("env name '", k, "' is empty or contains '='"));
+      }
+      o.env.emplace_back(k, v);
+    }
+    o.cwd = m.cwd();
+    o.url = m.url();
+    std::map<std::string, std::string> headers(m.headers().begin(), m.headers().end());
+    for (auto& [k, v] : headers) {
+      if (k.empty() || k.find_first_of(":\r\n") != std::string::npos ||
+          v.find_first_of("\r\n") != std::string::npos) {
+        return fail(absl::StrCat("header '", k, "' is not a valid HTTP header"));
+      }
+      o.headers.emplace_back(k, v);
+    }
+    o.prefix_tool_names = m.prefix_tool_names();
+    o.enabled_tools.assign(m.enabled_tools().begin(), m.enabled_tools().end());
+    o.disabled_tools.assign(m.disabled_tools().begin(), m.disabled_tools().end());
+    if (m.startup_timeout_ms() > 0) o.startup_timeout = absl::Milliseconds(m.startup_timeout_ms());
+    o.call_timeout = absl::Milliseconds(m.call_timeout_ms());
+    options->mcp_servers.push_back(std::move(o));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+// ---- end mcp_servers --------------------------------------------------------
+
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
   EngineOptions* options = &daemon->engine;
@@ -298,6 +386,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
     }
     options->command_tools.push_back(*std::move(tool));
   }
+  if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
   return absl::OkStatus();
 }
 
