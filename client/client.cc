@@ -222,9 +222,16 @@ absl::Status Client::ExecuteBatch(
     const std::function<void(const v1::ExecuteBatchResponse&)>& on_event,
     absl::Duration timeout) {
   grpc::ClientContext context;
-  Prepare(&context, token_, timeout);
+  Prepare(&context, /*token=*/"", timeout);
+  return ExecuteBatch(&context, request, on_event);
+}
+
+absl::Status Client::ExecuteBatch(
+    grpc::ClientContext* context, const v1::ExecuteBatchRequest& request,
+    const std::function<void(const v1::ExecuteBatchResponse&)>& on_event) {
+  Prepare(context, token_, absl::InfiniteDuration());
   std::unique_ptr<grpc::ClientReader<v1::ExecuteBatchResponse>> reader =
-      stub_->ExecuteBatch(&context, request);
+      stub_->ExecuteBatch(context, request);
   v1::ExecuteBatchResponse response;
   while (reader->Read(&response)) {
     on_event(response);

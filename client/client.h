@@ -125,6 +125,13 @@ class Client final {
       const std::function<void(const v1::ExecuteBatchResponse&)>& on_event,
       absl::Duration timeout = kNoDeadline);
 
+  // The same over a context the caller owns (its deadline is the caller's;
+  // the client adds its token): context->TryCancel() from any thread ends the
+  // batch, and the daemon cancels its unfinished calls.
+  absl::Status ExecuteBatch(
+      grpc::ClientContext* context, const v1::ExecuteBatchRequest& request,
+      const std::function<void(const v1::ExecuteBatchResponse&)>& on_event);
+
   // Runs a batch and returns only its results, in call order.
   absl::StatusOr<std::vector<v1::ToolResult>> ExecuteBatchCollect(
       const v1::ExecuteBatchRequest& request,

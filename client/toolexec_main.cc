@@ -5,6 +5,8 @@
 // Flags are parsed by hand: the binary links no flags library, and a handful
 // of flags do not need one.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -28,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/mcp_server.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -44,6 +47,7 @@ constexpr int kExitRpcFailed = 3;
 constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 constexpr char kTargetEnv[] = "TOOLEXEC_TARGET";
 constexpr char kTokenEnv[] = "TOOLEXEC_TOKEN";
+constexpr char kMcpServerVersion[] = "1.0.0";
 
 constexpr char kUsage[] =
     R"(usage: toolexec [--target=ADDR] [--timeout=SECONDS] [--session=ID] COMMAND [ARGS]
@@ -66,6 +70,9 @@ commands:
                            {"calls":[...], "session_id":"...", "timeout":"5s"};
                            prints each event (result, progress, permission
                            request) as one JSON line as it arrives
+  mcp [--set NAME]         serve the daemon's tools (or the tool set NAME) as an
+                           MCP server over stdio (newline-delimited JSON-RPC),
+                           for an MCP client to spawn; logs go to stderr
   health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
   help                     print this text (also --help, -h)
 
@@ -75,7 +82,7 @@ flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
   --timeout=SECONDS    deadline of the RPC, may be fractional (default: 30 for
                        list, 5 for health; none for call and batch, whose calls
                        the daemon times out itself)
-  --session=ID         run in this session (list, call, batch)
+  --session=ID         run in this session (list, call, batch, mcp)
   --token-file=FILE    send the token in FILE (its first field) as
                        "authorization: Bearer <token>" (default: $TOOLEXEC_TOKEN,
                        the token itself)
@@ -117,8 +124,8 @@ const std::vector<FlagSpec>& Flags() {
   static const auto* const kFlags = new std::vector<FlagSpec>{
       {"target", {}},
       {"timeout", {}},
-      {"session", {"list", "call", "batch"}},
-      {"set", {"list"}},
+      {"session", {"list", "call", "batch", "mcp"}},
+      {"set", {"list", "mcp"}},
       {"format", {"list"}},
       {"service", {"health"}},
       {"token-file", {}},
@@ -204,7 +211,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     size_t max;
   };
   static const auto* const kArity = new std::map<absl::string_view, Arity>{
-      {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}}};
+      {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}},
+      {"mcp", {0, 0}}};
   auto arity = kArity->find(options.command);
   if (arity == kArity->end()) {
     return absl::InvalidArgumentError(
@@ -553,6 +561,13 @@ int Main(int argc, char** argv) {
   if (options->command == "list") return RunList(*client, *options);
   if (options->command == "call") return RunCall(*client, *options);
   if (options->command == "batch") return RunBatch(*client, *options);
+  if (options->command == "mcp") {
+    McpServer::Options mcp;
+    mcp.tool_set = options->tool_set;
+    mcp.session_id = options->session;
+    mcp.version = kMcpServerVersion;
+    return McpServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
+  }
   return RunHealth(*client, *options);  // the only command left
 }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <system_error>
 #include <thread>
+
+#include <unistd.h>  // environ
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -18,6 +20,8 @@
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/examples/examples.h"
+#include "tools/builtin/command/environment.h"
+#include "tools/mcp/mcp_tools.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/tool_sets.h"
 
@@ -32,7 +36,7 @@ struct ResolvedSubagent {
 };
 
 // The tools an engine registers, in order (S1): the chosen built-ins, the
-// declared tools (S9), then the example tools.
+// declared tools (S9), the example tools, then the command tools.
 absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
   // Register every built-in in a scratch registry, then keep the chosen ones:
   // the selection is by tool and tool-set names, which need the registry.
@@ -52,6 +56,12 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
   if (options.example_tools) {
     if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
+  }
+  // --- command tools (config command_tools) ---
+  if (absl::Status s =
+          RegisterConfiguredCommandTools(registry, options.builtin, options.command_tools);
+      !s.ok()) {
+    return s;
   }
   return absl::OkStatus();
 }
@@ -177,6 +187,8 @@ class RuntimeEngine final : public Engine {
   std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
   std::unique_ptr<ArtifactStore> artifacts_;
   std::map<std::string, ResolvedSubagent> subagents_;
+  // The MCP servers whose tools are registered; stopped after the calls.
+  std::unique_ptr<mcp::McpServers> mcp_servers_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
@@ -209,6 +221,16 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   EngineOptions with_subagents = o;
   with_subagents.builtin = std::move(builtin);
   if (absl::Status s = RegisterEngineTools(with_subagents, registry_); !s.ok()) return s;
+  // ---- MCP servers' tools, after the built-ins -------------------------------
+  if (!o.mcp_servers.empty()) {
+    // stdio servers start from the daemon's environment without its secrets,
+    // snapshotted now (before main seals them away).
+    auto servers = mcp::McpServers::Start(o.mcp_servers, command::ScrubEnvironment(environ, {}));
+    if (!servers.ok()) return servers.status();
+    mcp_servers_ = std::move(*servers);
+    if (absl::Status s = mcp_servers_->Register(registry_); !s.ok()) return s;
+  }
+  // ---- end MCP servers -------------------------------------------------------
   if (extra_tools) {
     if (absl::Status s = extra_tools(registry_); !s.ok()) return s;
   }
@@ -556,6 +578,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
   // session) ends here, all at once: a kill grace is waited out once, not
   // once per session in CloseAll.
   for (const auto& t : registry_.tools()) t->tool->shutdown();
+  if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // MCP servers end with the calls
   // Ends Watch subscriptions and runs every tool's cleanup_session.
   sessions_->CloseAll();
   return all_finished;
@@ -567,6 +590,7 @@ bool RuntimeEngine::Stop() {
   draining_.store(true, std::memory_order_release);
   // Bounded: a tool that ignores cancellation must not hold the daemon up.
   runner_->CancelRunning();
+  if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // fails MCP calls still waiting
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
     runner_->Shutdown();
     return true;

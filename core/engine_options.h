@@ -12,6 +12,7 @@
 
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
+#include "tools/mcp/options.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 
@@ -64,6 +65,11 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+  // Tools run by the user's programs (config command_tools), registered
+  // after the built-in, declared and example tools.
+  std::vector<CommandToolOptions> command_tools;
+  // MCP servers whose tools are registered after the built-ins (tools/mcp).
+  std::vector<mcp::McpServerOptions> mcp_servers;
 };
 
 }  // namespace toolexec

@@ -8,18 +8,23 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <set>
 #include <vector>
 
 #include <arpa/inet.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/builtin/fs/confined.h"
+#include "tools/runtime/json.h"
 
 namespace toolexec {
 namespace {
@@ -99,6 +104,85 @@ uint64_t ToMs(absl::Duration d) {
   return static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
 }
 
+// --- command tools (config command_tools) ---
+
+// Tool names every model provider accepts.
+bool IsValidToolName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// One command_tools entry as CommandToolOptions, or InvalidArgument naming the
+// tool and the field. The schema is compiled (and a clash with another tool's
+// name found) when the tool is registered.
+absl::StatusOr<CommandToolOptions> ToCommandTool(const v1::CommandToolConfig& c) {
+  const std::string what = absl::StrCat("command_tools '", c.name(), "'");
+  if (!IsValidToolName(c.name())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the name must be 1 to 64 letters, digits, '_' or '-' (what model providers "
+              "accept)"));
+  }
+  if (c.argv().empty() || c.argv(0).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": argv is empty; give the program and its arguments"));
+  }
+  for (const std::string& a : c.argv()) {
+    if (a.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": argv contains a NUL byte"));
+    }
+  }
+  if (!c.parameters_json().empty()) {
+    auto schema = ParseJson(c.parameters_json());
+    if (!schema.ok() || !schema->IsObject()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameters_json is not a JSON object (a JSON Schema for the arguments)",
+          schema.ok() ? "" : absl::StrCat(": ", schema.status().message())));
+    }
+  }
+  if (c.timeout_ms() > kMaxMilliseconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": timeout_ms is ", c.timeout_ms(), "; allowed 1 to ",
+                     kMaxMilliseconds, kMsUnit, " (0 = run_command's default timeout)"));
+  }
+  const std::string& wd = c.working_dir();
+  bool escapes = absl::StartsWith(wd, "/");
+  int depth = 0;
+  for (absl::string_view part : absl::StrSplit(wd, '/', absl::SkipEmpty())) {
+    if (part == "..") {
+      if (--depth < 0) escapes = true;
+    } else if (part != ".") {
+      ++depth;
+    }
+  }
+  if (escapes || wd.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": working_dir '", wd,
+        "' must be a relative path inside the workspace (\"\" = the workspace root)"));
+  }
+  CommandToolOptions t;
+  t.name = c.name();
+  t.description = c.description();
+  t.parameters_json = c.parameters_json();
+  t.argv.assign(c.argv().begin(), c.argv().end());
+  t.timeout = MillisecondsOption(c.timeout_ms());
+  // A map field: sorted by name, so the environment is the same on every start.
+  std::map<std::string, std::string> env(c.env().begin(), c.env().end());
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": env '", name, "' is not a valid variable (a name without '=', no NUL)"));
+    }
+    t.env.emplace_back(name, value);
+  }
+  t.working_dir = wd;
+  t.read_only = c.read_only();
+  return t;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
@@ -125,6 +209,94 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   }
   return config;
 }
+
+// ---- mcp_servers ------------------------------------------------------------
+namespace {
+
+// An MCP server's name: it prefixes its tools ("<server>__<tool>") and names it
+// in errors, logs and ToolDeclaration.server_name.
+absl::Status ValidateMcpServerName(const std::string& name) {
+  if (name.empty() || name.size() > 32) return absl::InvalidArgumentError("a name of 1 to 32 characters is required");
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+      return absl::InvalidArgumentError("the name may contain only letters, digits, '_' and '-'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Copies and checks config.mcp_servers: unique valid names, exactly one of
+// command (stdio) and url (streamable HTTP), at most one tool filter, and
+// timeouts in range.
+absl::Status ApplyMcpServers(const v1::DaemonConfig& config, EngineOptions* options) {
+  constexpr uint64_t kMaxStartupMs = 600000;  // 10 minutes
+  std::set<std::string> names;
+  for (int i = 0; i < config.mcp_servers_size(); ++i) {
+    const v1::McpServerConfig& m = config.mcp_servers(i);
+    const std::string what = absl::StrCat("mcp_servers[", i, "]",
+                                          m.name().empty() ? "" : absl::StrCat(" '", m.name(), "'"));
+    auto fail = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", why));
+    };
+    if (absl::Status s = ValidateMcpServerName(m.name()); !s.ok()) return fail(s.message());
+    if (!names.insert(m.name()).second) return fail("another MCP server has this name");
+    const bool stdio = m.command_size() > 0;
+    const bool http = !m.url().empty();
+    if (stdio == http) {
+      return fail("set exactly one of command (a stdio server toolexecd starts) and url (a "
+                  "streamable HTTP server)");
+    }
+    if (http && !absl::StartsWith(m.url(), "http://") && !absl::StartsWith(m.url(), "https://")) {
+      return fail("url must start with http:// or https://");
+    }
+    if (stdio && m.command(0).empty()) return fail("command[0] (the program) is empty");
+    if (http && (!m.env().empty() || !m.cwd().empty())) {
+      return fail("env and cwd apply to stdio servers (command) only");
+    }
+    if (stdio && !m.headers().empty()) return fail("headers apply to HTTP servers (url) only");
+    if (m.enabled_tools_size() > 0 && m.disabled_tools_size() > 0) {
+      return fail("set enabled_tools or disabled_tools, not both");
+    }
+    if (m.startup_timeout_ms() > kMaxStartupMs) {
+      return fail(absl::StrCat("startup_timeout_ms is ", m.startup_timeout_ms(), "; allowed 1 to ",
+                               kMaxStartupMs, " (0 = the default, 10000)"));
+    }
+    if (m.call_timeout_ms() > kMaxMilliseconds) {
+      return fail(absl::StrCat("call_timeout_ms is too large; allowed up to ", kMaxMilliseconds));
+    }
+    mcp::McpServerOptions o;
+    o.name = m.name();
+    o.command.assign(m.command().begin(), m.command().end());
+    // Maps have no order; sorted, so the child's environment is stable.
+    std::map<std::string, std::string> env(m.env().begin(), m.env().end());
+    for (auto& [k, v] : env) {
+      if (k.empty() || k.find('=') != std::string::npos) {
+        return fail(absl::StrCat("env name '", k, "' is empty or contains '='"));
+      }
+      o.env.emplace_back(k, v);
+    }
+    o.cwd = m.cwd();
+    o.url = m.url();
+    std::map<std::string, std::string> headers(m.headers().begin(), m.headers().end());
+    for (auto& [k, v] : headers) {
+      if (k.empty() || k.find_first_of(":\r\n") != std::string::npos ||
+          v.find_first_of("\r\n") != std::string::npos) {
+        return fail(absl::StrCat("header '", k, "' is not a valid HTTP header"));
+      }
+      o.headers.emplace_back(k, v);
+    }
+    o.prefix_tool_names = m.prefix_tool_names();
+    o.enabled_tools.assign(m.enabled_tools().begin(), m.enabled_tools().end());
+    o.disabled_tools.assign(m.disabled_tools().begin(), m.disabled_tools().end());
+    if (m.startup_timeout_ms() > 0) o.startup_timeout = absl::Milliseconds(m.startup_timeout_ms());
+    o.call_timeout = absl::Milliseconds(m.call_timeout_ms());
+    options->mcp_servers.push_back(std::move(o));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+// ---- end mcp_servers --------------------------------------------------------
 
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
@@ -224,6 +396,18 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                                       auth.unix_socket().allowed_uids().end());
   }
   // ---- end auth ----
+  // --- command tools ---
+  std::set<std::string> command_tool_names;
+  for (const v1::CommandToolConfig& c : config.command_tools()) {
+    auto tool = ToCommandTool(c);
+    if (!tool.ok()) return tool.status();
+    if (!command_tool_names.insert(tool->name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("command_tools '", tool->name, "' is declared twice"));
+    }
+    options->command_tools.push_back(*std::move(tool));
+  }
+  if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
   return absl::OkStatus();
 }
 

@@ -51,7 +51,12 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
   }
   auto tools = engine_->ListTools(caller, request.session_id(), request.tool_set());
   if (!tools.ok()) return tools.status();
-  for (const RegisteredTool* t : *tools) *response->add_tools() = declarations_[t->position];
+  for (const RegisteredTool* t : *tools) {
+    v1::ToolDeclaration* d = response->add_tools();
+    *d = declarations_[t->position];
+    // An MCP tool whose server is down says so (the cache holds what is fixed).
+    if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
+  }
   response->set_provider_tools_json(
       ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), *tools));
   return absl::OkStatus();

@@ -128,6 +128,30 @@ check() {  # name, command...: the command must succeed
     echo "FAIL $name"; failures=$((failures + 1)); fi
 }
 
+# Command tools: each field checked at start-up, naming the tool.
+expect_refused command_tool_bad_name 'command_tools { name: "has space" argv: "/bin/true" }' \
+  "command_tools 'has space': the name must be 1 to 64 letters, digits, '_' or '-'"
+expect_refused command_tool_no_argv 'command_tools { name: "t" }' \
+  "command_tools 't': argv is empty"
+expect_refused command_tool_twice \
+  'command_tools { name: "t" argv: "/bin/true" } command_tools { name: "t" argv: "/bin/true" }' \
+  "command_tools 't' is declared twice"
+expect_refused command_tool_clashes_with_builtin 'command_tools { name: "view_file" argv: "/bin/true" }' \
+  "view_file"
+expect_refused command_tool_schema_not_json 'command_tools { name: "t" argv: "/bin/true" parameters_json: "{nope" }' \
+  "command_tools 't': parameters_json is not a JSON object"
+expect_refused command_tool_schema_invalid \
+  'command_tools { name: "t" argv: "/bin/true" parameters_json: "{\"type\": 7}" }' "'t'"
+expect_refused command_tool_working_dir_outside \
+  'command_tools { name: "t" argv: "/bin/true" working_dir: "a/../../etc" }' \
+  "command_tools 't': working_dir 'a/../../etc' must be a relative path inside the workspace"
+expect_refused command_tool_working_dir_absolute 'command_tools { name: "t" argv: "/bin/true" working_dir: "/etc" }' \
+  "must be a relative path inside the workspace"
+expect_refused command_tool_program_missing 'command_tools { name: "t" argv: "no-such-program-xyz" }' \
+  "command_tools 't': no-such-program-xyz was not found on PATH"
+expect_refused command_tool_program_relative 'command_tools { name: "t" argv: "./run.sh" }' \
+  "give an absolute path or a program name found on PATH"
+
 # --check_config agrees: 1 on a bad config, 0 on a good one.
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1

@@ -233,6 +233,10 @@ class Tool {
   // any other string names a resource of your own. Default: none.
   virtual std::vector<std::string> resources(const JsonValue& /*input*/) const { return {}; }
 
+  // Why calls of this tool fail for now (an MCP tool whose server is down and
+  // being restarted), shown in ListTools; "" when it can be called.
+  virtual std::string unavailable_reason() const { return ""; }
+
   // Called once when a session closes, for every tool. Must not throw.
   virtual void cleanup_session(absl::string_view /*session_id*/) const {}
 

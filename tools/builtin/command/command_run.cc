@@ -315,6 +315,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   o.stdout_bytes = out.bytes;
   o.stderr_bytes = err.bytes;
   o.truncated = cut[0] || cut[1] || cut[2];
+  o.stdout_truncated = cut[0];
   o.invalid_utf8_bytes = out.utf8.invalid_bytes() + err.utf8.invalid_bytes();
   o.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   return o;

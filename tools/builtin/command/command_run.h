@@ -74,6 +74,7 @@ struct CommandOutcome {
   uint64_t stdout_bytes = 0;  // bytes the command wrote (before UTF-8 repair)
   uint64_t stderr_bytes = 0;
   bool truncated = false;  // some text left out of stdout_text, stderr_text or combined
+  bool stdout_truncated = false;  // some text left out of stdout_text
   uint64_t invalid_utf8_bytes = 0;
   std::chrono::milliseconds duration{0};
   // The leader exited but something kept the pipes open past the drain time.
