@@ -7,11 +7,13 @@
 #define TOOLEXEC_CORE_ENGINE_OPTIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 
@@ -61,6 +63,10 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+
+  // Told of calls, batches and permission decisions (tools/runtime/metrics.h);
+  // null = not measured.
+  std::shared_ptr<MetricsSink> metrics;
 };
 
 }  // namespace toolexec

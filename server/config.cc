@@ -13,11 +13,13 @@
 #include <arpa/inet.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/logging.h"
 #include "tools/builtin/fs/confined.h"
 
 namespace toolexec {
@@ -203,6 +205,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
     options->session_idle_ttl = MillisecondsOption(config.sessions().idle_ttl_ms());
   }
+  // --- operating it: metrics and log format ---
+  if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
+  if (!config.log_format().empty()) daemon->log_format = config.log_format();
   return absl::OkStatus();
 }
 
@@ -228,6 +233,31 @@ bool IsLocalListenAddress(absl::string_view listen) {
   in6_addr v6{};
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
+
+namespace {
+
+// "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6).
+absl::Status ValidateMetricsListen(absl::string_view listen) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.listen (--metrics_listen) '", listen, "' ", why,
+        "; give host:port, e.g. 127.0.0.1:9464 (port 0 picks one), or leave it empty for none"));
+  };
+  size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return bad("is not host:port");
+  absl::string_view host = listen.substr(0, colon);
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
+    return bad("has no port number of 0 to 65535");
+  }
+  const bool bracketed = host.front() == '[';
+  if (bracketed ? host.back() != ']' : host.find_first_of(":/ ") != absl::string_view::npos) {
+    return bad("has an invalid host");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateOptions(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
@@ -305,6 +335,11 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
+  // --- operating it: metrics and log format ---
+  if (!server.metrics_listen.empty()) {
+    if (absl::Status s = ValidateMetricsListen(server.metrics_listen); !s.ok()) return s;
+  }
+  if (auto format = ParseLogFormat(daemon.log_format); !format.ok()) return format.status();
   if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "refusing to listen on ", server.listen,

@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/engine.h"
 #include "server/artifact_store_service.h"
+#include "server/metrics.h"
 #include "server/options.h"
 #include "server/tool_executor_service.h"
 
@@ -42,6 +43,8 @@ class Daemon final {
   absl::Status Start();
   // The bound address, with the real port when the options asked for port 0.
   const std::string& address() const { return address_; }
+  // Where /metrics is served ("host:port"), or "" (metrics_listen unset).
+  std::string metrics_address() const { return metrics_ ? metrics_->address() : ""; }
 
   // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING, then the
   // engine drains (new batches refused with UNAVAILABLE, in-flight ones get
@@ -56,8 +59,12 @@ class Daemon final {
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   void SetServing(bool serving);
+  // Stops serving /metrics and counting RPCs (the engine may still report).
+  void StopMetrics();
 
   const DaemonOptions options_;
+  // Set when metrics_listen is: the engine reports to it, Start serves it.
+  std::shared_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ToolExecutorService> executor_service_;
   std::unique_ptr<ArtifactStoreService> artifact_service_;

@@ -41,6 +41,9 @@ struct ServerOptions {
   // Without it the daemon refuses to (ValidateOptions): whoever reaches the
   // port can run commands and write files in the workspace.
   bool insecure_allow_unauthenticated = false;
+  // Prometheus /metrics over HTTP on this "host:port" (port 0 picks one);
+  // "" = off. MetricsConfig.listen, --metrics_listen.
+  std::string metrics_listen;
 };
 
 // Whether `listen` is reachable from this machine only: a unix socket, or a
@@ -50,6 +53,8 @@ bool IsLocalListenAddress(absl::string_view listen);
 struct DaemonOptions {
   EngineOptions engine;
   ServerOptions server;
+  // Log lines: "text" or "json" (server/logging.h). log_format, --log_format.
+  std::string log_format = "text";
 };
 
 }  // namespace toolexec

@@ -1,6 +1,7 @@
 // How every unary handler ends: the status converted once (ToGrpcStatus),
-// Finish called once, and one log line
-//   <Method> peer=<peer> [<detail>] status=<CODE> [msg="<message>"]
+// Finish called once, the RPC counted (server/metrics.h), and one log line
+//   <Method> peer=<peer> [<detail>] status=<CODE> [msg="<message>"] trace_id=<id> span_id=<id>
+// carrying the caller's trace (RpcTrace).
 #ifndef TOOLEXEC_SERVER_UNARY_H_
 #define TOOLEXEC_SERVER_UNARY_H_
 
@@ -9,8 +10,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "tools/runtime/trace_context.h"
 
 namespace toolexec {
+
+// The RPC's trace: the caller's `traceparent` metadata with a new span of
+// the daemon's, or a new trace when it sent none (or an invalid one).
+TraceContext RpcTrace(const grpc::CallbackServerContext* context);
 
 void FinishUnary(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
                  const char* method, const absl::Status& status, const std::string& detail = "");

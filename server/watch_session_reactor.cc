@@ -5,6 +5,8 @@
 #include "absl/status/status.h"
 
 #include "server/convert.h"
+#include "server/metrics.h"
+#include "server/unary.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -135,6 +137,9 @@ void WatchSessionReactor::OnDone() {
       spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
                    context_->peer(), dropped_);
     }
+    CountRpc("WatchSession", final_status_.error_code());
+    const std::string traceparent = RpcTrace(context_).Traceparent();
+    ScopedTraceLog trace(traceparent);
     spdlog::info("WatchSession peer={} session={} sent={} {}", context_->peer(),
                  session_id_, sent_, StatusLogFields(final_status_));
   }

@@ -190,6 +190,11 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
       overrides.emplace_back(std::move(name), std::move(value));
     }
   }
+  // The caller's trace, with the daemon's span as parent (W3C Trace Context),
+  // so what the command does can join it.
+  if (!ctx.info().traceparent.empty()) {
+    overrides.emplace_back("TRACEPARENT", ctx.info().traceparent);
+  }
   const std::string run_id = NewRunId();
   overrides.emplace_back("TOOLEXEC_RUN_ID", run_id);
 
