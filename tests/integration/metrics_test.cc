@@ -151,8 +151,11 @@ class MetricsTest : public ::testing::Test {
     call->set_args_json(args_json);
   }
 
-  // The log lines so far, each parsed (a line that is not a JSON object fails).
+  // The daemon's log lines, each parsed (a line that is not a JSON object
+  // fails). Stops the daemon first: a stream's log line is written after its
+  // client has the status, and the log stream is read only once nothing writes.
   std::vector<Json> LogLines() {
+    daemon_->Shutdown();
     spdlog::default_logger()->flush();
     std::vector<Json> lines;
     for (absl::string_view line : absl::StrSplit(log_.str(), '\n', absl::SkipEmpty())) {
@@ -284,6 +287,10 @@ TEST_F(MetricsTest, TheDashboardQueriesExportedMetrics) {
   v1::ExecuteBatchRequest request;
   AddCall(&request, "get_weather", R"({"city":"Paris"})");
   ASSERT_EQ(Execute(request, "").size(), 1u);
+  // Once the stream has ended (counted just after the client has its status).
+  ScrapeUntil(daemon_->metrics_address(), [](const auto& s) {
+    return Get(s, "toolexec_rpcs_total{code=\"OK\",method=\"ExecuteBatch\"}") == 1;
+  });
   std::string exposition = Scrape(daemon_->metrics_address());
   std::ifstream in(std::string(TOOLEXEC_SOURCE_DIR) + "/deploy/grafana/toolexec.json");
   std::stringstream text;
