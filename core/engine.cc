@@ -23,6 +23,7 @@
 #include "tools/builtin/command/environment.h"
 #include "tools/mcp/mcp_tools.h"
 #include "tools/runtime/executor.h"
+#include "tools/runtime/trace_context.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
@@ -169,6 +170,15 @@ class RuntimeEngine final : public Engine {
     absl::MutexLock lock(&mu_);
     return in_flight_;
   }
+  Stats stats() const override {
+    Stats s;
+    s.calls_running = runner_->running_calls();
+    size_t pending = runner_->pending_calls();
+    s.calls_queued = pending > s.calls_running ? pending - s.calls_running : 0;
+    s.sessions_open = sessions_->size();
+    s.batches_in_flight = in_flight_batches();
+    return s;
+  }
 
  private:
   // Every call starts here: records when the last call arrived (Drain waits
@@ -256,6 +266,10 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   runner_options.artifacts = artifacts_.get();
   runner_options.model_content_default_chars = o.model_content_default_chars;
   runner_options.model_content_max_chars = o.model_content_max_chars;
+  if (o.metrics != nullptr) {
+    o.metrics->AddTools(registry_);
+    runner_options.metrics = o.metrics.get();
+  }
   try {
     runner_ = std::make_unique<ToolRunner>(&registry_, runner_options);
   } catch (const std::system_error& e) {  // its timer thread could not start
@@ -352,6 +366,8 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     batch.timeout = spec.timeout;
   }
   batch.model_content_max_chars = spec.model_content_max_chars;
+  batch.traceparent = spec.traceparent.empty() ? NewTraceparent() : std::move(spec.traceparent);
+  const size_t calls = spec.calls.size();
   batch.calls = std::move(spec.calls);
   {
     // Checked and counted in one step, so a drain that has begun never misses
@@ -364,12 +380,20 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     absl::MutexLock lock(&mu_);
     --in_flight_;
   };
+  MetricsSink* metrics = options_.metrics.get();
+  const absl::Time accepted = absl::Now();
   auto handle = runner_->Start(std::move(batch), observer);
   if (!handle.ok()) {
     release();
     return handle.status();
   }
-  return std::make_unique<StartedBatch>(*std::move(handle), std::move(release));
+  if (metrics != nullptr) metrics->BatchStarted(calls);
+  // Released once the batch's outcome has reached the caller: its latency.
+  return std::make_unique<StartedBatch>(
+      *std::move(handle), [release = std::move(release), metrics, accepted] {
+        if (metrics != nullptr) metrics->BatchFinished(absl::Now() - accepted);
+        release();
+      });
 }
 
 absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& caller,

@@ -79,6 +79,10 @@ struct BatchSpec {
   // model_content characters per call; 0 = the engine's default, capped by
   // its maximum.
   uint32_t model_content_max_chars = 0;
+  // The W3C traceparent the tools hand on (tools/runtime/trace_context.h):
+  // the caller's trace with the transport's span as parent. "" = the engine
+  // starts a new trace.
+  std::string traceparent;
 };
 
 // A started batch. Cancel() completes its unfinished calls as CANCELLED. The
@@ -226,6 +230,15 @@ class Engine {
 
   virtual bool draining() const = 0;
   virtual int in_flight_batches() const = 0;
+
+  // What an exporter shows when scraped (cheap: atomics and one lock each).
+  struct Stats {
+    size_t calls_running = 0;  // tool code running
+    size_t calls_queued = 0;   // accepted, not running yet (or waiting for the client)
+    size_t sessions_open = 0;
+    int batches_in_flight = 0;
+  };
+  virtual Stats stats() const { return {}; }
 };
 
 }  // namespace toolexec

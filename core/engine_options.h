@@ -7,12 +7,14 @@
 #define TOOLEXEC_CORE_ENGINE_OPTIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "tools/builtin/builtin.h"
 #include "tools/mcp/options.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 
@@ -70,6 +72,10 @@ struct EngineOptions {
   std::vector<CommandToolOptions> command_tools;
   // MCP servers whose tools are registered after the built-ins (tools/mcp).
   std::vector<mcp::McpServerOptions> mcp_servers;
+
+  // Told of calls, batches and permission decisions (tools/runtime/metrics.h);
+  // null = not measured.
+  std::shared_ptr<MetricsSink> metrics;
 };
 
 }  // namespace toolexec

@@ -16,6 +16,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -23,6 +24,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/logging.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/runtime/json.h"
 
@@ -408,6 +410,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
     options->command_tools.push_back(*std::move(tool));
   }
   if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
+  if (!config.log_format().empty()) daemon->log_format = config.log_format();
   return absl::OkStatus();
 }
 
@@ -469,6 +474,27 @@ absl::Status ValidateAuthOptions(const ServerOptions& server) {
     return absl::InvalidArgumentError(absl::StrCat(
         "auth.unix_socket.mode (--unix_socket_mode) is ", absl::StrFormat("0%o", u.mode),
         "; give permission bits, 0 to 0777 (e.g. 0660)"));
+  }
+  return absl::OkStatus();
+}
+
+// "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6).
+absl::Status ValidateMetricsListen(absl::string_view listen) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.listen (--metrics_listen) '", listen, "' ", why,
+        "; give host:port, e.g. 127.0.0.1:9464 (port 0 picks one), or leave it empty for none"));
+  };
+  size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return bad("is not host:port");
+  absl::string_view host = listen.substr(0, colon);
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
+    return bad("has no port number of 0 to 65535");
+  }
+  const bool bracketed = host.front() == '[';
+  if (bracketed ? host.back() != ']' : host.find_first_of(":/ ") != absl::string_view::npos) {
+    return bad("has an invalid host");
   }
   return absl::OkStatus();
 }
@@ -554,6 +580,11 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
   if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (!server.metrics_listen.empty()) {
+    if (absl::Status s = ValidateMetricsListen(server.metrics_listen); !s.ok()) return s;
+  }
+  if (auto format = ParseLogFormat(daemon.log_format); !format.ok()) return format.status();
   if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen) &&
       !AuthenticatesCallers(server)) {
     return absl::InvalidArgumentError(absl::StrCat(

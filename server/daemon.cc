@@ -14,7 +14,13 @@ namespace toolexec {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
                                                        Engine::ToolInstaller extra_tools) {
+  std::shared_ptr<PrometheusMetrics> metrics;
+  if (!options.server.metrics_listen.empty()) {
+    metrics = std::make_shared<PrometheusMetrics>();
+    options.engine.metrics = metrics;
+  }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
+  d->metrics_ = std::move(metrics);
   auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
@@ -34,6 +40,12 @@ absl::Status Daemon::Start() {
   // (reflection-only clients such as grpcurl need that to call it).
   grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (metrics_ != nullptr) {
+    Engine* engine = engine_.get();
+    metrics_->SetStatsSource([engine] { return engine->stats(); });
+    if (absl::Status s = metrics_->Serve(o.metrics_listen); !s.ok()) return s;
+    SetRpcMetrics(metrics_.get());
+  }
   executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o, auth_.get());
   artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get(), auth_.get());
 
@@ -62,6 +74,7 @@ absl::Status Daemon::Start() {
       static_cast<int>(absl::ToInt64Milliseconds(o.keepalive.min_ping_interval)));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) {
+    StopMetrics();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen,
                                                " (address in use, or not a valid address?)"));
   }
@@ -74,6 +87,7 @@ absl::Status Daemon::Start() {
   } else {
     if (port == 0) {
       server_->Shutdown();
+      StopMetrics();
       return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen));
     }
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
@@ -82,7 +96,16 @@ absl::Status Daemon::Start() {
   SetServing(true);
   spdlog::info("toolexecd serving on {} (workspace {}, {} tools)", address_,
                options_.engine.workspace, engine_->registry().size());
+  if (metrics_ != nullptr) {
+    spdlog::info("metrics on http://{}/metrics", metrics_->address());
+  }
   return absl::OkStatus();
+}
+
+void Daemon::StopMetrics() {
+  if (metrics_ == nullptr) return;
+  ClearRpcMetrics(metrics_.get());
+  metrics_->Stop();
 }
 
 void Daemon::SetServing(bool serving) {
@@ -118,6 +141,7 @@ void Daemon::Shutdown() {
     server_->Wait();
   }
   engine_->Stop();
+  StopMetrics();
   if (server_ != nullptr) spdlog::info("toolexecd stopped");
   shutdown_done_.Notify();
 }

@@ -23,6 +23,7 @@
 #include "core/engine.h"
 #include "server/artifact_store_service.h"
 #include "server/auth.h"
+#include "server/metrics.h"
 #include "server/options.h"
 #include "server/tool_executor_service.h"
 #include "server/unix_listener.h"
@@ -46,6 +47,8 @@ class Daemon final {
   absl::Status Start();
   // The bound address, with the real port when the options asked for port 0.
   const std::string& address() const { return address_; }
+  // Where /metrics is served ("host:port"), or "" (metrics_listen unset).
+  std::string metrics_address() const { return metrics_ ? metrics_->address() : ""; }
 
   // Reads the token file again (SIGHUP): on error the tokens in use stay and
   // the status says why.
@@ -64,8 +67,12 @@ class Daemon final {
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   void SetServing(bool serving);
+  // Stops serving /metrics and counting RPCs (the engine may still report).
+  void StopMetrics();
 
   const DaemonOptions options_;
+  // Set when metrics_listen is: the engine reports to it, Start serves it.
+  std::shared_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<UnixListener> unix_listener_;  // for a unix:/path listen address

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
+#include "server/metrics.h"
 #include "server/unary.h"
 #include "spdlog/spdlog.h"
 
@@ -27,7 +28,11 @@ size_t MaxResultBytes(int max_message_bytes) {
 
 ExecuteBatchReactor::ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls,
                                          int max_message_bytes)
-    : context_(context), calls_(calls), max_result_bytes_(MaxResultBytes(max_message_bytes)) {}
+    : context_(context),
+      traceparent_(RpcTrace(context).Traceparent()),
+      trace_id_(TraceIdOf(traceparent_)),
+      calls_(calls),
+      max_result_bytes_(MaxResultBytes(max_message_bytes)) {}
 
 ExecuteBatchReactor* ExecuteBatchReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
@@ -43,7 +48,10 @@ void ExecuteBatchReactor::Begin(Engine* engine, const absl::StatusOr<CallerIdent
                                 const v1::ExecuteBatchRequest& request) {
   if (!caller.ok()) return Reject(caller.status());
   caller_log_ = CallerLogField(*caller);
-  auto batch = engine->StartBatch(*caller, FromProto(request), this);
+  ScopedTraceLog trace(traceparent_);
+  BatchSpec spec = FromProto(request);
+  spec.traceparent = traceparent_;
+  auto batch = engine->StartBatch(*caller, std::move(spec), this);
   if (!batch.ok()) return Reject(batch.status());
   // gRPC runs no reaction (OnCancel included) before this handler returns, so
   // nothing can need the batch before it is stored.
@@ -64,12 +72,14 @@ void ExecuteBatchReactor::Reject(const absl::Status& status) {
 void ExecuteBatchReactor::OnResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
+  response.mutable_result()->set_trace_id(trace_id_);
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
+  response.mutable_result()->set_trace_id(trace_id_);
   Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
 }
 
@@ -222,8 +232,10 @@ void ExecuteBatchReactor::OnCancel() {
 }
 
 void ExecuteBatchReactor::OnDone() {
+  ScopedTraceLog trace(traceparent_);
   {
     absl::MutexLock lock(&mu_);
+    CountRpc("ExecuteBatch", final_status_.error_code());
     if (dropped_progress_ > 0) {
       spdlog::warn("ExecuteBatch peer={} dropped {} progress events: the client read too slowly",
                    context_->peer(), dropped_progress_);

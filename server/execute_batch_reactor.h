@@ -14,6 +14,8 @@
 //   trips their cancellation tokens, so running tools see it.
 // - Drain: the engine counts the batch as in flight while the reactor holds
 //   its StartedBatch, which goes with the reactor in OnDone (after Finish).
+// - Measurement: OnDone counts the RPC (server/metrics.h) and writes its log
+//   line under the batch's trace; the engine measures calls and the batch.
 // - Lifetime: gRPC deletes nothing; we `delete this` in OnDone, which gRPC calls
 //   after Finish. Finish is only called once the runner has made its final
 //   observer call (OnLastResult or OnBatchDone), after which it never touches
@@ -91,6 +93,10 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void Perform(const Action& action);
 
   grpc::CallbackServerContext* const context_;
+  // The caller's trace with this RPC's span (server/unary.h RpcTrace): handed
+  // to the tools, on every result (trace_id) and on the RPC's log lines.
+  const std::string traceparent_;
+  const std::string trace_id_;
   const absl::Time started_ = absl::Now();
   const size_t calls_;
   const size_t max_result_bytes_;

@@ -30,6 +30,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/config.h"
 #include "server/daemon.h"
+#include "server/logging.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/command/environment.h"
@@ -96,6 +97,13 @@ ABSL_FLAG(uint32_t, max_sessions_per_caller, toolexec::EngineOptions().max_sessi
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
 ABSL_FLAG(std::string, address_file, "",
           "Once serving, write the bound address (with the real port) to this file.");
+// --- operating it: metrics and log format ---
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks one); "
+          "empty = off.");
+ABSL_FLAG(std::string, log_format, "text",
+          "Log lines on stderr: text, or json (one object per line). Both carry the "
+          "trace_id of the RPC they belong to.");
 
 namespace toolexec {
 namespace {
@@ -225,6 +233,9 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
     engine.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
   }
   if (absl::Status s = ApplyAuthFlags(&options); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   // The workspace: absolute and real, so confinement compares real paths.
@@ -276,7 +287,7 @@ int Run(int argc, char** argv) {
 
   auto logger = spdlog::stderr_logger_mt("toolexecd");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  SetLogFormat(LogFormat::kText);
 
   std::string log_level;
   auto options = BuildOptions(&log_level);
@@ -288,6 +299,9 @@ int Run(int argc, char** argv) {
     } else {
       spdlog::set_level(level);
     }
+  }
+  if (options.ok()) {  // ValidateOptions has checked the name
+    if (auto format = ParseLogFormat(options->log_format); format.ok()) SetLogFormat(*format);
   }
   bool check_only = absl::GetFlag(FLAGS_check_config);
   if (!options.ok()) {

@@ -58,6 +58,9 @@ struct ServerOptions {
   // port can run commands and write files in the workspace.
   bool insecure_allow_unauthenticated = false;
   AuthOptions auth;
+  // Prometheus /metrics over HTTP on this "host:port" (port 0 picks one);
+  // "" = off. MetricsConfig.listen, --metrics_listen.
+  std::string metrics_listen;
 };
 
 // Whether `listen` is reachable from this machine only: a unix socket, or a
@@ -72,6 +75,8 @@ bool AuthenticatesCallers(const ServerOptions& options);
 struct DaemonOptions {
   EngineOptions engine;
   ServerOptions server;
+  // Log lines: "text" or "json" (server/logging.h). log_format, --log_format.
+  std::string log_format = "text";
 };
 
 }  // namespace toolexec

@@ -1,6 +1,8 @@
 // How every unary handler ends: the status converted once (ToGrpcStatus),
-// Finish called once, and one log line
+// Finish called once, the RPC counted (server/metrics.h), and one log line
 //   <Method> peer=<peer> [caller=<name>] [<detail>] status=<CODE> [msg="<message>"]
+//   trace_id=<id> span_id=<id>
+// carrying the caller's trace (RpcTrace).
 #ifndef TOOLEXEC_SERVER_UNARY_H_
 #define TOOLEXEC_SERVER_UNARY_H_
 
@@ -10,8 +12,13 @@
 
 #include "absl/status/status.h"
 #include "core/engine.h"
+#include "tools/runtime/trace_context.h"
 
 namespace toolexec {
+
+// The RPC's trace: the caller's `traceparent` metadata with a new span of
+// the daemon's, or a new trace when it sent none (or an invalid one).
+TraceContext RpcTrace(const grpc::CallbackServerContext* context);
 
 void FinishUnary(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
                  const char* method, const CallerIdentity& caller, const absl::Status& status,

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 
 #include "server/convert.h"
+#include "server/metrics.h"
 #include "server/unary.h"
 #include "spdlog/spdlog.h"
 
@@ -140,6 +141,9 @@ void WatchSessionReactor::OnDone() {
       spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
                    context_->peer(), dropped_);
     }
+    CountRpc("WatchSession", final_status_.error_code());
+    const std::string traceparent = RpcTrace(context_).Traceparent();
+    ScopedTraceLog trace(traceparent);
     spdlog::info("WatchSession peer={}{} session={} sent={} {}", context_->peer(), caller_log_,
                  session_id_, sent_, StatusLogFields(final_status_));
   }

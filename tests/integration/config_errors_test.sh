@@ -203,13 +203,30 @@ out=$(timeout 10 "$toolexecd" --check_config --config="$dir/open.textproto" --wo
 check "a config listening on 0.0.0.0 without auth is refused" test $? -eq 1
 check "  ... saying so" grep -qF "refusing to listen on 0.0.0.0:50051 without authentication" <<<"$out"
 
+# Metrics address and log format: refused at start-up, naming the option.
+for address in "9464" "localhost" "127.0.0.1:99999" "127.0.0.1:x" ":9464" "unix:/tmp/m.sock"; do
+  expect_exit_refused "metrics_listen $address" "metrics.listen (--metrics_listen) '$address'" \
+    --metrics_listen="$address"
+done
+expect_exit_refused "log_format yaml" "log_format (--log_format) 'yaml' is not one of text, json" \
+  --log_format=yaml
+printf 'log_format: "xml"\n' > "$dir/log_format.textproto"
+expect_exit_refused "config log_format xml" "'xml' is not one of text, json" \
+  --config="$dir/log_format.textproto"
+printf 'metrics { listen: "nowhere" }\n' > "$dir/metrics.textproto"
+expect_exit_refused "config metrics.listen nowhere" "metrics.listen (--metrics_listen) 'nowhere'" \
+  --config="$dir/metrics.textproto"
+# An address that cannot be bound (not this host's) stops the daemon too.
+expect_exit_refused "metrics_listen not bindable" "cannot serve metrics on 192.0.2.1:9464" \
+  --metrics_listen=192.0.2.1:9464
+
 # --help lists every flag of toolexecd.
 help=$("$toolexecd" --help 2>&1)
 for flag in listen workspace config example_tools check_config max_calls_per_batch \
     max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
     session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
     keepalive_min_ping_interval_ms keepalive_permit_without_calls insecure_allow_unauthenticated \
-    log_level address_file; do
+    log_level address_file metrics_listen log_format; do
   check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
 done
 

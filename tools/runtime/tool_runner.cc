@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "tools/runtime/trace_context.h"
 
 namespace toolexec {
 namespace {
@@ -114,6 +115,20 @@ constexpr size_t kTrimAfterHeldBytes = size_t{32} << 20;
 // its calls freed back to the system: at most one trim per such pause.
 constexpr absl::Duration kIdleTrimDelay = absl::Seconds(1);
 
+// Counts a call as running (ToolRunner::running_calls) while it lives.
+class RunningCall final {
+ public:
+  explicit RunningCall(std::atomic<size_t>* running) : running_(running) {
+    running_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~RunningCall() { running_->fetch_sub(1, std::memory_order_relaxed); }
+  RunningCall(const RunningCall&) = delete;
+  RunningCall& operator=(const RunningCall&) = delete;
+
+ private:
+  std::atomic<size_t>* const running_;
+};
+
 std::string CancelMessage(CancelReason reason) {
   return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
                                            : "call cancelled by the client";
@@ -130,6 +145,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                           runner->options_.max_timeout)),
         start_(absl::Now()),
         budget_{EffectiveBudget(request.model_content_max_chars, runner->options_)},
+        traceparent_(std::move(request.traceparent)),
         result_observer_(observer),
         holds_results_(observer->HoldsResults()),
         observer_(observer) {
@@ -431,6 +447,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   void RunCall(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
+    ScopedTraceLog trace(traceparent_);  // the tool's log lines carry the batch's trace
+    RunningCall running(&runner_->running_calls_);
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
     const RegisteredTool* rt = c.tool;
@@ -500,6 +518,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     info.deadline = start_ + timeout_;
     info.artifacts = runner_->options_.artifacts;
     info.model_content = budget_;
+    info.traceparent = traceparent_;
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();
@@ -610,6 +629,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.name = c.request.name;
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
+    if (MetricsSink* metrics = runner_->options_.metrics) {
+      metrics->CallCompleted(c.tool, result.status, result.duration);
+    }
     const size_t bytes = ResultBytes(result);
     std::vector<uint32_t> own_ready;
     bool deliver;
@@ -694,6 +716,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   const absl::Duration timeout_;
   const absl::Time start_;
   const ModelContentBudget budget_;
+  const std::string traceparent_;
   BatchObserver* const result_observer_;  // used only by the single deliverer
   const bool holds_results_;
   std::vector<std::unique_ptr<Call>> calls_;

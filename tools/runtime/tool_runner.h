@@ -75,6 +75,12 @@
 // batches, and joins the executor and the delivery thread. WaitIdle waits on
 // a condition that the last ending call signals.
 //
+// Measurement: the winning completion of each call reports it to
+// Options::metrics (on the completing thread, no lock held but the sink's
+// own atomics); running_calls() counts tool code running. A call's thread
+// carries the batch's traceparent on its log lines (ScopedTraceLog) while
+// the tool runs.
+//
 // Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
 // the TimerQueue, CancellationToken and the runner's room_mu_ / idle_mu_,
 // never the other way round; the executor and other batches are called with
@@ -95,6 +101,7 @@
 #include "absl/time/time.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/timer_queue.h"
 #include "tools/runtime/tool.h"
@@ -155,6 +162,9 @@ struct BatchRequest {
   // Characters of model_content per call; 0 = the runner's default. Capped
   // at the runner's maximum, raised to kMinModelContentChars.
   size_t model_content_max_chars = 0;
+  // The batch's W3C traceparent, handed to every call (CallInfo) and on its
+  // threads' log lines; "" = none.
+  std::string traceparent;
 };
 
 struct ProgressEvent {
@@ -242,6 +252,8 @@ class ToolRunner final {
     // and the most a batch may ask for.
     size_t model_content_default_chars = kDefaultModelContentChars;
     size_t model_content_max_chars = kDefaultModelContentMaxChars;
+    // Told of every completed call (may be null); must outlive the runner.
+    MetricsSink* metrics = nullptr;
   };
 
   // `registry` must outlive the runner.
@@ -275,6 +287,8 @@ class ToolRunner final {
   void Shutdown();
 
   size_t pending_calls() const { return pending_calls_.load(); }
+  // Calls whose tool code is running now (the rest of pending_calls() wait).
+  size_t running_calls() const { return running_calls_.load(std::memory_order_relaxed); }
   // Bytes (about) of completed results not yet released, across batches.
   size_t held_result_bytes() const { return held_result_bytes_.load(); }
   const ToolRegistry& registry() const { return *registry_; }
@@ -301,6 +315,7 @@ class ToolRunner final {
   const ToolRegistry* registry_;
   const Options options_;
   std::atomic<size_t> pending_calls_{0};
+  std::atomic<size_t> running_calls_{0};
   // Held by CallsEnded when pending_calls_ reaches 0, so WaitIdle wakes.
   mutable absl::Mutex idle_mu_;
   std::atomic<size_t> held_result_bytes_{0};

@@ -113,6 +113,9 @@ class CommandRun final {
  private:
   CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
              std::unique_ptr<ChildProcess> child, int wake_fd);
+  // The tree is reaped (or about to be, by the destructor): no longer counted
+  // in ProcessCounters().commands_running. Once.
+  void CountEnded();
 
   const CommandSpec spec_;
   // Removed by Wait() once the tree is reaped; else, declared before
@@ -123,6 +126,7 @@ class CommandRun final {
   const pid_t pid_;
   const Clock::time_point started_;
   std::atomic<StopReason> stop_{StopReason::kNone};
+  bool counted_running_ = true;  // Wait()'s thread, then the destructor
 };
 
 }  // namespace toolexec::command

@@ -21,6 +21,11 @@ CommandSpec MakeCommandSpec(const CommandConfig& config, const ToolContext& ctx,
                             std::vector<std::string> program,
                             std::vector<std::pair<std::string, std::string>> overrides) {
   const BuiltinOptions& opt = config.options;
+  // The caller's trace, with the daemon's span as parent (W3C Trace Context),
+  // so what the program does can join it.
+  if (!ctx.info().traceparent.empty()) {
+    overrides.emplace_back("TRACEPARENT", ctx.info().traceparent);
+  }
   const std::string run_id = NewRunId();
   overrides.emplace_back("TOOLEXEC_RUN_ID", run_id);
 
