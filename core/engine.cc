@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/policy.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
@@ -152,6 +153,8 @@ class RuntimeEngine final : public Engine {
                                                     const std::string& name) override;
   absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                               const std::string& name, int64_t version) override;
+  absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
+                                 PermissionAnswer answer, const std::string& reason) override;
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }
@@ -178,6 +181,9 @@ class RuntimeEngine final : public Engine {
   std::map<std::string, ResolvedSubagent> subagents_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
+  // Decides every batch before the runner sees it (S12). Destroyed before
+  // the runner: it cancels the batches still waiting for an answer.
+  std::unique_ptr<PolicyEngine> policy_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
   std::thread sweeper_;
   absl::Notification stop_sweeper_;
@@ -244,6 +250,9 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
   sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
+  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path());
+  if (!policy.ok()) return policy.status();
+  policy_ = *std::move(policy);
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
     auto sweeper = StartThread([this, every] {
@@ -303,7 +312,7 @@ absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
 }
 
 absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
-    const CallerIdentity&, BatchSpec spec, BatchObserver* observer) {
+    const CallerIdentity& caller, BatchSpec spec, BatchObserver* observer) {
   NoteCall();
   const absl::Status shutting_down = absl::UnavailableError(
       "toolexecd is shutting down and accepts no new batches; retry on another instance");
@@ -340,7 +349,11 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     absl::MutexLock lock(&mu_);
     --in_flight_;
   };
-  auto handle = runner_->Start(std::move(batch), observer);
+  // ---- policy (S12): deny, ask or run; before hooks ----
+  auto handle = policy_->StartBatch(
+      caller.profile, std::move(batch), observer,
+      [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
+  // ---- end policy ----
   if (!handle.ok()) {
     release();
     return handle.status();
@@ -348,7 +361,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   return std::make_unique<StartedBatch>(*std::move(handle), std::move(release));
 }
 
-absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
+absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& caller,
                                                        OpenSessionSpec spec) {
   NoteCall();
   if (draining()) {
@@ -394,6 +407,10 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
       options.tools = (*parent)->tools();
     }
   }
+  // Policy (S12): the parent's profiles, the caller's, then the requested one.
+  auto chain =
+      policy_->ChainForSession(options.parent_session_id, caller.profile, spec.policy_profile);
+  if (!chain.ok()) return chain.status();
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);
     if (!root.ok()) return root.status();
@@ -401,6 +418,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   }
   auto session = sessions_->Open(std::move(options));
   if (!session.ok()) return session.status();
+  policy_->AttachSession(*session, *std::move(chain));
   return InfoOf(**session);
 }
 
@@ -505,6 +523,14 @@ absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity&, const std::str
   return artifacts_->Delete((*session)->artifact_scope(), name, version);
 }
 
+absl::Status RuntimeEngine::RespondPermission(const CallerIdentity&,
+                                              const std::string& request_id,
+                                              PermissionAnswer answer,
+                                              const std::string& reason) {
+  NoteCall();
+  return policy_->Respond(request_id, answer, reason);
+}
+
 bool RuntimeEngine::WaitForBatches(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
@@ -525,6 +551,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
     spdlog::warn("drain grace period over: cancelling {} batch(es)", in_flight_batches());
     // Their unfinished calls complete as CANCELLED and are still delivered,
     // so every caller learns what happened to every call.
+    policy_->CancelAll();  // batches still waiting for a permission answer
     runner_->CancelRunning();
     WaitForBatches(absl::Now() + absl::Seconds(2));
   }
@@ -555,6 +582,7 @@ bool RuntimeEngine::Stop() {
   stopped_ = true;
   draining_.store(true, std::memory_order_release);
   // Bounded: a tool that ignores cancellation must not hold the daemon up.
+  if (policy_ != nullptr) policy_->CancelAll();
   runner_->CancelRunning();
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
     runner_->Shutdown();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/policy.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
@@ -61,6 +62,8 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+  // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
+  PolicyOptions policy;
 };
 
 }  // namespace toolexec
