@@ -438,7 +438,10 @@ void RuntimeEngine::CloseSession(const CallerIdentity&, const std::string& sessi
                                  std::function<void(absl::StatusOr<MergeResult>)> done) {
   NoteCall();
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
-    done(sessions_->Close(session_id, merge));
+    auto closed = sessions_->Close(session_id, merge);
+    // Policy (S12): its batches still waiting for an answer are cancelled.
+    if (closed.ok()) policy_->DetachSession(session_id);
+    done(std::move(closed));
   };
   // Submit fails once the executor is shut down or when no thread can be
   // started: close on this thread then.

@@ -302,7 +302,8 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
  public:
   PendingAsk(std::shared_ptr<Shared> shared, BatchRequest batch, BatchObserver* observer,
              StartFn start, std::shared_ptr<GrantSet> grants)
-      : shared_(std::move(shared)),
+      : session_id(batch.session != nullptr ? batch.session->id() : ""),
+        shared_(std::move(shared)),
         batch_(std::move(batch)),
         observer_(observer),
         start_(std::move(start)),
@@ -440,6 +441,7 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
   }
 
  public:
+  const std::string session_id;  // "" = none
   // Kept for FailWithoutRunner (the batch itself moves into the runner).
   std::vector<std::string> call_ids_;
   std::vector<std::string> call_names_;
@@ -550,6 +552,18 @@ void PolicyEngine::AttachSession(const std::shared_ptr<Session>& session, Policy
   entry.session = session;
   entry.chain = std::move(chain);
   sessions[session->id()] = std::move(entry);
+}
+
+void PolicyEngine::DetachSession(const std::string& session_id) {
+  std::vector<std::shared_ptr<PendingAsk>> asks;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->sessions.erase(session_id);
+    for (const auto& [id, ask] : shared_->asks) {
+      if (ask->session_id == session_id) asks.push_back(ask);
+    }
+  }
+  for (const auto& ask : asks) ask->Cancel();
 }
 
 size_t PolicyEngine::pending_asks() const {

@@ -285,6 +285,23 @@ TEST_F(EnginePolicyTest, CancelEndsTheQuestionAndTheBatch) {
   EXPECT_FALSE(tree_.Exists("out/a.txt"));
 }
 
+TEST_F(EnginePolicyTest, ClosingTheSessionCancelsItsQuestions) {
+  Start(AskingPolicy());
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok());
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(session->session_id), &r);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(AwaitRequests(r, 1).size(), 1u);
+  absl::Notification closed;
+  engine_->CloseSession(caller_, session->session_id, {},
+                        [&](absl::StatusOr<MergeResult>) { closed.Notify(); });
+  closed.WaitForNotification();
+  ASSERT_TRUE(r.Wait(absl::Seconds(10)));  // long before the 60 s ask timeout
+  for (const auto& res : r.results()) EXPECT_EQ(res.status, ResultStatus::kCancelled);
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+}
+
 TEST_F(EnginePolicyTest, DrainCancelsAPendingQuestionAfterItsGrace) {
   Start(AskingPolicy());
   Recorder r;
