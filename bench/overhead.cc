@@ -24,6 +24,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,6 +58,9 @@ struct Config {
   int wait_calls = 64;           // wait{ms:100} calls in one batch
   int wait_ms = 100;
   int trivial_batch_calls = 1000;  // get_weather calls in one batch
+  // Rules in the daemon's policy (none match the benchmark's calls, so every
+  // call is still allowed, after all of them were evaluated); 0 = no policy.
+  int policy_rules = 0;
 };
 
 Config QuickConfig() {
@@ -389,11 +394,16 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
+      const int rules = config.policy_rules;
       config = QuickConfig();
+      config.policy_rules = rules;
+    } else if (arg.rfind("--policy_rules=", 0) == 0) {
+      config.policy_rules = std::atoi(arg.c_str() + std::strlen("--policy_rules="));
     } else {
       std::fprintf(stderr,
-                   "unknown argument '%s'\nusage: %s [--quick]\n"
-                   "  --quick  small counts: a smoke run that checks correctness, not speed\n",
+                   "unknown argument '%s'\nusage: %s [--quick] [--policy_rules=N]\n"
+                   "  --quick  small counts: a smoke run that checks correctness, not speed\n"
+                   "  --policy_rules=N  give the daemon a policy of N rules (none matching)\n",
                    arg.c_str(), argv[0]);
       return 2;
     }
@@ -438,6 +448,22 @@ int Main(int argc, char** argv) {
   options.server.listen = "127.0.0.1:0";
   options.engine.workspace = workspace;
   options.engine.example_tools = true;
+  for (int i = 0; i < config.policy_rules; ++i) {
+    // Alternately a command rule for every tool and a path rule for one tool:
+    // each is looked at for every call, none matches get_weather or wait.
+    PolicyRuleOptions rule;
+    rule.name = "rule " + std::to_string(i);
+    rule.decision = PolicyDecision::kDeny;
+    if (i % 2 == 0) {
+      rule.tool = "*";
+      rule.command_pattern = "forbidden" + std::to_string(i) + " *";
+    } else {
+      rule.tool = "view_file";
+      rule.path_glob = "*.secret" + std::to_string(i);
+    }
+    options.engine.policy.rules.push_back(std::move(rule));
+  }
+  if (config.policy_rules > 0) std::printf("policy: %d rules\n", config.policy_rules);
   auto daemon = Daemon::Create(options);
   if (!daemon.ok()) {
     std::fprintf(stderr, "cannot create the daemon: %s\n", daemon.status().ToString().c_str());
