@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -37,7 +38,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/stats.h"
 #include "bench/echo.grpc.pb.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -53,6 +56,9 @@ using Clock = std::chrono::steady_clock;
 struct Config {
   bool quick = false;
   bool auth_only = false;        // --auth: only the authentication comparison
+  // Rules in the daemon's policy (none match the benchmark's calls, so every
+  // call is still allowed, after all of them were evaluated); 0 = no policy.
+  int policy_rules = 0;
   int rounds = 3;                // alternating rounds: echo, then daemon
   int warmup = 500;              // sequential warm-up RPCs per target
   int sequential = 3000;         // timed sequential RPCs per target per round
@@ -263,15 +269,6 @@ v1::ExecuteBatchRequest WaitBatch(int calls, int ms) {
 
 // ---- statistics -------------------------------------------------------------
 
-// Nearest-rank percentile of `v` (sorted in place).
-double Percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(q * static_cast<double>(v.size()) + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
-
 double Median(std::vector<double> v) { return Percentile(v, 0.5); }
 
 struct RoundResult {
@@ -304,13 +301,28 @@ RoundResult Summarize(std::vector<double> latencies_us, double seconds) {
 
 // toolexecd in-process on 127.0.0.1:0 with the example tools; null (said on
 // stderr) if it cannot start.
-std::unique_ptr<Daemon> StartDaemon(const char* workspace, const AuthOptions& auth,
-                                    const char* what) {
+std::unique_ptr<Daemon> StartDaemon(const Config& config, const char* workspace,
+                                    const AuthOptions& auth, const char* what) {
   DaemonOptions options;
   options.server.listen = "127.0.0.1:0";
   options.server.auth = auth;
   options.engine.workspace = workspace;
   options.engine.example_tools = true;
+  for (int i = 0; i < config.policy_rules; ++i) {
+    // Alternately a command rule for every tool and a path rule for one tool:
+    // each is looked at for every call, none matches get_weather or wait.
+    PolicyRuleOptions rule;
+    rule.name = "rule " + std::to_string(i);
+    rule.decision = PolicyDecision::kDeny;
+    if (i % 2 == 0) {
+      rule.tool = "*";
+      rule.command_pattern = "forbidden" + std::to_string(i) + " *";
+    } else {
+      rule.tool = "view_file";
+      rule.path_glob = "*.secret" + std::to_string(i);
+    }
+    options.engine.policy.rules.push_back(std::move(rule));
+  }
   auto daemon = Daemon::Create(options);
   absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
   if (!started.ok()) {
@@ -513,7 +525,7 @@ int CompareAuth(const Config& config, const char* workspace) {
       auth.tls.cert_file = files.cert_file;
       auth.tls.key_file = files.key_file;
     }
-    std::unique_ptr<Daemon> daemon = StartDaemon(workspace, auth, c.name);
+    std::unique_ptr<Daemon> daemon = StartDaemon(config, workspace, auth, c.name);
     if (daemon == nullptr) return 2;
     Target<v1::ToolExecutor> target(c.name, daemon->address());
     if (c.tls) {
@@ -578,7 +590,7 @@ int CompareWithEcho(const Config& config, const char* workspace) {
     return 2;
   }
 
-  std::unique_ptr<Daemon> daemon = StartDaemon(workspace, AuthOptions(), "plaintext");
+  std::unique_ptr<Daemon> daemon = StartDaemon(config, workspace, AuthOptions(), "plaintext");
   if (daemon == nullptr) return 2;
 
   Target<Echo> echo("echo", "127.0.0.1:" + std::to_string(echo_port));
@@ -642,6 +654,7 @@ int CompareWithEcho(const Config& config, const char* workspace) {
 
 int Main(int argc, char** argv) {
   bool quick = false, auth_only = false;
+  int policy_rules = 0;
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
@@ -650,17 +663,23 @@ int Main(int argc, char** argv) {
       quick = true;
     } else if (arg == "--auth") {
       auth_only = true;
+    } else if (arg.rfind("--policy_rules=", 0) == 0 &&
+               absl::SimpleAtoi(arg.substr(std::strlen("--policy_rules=")), &policy_rules) &&
+               policy_rules >= 0) {
     } else {
       std::fprintf(stderr,
-                   "unknown argument '%s'\nusage: %s [--quick] [--auth]\n"
+                   "unknown argument '%s'\nusage: %s [--quick] [--auth] [--policy_rules=N]\n"
                    "  --quick  small counts: a smoke run that checks correctness, not speed\n"
-                   "  --auth   only the authentication comparison (plaintext, token, TLS)\n",
+                   "  --auth   only the authentication comparison (plaintext, token, TLS)\n"
+                   "  --policy_rules=N  give the daemon a policy of N rules (none matching)\n",
                    arg.c_str(), argv[0]);
       return 2;
     }
   }
   Config config = quick ? QuickConfig() : Config();
   config.auth_only = auth_only;
+  config.policy_rules = policy_rules;
+  if (policy_rules > 0) std::printf("policy: %d rules\n", policy_rules);
   // The daemon logs one info line per RPC; that would time spdlog, not toolexecd.
   spdlog::set_level(spdlog::level::warn);
   // As toolexecd's main does: Debian's abseil checks every Mutex acquisition

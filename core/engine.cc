@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/policy.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
@@ -163,6 +164,8 @@ class RuntimeEngine final : public Engine {
                                                     const std::string& name) override;
   absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                               const std::string& name, int64_t version) override;
+  absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
+                                 PermissionAnswer answer, const std::string& reason) override;
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }
@@ -201,6 +204,9 @@ class RuntimeEngine final : public Engine {
   std::unique_ptr<mcp::McpServers> mcp_servers_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
+  // Decides every batch before the runner sees it (S12). Destroyed before
+  // the runner: it cancels the batches still waiting for an answer.
+  std::unique_ptr<PolicyEngine> policy_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
   std::thread sweeper_;
   absl::Notification stop_sweeper_;
@@ -282,6 +288,9 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
   sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
+  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path());
+  if (!policy.ok()) return policy.status();
+  policy_ = *std::move(policy);
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
     auto sweeper = StartThread([this, every] {
@@ -382,7 +391,11 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   };
   MetricsSink* metrics = options_.metrics.get();
   const absl::Time accepted = absl::Now();
-  auto handle = runner_->Start(std::move(batch), observer);
+  // ---- policy (S12): deny, ask or run; before hooks ----
+  auto handle = policy_->StartBatch(
+      caller.profile, std::move(batch), observer,
+      [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
+  // ---- end policy ----
   if (!handle.ok()) {
     release();
     return handle.status();
@@ -443,6 +456,10 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
       options.tools = (*parent)->tools();
     }
   }
+  // Policy (S12): the parent's profiles, the caller's, then the requested one.
+  auto chain =
+      policy_->ChainForSession(options.parent_session_id, caller.profile, spec.policy_profile);
+  if (!chain.ok()) return chain.status();
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);
     if (!root.ok()) return root.status();
@@ -450,6 +467,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   }
   auto session = sessions_->Open(std::move(options));
   if (!session.ok()) return session.status();
+  policy_->AttachSession(*session, *std::move(chain));
   return InfoOf(**session);
 }
 
@@ -474,7 +492,10 @@ void RuntimeEngine::CloseSession(const CallerIdentity& caller, const std::string
     return done(owned.status());
   }
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
-    done(sessions_->Close(session_id, merge));
+    auto closed = sessions_->Close(session_id, merge);
+    // Policy (S12): its batches still waiting for an answer are cancelled.
+    if (closed.ok()) policy_->DetachSession(session_id);
+    done(std::move(closed));
   };
   // Submit fails once the executor is shut down or when no thread can be
   // started: close on this thread then.
@@ -562,6 +583,14 @@ absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity& caller,
   return artifacts_->Delete((*session)->artifact_scope(), name, version);
 }
 
+absl::Status RuntimeEngine::RespondPermission(const CallerIdentity&,
+                                              const std::string& request_id,
+                                              PermissionAnswer answer,
+                                              const std::string& reason) {
+  NoteCall();
+  return policy_->Respond(request_id, answer, reason);
+}
+
 bool RuntimeEngine::WaitForBatches(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
@@ -582,6 +611,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
     spdlog::warn("drain grace period over: cancelling {} batch(es)", in_flight_batches());
     // Their unfinished calls complete as CANCELLED and are still delivered,
     // so every caller learns what happened to every call.
+    policy_->CancelAll();  // batches still waiting for a permission answer
     runner_->CancelRunning();
     WaitForBatches(absl::Now() + absl::Seconds(2));
   }
@@ -613,6 +643,7 @@ bool RuntimeEngine::Stop() {
   stopped_ = true;
   draining_.store(true, std::memory_order_release);
   // Bounded: a tool that ignores cancellation must not hold the daemon up.
+  if (policy_ != nullptr) policy_->CancelAll();
   runner_->CancelRunning();
   if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // fails MCP calls still waiting
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {

@@ -31,6 +31,7 @@
 // -------
 // Every call may come from any thread at once; none blocks on tool code.
 // Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
+// a batch waiting for a permission answer holds no thread (core/policy.h);
 // per-call deadlines fire on the runner's timer thread. CloseSession runs
 // each tool's cleanup (which may wait out a command's kill grace) on the
 // engine's session-work executor and answers through its callback there;
@@ -117,6 +118,9 @@ struct OpenSessionSpec {
   std::vector<std::string> disabled_tools;
   // Relative to the daemon's workspace, or absolute inside it.
   std::vector<std::string> workspaces;
+  // A policy profile (core/policy.h); "" = the parent's, the caller's or the
+  // daemon's default policy.
+  std::string policy_profile;
 };
 
 // What a caller sees of a session.
@@ -212,6 +216,15 @@ class Engine {
   // version 0 = every version.
   virtual absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                                       const std::string& name, int64_t version) = 0;
+
+  // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
+  // NOT_FOUND when it is not pending.
+  virtual absl::Status RespondPermission(const CallerIdentity& /*caller*/,
+                                         const std::string& /*request_id*/,
+                                         PermissionAnswer /*answer*/,
+                                         const std::string& /*reason*/) {
+    return absl::UnimplementedError("this engine asks no permission");
+  }
 
   // Refuses new batches and sessions with UNAVAILABLE from now on, waits for
   // the batches in flight until `deadline`, then cancels the rest (their

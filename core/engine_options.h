@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/policy.h"
 #include "tools/builtin/builtin.h"
 #include "tools/mcp/options.h"
 #include "tools/runtime/metrics.h"
@@ -76,6 +77,9 @@ struct EngineOptions {
   // Told of calls, batches and permission decisions (tools/runtime/metrics.h);
   // null = not measured.
   std::shared_ptr<MetricsSink> metrics;
+
+  // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
+  PolicyOptions policy;
 };
 
 }  // namespace toolexec

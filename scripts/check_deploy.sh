@@ -186,6 +186,16 @@ def snake(name):
 def same_config(a, b, path="config"):
     """Compares a text-proto value with a proto3-JSON value: field names in
     either case, 64-bit integers as JSON strings, absent == default."""
+    # A repeated field given once is one value in the text proto, a list in JSON.
+    if isinstance(a, list) or isinstance(b, list):
+        a = a if isinstance(a, list) else ([] if a is None else [a])
+        b = b if isinstance(b, list) else ([] if b is None else [b])
+        if len(a) != len(b):
+            return [f"{path}: text proto has {len(a)} values, JSON has {len(b)}"]
+        diffs = []
+        for n, (x, y) in enumerate(zip(a, b)):
+            diffs += same_config(x, y, f"{path}[{n}]")
+        return diffs
     if isinstance(a, dict) or isinstance(b, dict):
         a = {snake(k): v for k, v in (a or {}).items()}
         b = {snake(k): v for k, v in (b or {}).items()}

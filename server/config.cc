@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -413,8 +414,74 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   // --- operating it: metrics and log format ---
   if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
   if (!config.log_format().empty()) daemon->log_format = config.log_format();
+  if (config.has_policy()) {
+    if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
+
+// ---- policy (S12) ----
+namespace {
+
+absl::StatusOr<std::optional<PolicyDecision>> DecisionOf(v1::Decision d) {
+  switch (d) {
+    case v1::DECISION_UNSPECIFIED:
+      return std::optional<PolicyDecision>();
+    case v1::DECISION_ALLOW:
+      return std::optional<PolicyDecision>(PolicyDecision::kAllow);
+    case v1::DECISION_DENY:
+      return std::optional<PolicyDecision>(PolicyDecision::kDeny);
+    case v1::DECISION_ASK:
+      return std::optional<PolicyDecision>(PolicyDecision::kAsk);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown decision ", static_cast<int>(d)));
+  }
+}
+
+absl::StatusOr<std::vector<PolicyRuleOptions>> RulesOf(
+    absl::string_view where, const google::protobuf::RepeatedPtrField<v1::PolicyRule>& rules) {
+  std::vector<PolicyRuleOptions> out;
+  for (const v1::PolicyRule& r : rules) {
+    auto d = DecisionOf(r.decision());
+    if (!d.ok()) return d.status();
+    if (!d->has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": rule '", r.name(), "' has no decision; give DECISION_ALLOW, DECISION_DENY "
+                                       "or DECISION_ASK"));
+    }
+    out.push_back({r.name(), r.tool(), **d, r.path_glob(), r.command_pattern(), r.domain(),
+                   r.outside_workspace()});
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status ApplyPolicyConfig(const v1::PolicyConfig& config, PolicyOptions* options) {
+  auto d = DecisionOf(config.default_decision());
+  if (!d.ok()) return d.status();
+  options->default_decision = *d;
+  auto rules = RulesOf("policy", config.rules());
+  if (!rules.ok()) return rules.status();
+  options->rules = *std::move(rules);
+  for (const v1::PolicyProfile& p : config.profiles()) {
+    PolicyProfileOptions profile;
+    profile.name = p.name();
+    auto pd = DecisionOf(p.default_decision());
+    if (!pd.ok()) return pd.status();
+    profile.default_decision = *pd;
+    auto prules = RulesOf(absl::StrCat("policy profile '", p.name(), "'"), p.rules());
+    if (!prules.ok()) return prules.status();
+    profile.rules = *std::move(prules);
+    options->profiles.push_back(std::move(profile));
+  }
+  if (config.ask_timeout_ms()) options->ask_timeout = MillisecondsOption(config.ask_timeout_ms());
+  if (absl::Status s = ValidatePolicyOptions(*options); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+// ---- end policy ----
 
 absl::Duration MillisecondsOption(uint64_t ms) {
   if (ms > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {

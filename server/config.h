@@ -35,6 +35,10 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);
 
+// DaemonConfig.policy as the engine's PolicyOptions, validated
+// (InvalidArgument naming the rule or profile).
+absl::Status ApplyPolicyConfig(const v1::PolicyConfig& config, PolicyOptions* options);
+
 // A millisecond count from the config file or a flag as a Duration. Counts
 // past what a Duration holds become InfiniteDuration(), so ValidateOptions
 // refuses them instead of seeing a wrapped value.

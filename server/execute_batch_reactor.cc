@@ -73,20 +73,26 @@ void ExecuteBatchReactor::OnResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
   response.mutable_result()->set_trace_id(trace_id_);
-  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
+  Enqueue(std::move(response), Kind::kResult, /*last=*/false);
+}
+
+void ExecuteBatchReactor::OnPermissionRequest(const PermissionRequestEvent& event) {
+  v1::ExecuteBatchResponse response;
+  ToProto(event, response.mutable_permission_request());
+  Enqueue(std::move(response), Kind::kNotice, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
   response.mutable_result()->set_trace_id(trace_id_);
-  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
+  Enqueue(std::move(response), Kind::kResult, /*last=*/true);
 }
 
 void ExecuteBatchReactor::OnProgress(ProgressEvent event) {
   v1::ExecuteBatchResponse response;
   ToProto(event, response.mutable_progress());
-  Enqueue(std::move(response), /*is_progress=*/true, /*last=*/false);
+  Enqueue(std::move(response), Kind::kProgress, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
@@ -99,13 +105,13 @@ void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
   Perform(action);
 }
 
-void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_progress,
-                                  bool last) {
+void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, Kind kind, bool last) {
+  const bool is_progress = kind == Kind::kProgress;
   Action action;
   std::shared_ptr<BatchHandle> dropped_result_of;
   {
     absl::MutexLock lock(&mu_);
-    if (!is_progress) {
+    if (kind == Kind::kResult) {
       ++results_;
       if (response.result().status() != v1::RESULT_STATUS_SUCCESS) ++failures_;
     }
@@ -124,8 +130,8 @@ void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_pro
     }
     if (keep) {
       queue_.push_back(std::move(response));
-      queue_is_progress_.push_back(is_progress);
-    } else if (!is_progress) {
+      queue_kind_.push_back(kind);
+    } else if (kind == Kind::kResult) {
       if (batch_) dropped_result_of = batch_->handle();
     }
     action = NextActionLocked();
@@ -185,21 +191,21 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
-    if (queue_is_progress_.front()) {
+    if (queue_kind_.front() == Kind::kProgress) {
       --queued_progress_;
       queued_progress_bytes_ -= queue_.front().progress().text().size();
-    } else {
+    } else if (queue_kind_.front() == Kind::kResult) {
       ++results_released;
     }
     queue_.pop_front();
-    queue_is_progress_.pop_front();
+    queue_kind_.pop_front();
     if (!ok) {
-      results_released += std::count(queue_is_progress_.begin(), queue_is_progress_.end(), false);
+      results_released += std::count(queue_kind_.begin(), queue_kind_.end(), Kind::kResult);
       // The stream is gone (client cancelled or the connection broke): nothing
       // more can be delivered, so stop the tools and finish once they are done.
       broken_ = true;
       queue_.clear();
-      queue_is_progress_.clear();
+      queue_kind_.clear();
       queued_progress_ = 0;
       queued_progress_bytes_ = 0;
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");

@@ -59,6 +59,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // BatchObserver (runner threads).
   void OnProgress(ProgressEvent event) override;
   void OnResult(ToolCallResult result) override;
+  // S12: written like a result (never dropped), before any result.
+  void OnPermissionRequest(const PermissionRequestEvent& event) override;
   // Writes the last result and the status in one step (StartWriteAndFinish).
   void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;
@@ -77,7 +79,11 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
              const v1::ExecuteBatchRequest& request);
   void Reject(const absl::Status& status);
-  void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
+  // What a queued response is: a result counts for the runner's flow control
+  // until written; progress may be dropped; a notice (a permission request)
+  // is neither.
+  enum class Kind { kResult, kProgress, kNotice };
+  void Enqueue(v1::ExecuteBatchResponse response, Kind kind, bool last);
 
   // The write pump. Every state change and the decision it leads to happen in
   // one critical section (NextActionLocked); the thread then performs the
@@ -104,7 +110,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
 
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
-  std::deque<bool> queue_is_progress_ ABSL_GUARDED_BY(mu_);
+  std::deque<Kind> queue_kind_ ABSL_GUARDED_BY(mu_);
   size_t queued_progress_ ABSL_GUARDED_BY(mu_) = 0;
   size_t queued_progress_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_progress_ ABSL_GUARDED_BY(mu_) = 0;

@@ -128,12 +128,35 @@ grpc::ServerWriteReactor<v1::SessionEvent>* ToolExecutorService::WatchSession(
 
 grpc::ServerUnaryReactor* ToolExecutorService::RespondPermission(
     grpc::CallbackServerContext* context, const v1::RespondPermissionRequest* request,
-    v1::RespondPermissionResponse* response) {
+    v1::RespondPermissionResponse* /*response*/) {
   auto caller = AuthenticateCall(auth_, *context);
   if (!caller.ok()) return ReplyUnary(context, "RespondPermission", {}, caller.status());
-  return ReplyUnary(context, "RespondPermission", *caller,
-                    absl::UnimplementedError("permission requests are not supported by this "
-                                             "version of toolexecd, so none is ever pending"));
+  absl::Status status;
+  PermissionAnswer answer = PermissionAnswer::kDeny;
+  switch (request->decision()) {
+    case v1::PERMISSION_DECISION_ALLOW_ONCE:
+      answer = PermissionAnswer::kAllowOnce;
+      break;
+    case v1::PERMISSION_DECISION_ALLOW_SESSION:
+      answer = PermissionAnswer::kAllowSession;
+      break;
+    case v1::PERMISSION_DECISION_DENY:
+      answer = PermissionAnswer::kDeny;
+      break;
+    default:
+      status = absl::InvalidArgumentError(
+          "decision is required: PERMISSION_DECISION_ALLOW_ONCE, _ALLOW_SESSION or _DENY");
+  }
+  if (request->request_id().empty()) {
+    status = absl::InvalidArgumentError(
+        "request_id is required: the PermissionRequest.request_id being answered");
+  }
+  if (status.ok()) {
+    status = engine_->RespondPermission(*caller, request->request_id(), answer,
+                                        request->reason());
+  }
+  return ReplyUnary(context, "RespondPermission", *caller, status,
+                    absl::StrCat("request=", request->request_id()));
 }
 
 }  // namespace toolexec

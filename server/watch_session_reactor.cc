@@ -18,6 +18,10 @@ class WatchSessionReactor::Bridge final : public SessionListener {
     absl::MutexLock lock(&mu_);
     if (reactor_ != nullptr) reactor_->Enqueue(message);
   }
+  void OnPermissionRequest(const PermissionRequestEvent& event) override {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ != nullptr) reactor_->Enqueue(event);
+  }
   void OnSessionClosed() override {
     absl::MutexLock lock(&mu_);
     if (reactor_ != nullptr) reactor_->SessionClosed();
@@ -57,20 +61,30 @@ WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
   return reactor;
 }
 
-void WatchSessionReactor::Enqueue(const ContextMessage& message) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (finished_ || closed_) return;
-    if (queue_.size() >= kMaxQueued) {
-      ++dropped_;
-      return;
-    }
-    auto* m = queue_.emplace_back().mutable_message();
-    m->set_session_id(message.session_id);
-    m->set_text(SanitizeUtf8(message.text));
-    m->set_tool_name(message.tool_name);
+bool WatchSessionReactor::Push(v1::SessionEvent event) {
+  absl::MutexLock lock(&mu_);
+  if (finished_ || closed_) return false;
+  if (queue_.size() >= kMaxQueued) {
+    ++dropped_;
+    return false;
   }
-  MaybeWrite();
+  queue_.push_back(std::move(event));
+  return true;
+}
+
+void WatchSessionReactor::Enqueue(const ContextMessage& message) {
+  v1::SessionEvent event;
+  auto* m = event.mutable_message();
+  m->set_session_id(message.session_id);
+  m->set_text(SanitizeUtf8(message.text));
+  m->set_tool_name(message.tool_name);
+  if (Push(std::move(event))) MaybeWrite();
+}
+
+void WatchSessionReactor::Enqueue(const PermissionRequestEvent& event) {
+  v1::SessionEvent out;
+  ToProto(event, out.mutable_permission_request());
+  if (Push(std::move(out))) MaybeWrite();
 }
 
 void WatchSessionReactor::SessionClosed() {

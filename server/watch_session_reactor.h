@@ -1,4 +1,5 @@
-// The WatchSession stream: messages tools send() to the agent (S5), in order,
+// The WatchSession stream: messages tools send() to the agent (S5) and the
+// permission requests its batches wait on (S12), in order,
 // until the session closes (then the stream ends OK) or the client cancels.
 //
 // Ownership: the engine's subscription holds a Bridge (shared_ptr
@@ -44,6 +45,9 @@ class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEve
   WatchSessionReactor(grpc::CallbackServerContext* context, std::string session_id)
       : context_(context), session_id_(std::move(session_id)) {}
   void Enqueue(const ContextMessage& message);
+  void Enqueue(const PermissionRequestEvent& event);
+  // Queues `event` unless the stream is done or full; true if queued.
+  bool Push(v1::SessionEvent event);
   void SessionClosed();
   void MaybeWrite();
 

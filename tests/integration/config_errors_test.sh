@@ -48,6 +48,13 @@ expect_refused bad_finish_schema \
   'control_tools { finish_output_schema_json: "{not json" }' "finish output schema"
 expect_refused missing_bwrap_or_bad_sandbox \
   'run_command { sandbox: "chroot" }' "sandbox"
+expect_refused policy_rule_without_decision \
+  'policy { rules { name: "shell" tool: "run_command" } }' "rule 'shell' has no decision"
+expect_refused policy_bad_glob \
+  'policy { rules { name: "g" tool: "*" path_glob: "[oops" decision: DECISION_DENY } }' \
+  "rule 'g': path_glob"
+expect_refused policy_builtin_profile_name \
+  'policy { profiles { name: "read_only" } }' "policy profile 'read_only' is built in"
 
 # The config path must name a regular file of at most 4 MiB; it is neither
 # read without limit nor waited on.

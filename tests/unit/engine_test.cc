@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "tests/unit/builtin/file_test_util.h"
+#include "tests/unit/engine_test_util.h"
 
 namespace toolexec {
 namespace {
@@ -27,13 +28,7 @@ class Collector final : public BatchObserver {
   absl::Notification done_;
 };
 
-CallRequest Call(const std::string& id, const std::string& name, const std::string& args = "") {
-  CallRequest c;
-  c.id = id;
-  c.name = name;
-  c.args_json = args;
-  return c;
-}
+using testing::Call;
 
 // A batch of `calls` (move-only, so not from an initializer list).
 template <typename... Calls>

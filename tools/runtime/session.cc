@@ -201,6 +201,15 @@ absl::Status Session::Send(absl::string_view text, absl::string_view tool_name) 
   return absl::OkStatus();
 }
 
+void Session::NotifyPermissionRequest(const PermissionRequestEvent& event) {
+  std::vector<std::shared_ptr<SessionListener>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, l] : listeners_) listeners.push_back(l);
+  }
+  for (const auto& l : listeners) l->OnPermissionRequest(event);
+}
+
 int Session::AddListener(std::shared_ptr<SessionListener> listener) {
   {
     absl::MutexLock lock(&mu_);

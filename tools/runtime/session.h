@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec {
@@ -92,6 +93,8 @@ class SessionListener {
   virtual void OnMessage(const ContextMessage& message) = 0;
   // The session closed (or the daemon is stopping); no more calls follow.
   virtual void OnSessionClosed() = 0;
+  // S12: a batch of this session waits for this answer. Default: ignored.
+  virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
 };
 
 struct SessionOptions {
@@ -181,6 +184,8 @@ class Session final {
 
   // Delivers to every listener; FailedPrecondition once the session is closed.
   absl::Status Send(absl::string_view text, absl::string_view tool_name);
+  // Delivers a permission request to every listener (none once closed).
+  void NotifyPermissionRequest(const PermissionRequestEvent& event);
 
   // Registers a listener. If the session is already closed, the listener's
   // OnSessionClosed runs at once and 0 is returned.

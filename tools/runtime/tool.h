@@ -66,6 +66,24 @@ struct PermissionRequirement {
 std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
                                                   bool recursive = false);
 
+// S12: a question to the person behind the harness, sent on the batch stream
+// and to the session's watchers before any call of the batch starts
+// (mirrors toolexec.v1.PermissionRequest). `target` is the suggested grant.
+struct PermissionRequestEvent {
+  std::string request_id;
+  uint32_t index = 0;  // the first call of the batch that needs it
+  std::string tool_name;
+  PermissionRequirement target;
+  std::string description;
+  std::string reason;
+};
+
+// `path` with "." components, repeated and trailing '/' removed and ".."
+// folded lexically (no symbolic link is resolved): "a/./b", "a//b", "./a/b/"
+// and "a/c/../b" are all "a/b". A relative path keeps leading ".." and is "."
+// when empty; ".." above "/" is "/". "" stays "".
+std::string NormalizePath(absl::string_view path);
+
 // Resource keys (Tool::resources). PathResource normalizes the spelling, so
 // "a/./b", "a//b", "./a/b/" and "a/c/../b" are one key; it does not resolve
 // symbolic links (two spellings through a link are two keys, and such calls

@@ -486,6 +486,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (rt == nullptr) {
       return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
     }
+    if (!req.refusal.ok()) return Failure(i, rt, ErrorCodeOf(req.refusal), req.refusal.message());
     if (session_ != nullptr && !session_->AllowsTool(req.name)) {
       return Failure(i, rt, ErrorCode::kDenied,
                      absl::StrCat("tool '", req.name, "' is not enabled in session ",

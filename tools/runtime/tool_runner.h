@@ -153,6 +153,9 @@ struct CallRequest {
   std::optional<Json> args;
   std::string args_json;
   absl::Status args_error;
+  // Set by whoever decides what runs (the engine's policy, S12): the call
+  // fails with this status (its ErrorCode and message) without running.
+  absl::Status refusal;
 };
 
 struct BatchRequest {
@@ -185,6 +188,10 @@ class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
   virtual void OnProgress(ProgressEvent event) = 0;
+  // S12: a question the batch waits on before any of its calls starts (from
+  // the engine, not the runner: always before the first result, on the thread
+  // that started the batch). Default: ignored.
+  virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
   // In call order, each exactly once, except the batch's last result, which
   // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;
