@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/hooks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
@@ -176,6 +177,8 @@ class RuntimeEngine final : public Engine {
   std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
   std::unique_ptr<ArtifactStore> artifacts_;
   std::map<std::string, ResolvedSubagent> subagents_;
+  // Before runner_: the runner's batches hold the hooks' interceptors.
+  std::shared_ptr<HookSet> hooks_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
@@ -214,6 +217,11 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   auto subagents = ResolveSubagents(o, registry_);
   if (!subagents.ok()) return subagents.status();
   subagents_ = std::move(*subagents);
+  // --- hooks: after every tool is registered (their filters name tools) ---
+  auto hooks = HookSet::Create(o.hooks, registry_);
+  if (!hooks.ok()) return hooks.status();
+  hooks_ = *std::move(hooks);
+  // --- end hooks ---
   if (o.artifact_dir.empty()) {
     artifacts_ = NewInMemoryArtifactStore();
   } else {
@@ -303,7 +311,7 @@ absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
 }
 
 absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
-    const CallerIdentity&, BatchSpec spec, BatchObserver* observer) {
+    const CallerIdentity& caller, BatchSpec spec, BatchObserver* observer) {
   NoteCall();
   const absl::Status shutting_down = absl::UnavailableError(
       "toolexecd is shutting down and accepts no new batches; retry on another instance");
@@ -328,6 +336,9 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     batch.timeout = spec.timeout;
   }
   batch.model_content_max_chars = spec.model_content_max_chars;
+  // --- hooks: pre-call, on-error, post-call and the audit log, per call ---
+  batch.interceptor = hooks_->ForBatch(caller.name, spec.session_id);
+  // --- end hooks ---
   batch.calls = std::move(spec.calls);
   {
     // Checked and counted in one step, so a drain that has begun never misses
@@ -558,8 +569,10 @@ bool RuntimeEngine::Stop() {
   runner_->CancelRunning();
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
     runner_->Shutdown();
+    hooks_->Shutdown();  // the hooks of results completed off their calls' threads
     return true;
   }
+  hooks_->Shutdown();
   runner_abandoned_ = true;
   spdlog::warn("{} tool call(s) ignored cancellation for {}; stopping without them",
                runner_->pending_calls(), absl::FormatDuration(options_.tool_stop_grace));

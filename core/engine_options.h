@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/hooks.h"
 #include "tools/builtin/builtin.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
@@ -61,6 +62,9 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+
+  // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
+  HookOptions hooks;
 };
 
 }  // namespace toolexec
