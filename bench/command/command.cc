@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "bench/stats.h"
 #include "client/client.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -55,13 +56,6 @@ int g_failures = 0;
 
 void Fail(const std::string& what) {
   if (++g_failures <= 10) std::fprintf(stderr, "FAILURE: %s\n", what.c_str());
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(q * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }

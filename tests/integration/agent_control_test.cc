@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -513,13 +514,24 @@ TEST_F(AgentControlTest, ShutdownEndsAllSessionsCommandsTogether) {
   DaemonOptions options;
   options.engine.builtin.command_kill_grace = absl::Seconds(2);
   Start(options);
+  // Each command touches a file once its trap is in place.
+  std::filesystem::path ready =
+      std::filesystem::temp_directory_path() / absl::StrCat("toolexec-traps-", getpid());
+  std::filesystem::create_directories(ready);
   for (int i = 0; i < 4; ++i) {
-    v1::ToolResult started = Call(
-        "run_command", R"({"command_line":"trap '' TERM; sleep 60","background":true})",
-        OpenSession());
+    std::string args = absl::StrCat(R"({"command_line":"trap '' TERM; touch )",
+                                    (ready / std::to_string(i)).string(),
+                                    R"(; sleep 60","background":true})");
+    v1::ToolResult started = Call("run_command", args, OpenSession());
     ASSERT_TRUE(started.error_message().empty()) << started.error_message();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the traps install
+  for (absl::Time until = absl::Now() + absl::Seconds(30);
+       std::distance(std::filesystem::directory_iterator(ready),
+                     std::filesystem::directory_iterator()) < 4;) {
+    ASSERT_LT(absl::Now(), until) << "the commands did not start";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::filesystem::remove_all(ready);
   absl::Time start = absl::Now();
   daemon_->Shutdown();
   absl::Duration took = absl::Now() - start;

@@ -57,24 +57,25 @@ TEST(ExecutorTest, IdleThreadsRetire) {
 TEST(ExecutorTest, IdleThreadsRetireUnderATrickleOfTasks) {
   constexpr absl::Duration kIdle = absl::Milliseconds(500);
   Executor executor({.min_threads = 1, .max_threads = 64, .idle_timeout = kIdle});
-  absl::BlockingCounter burst(40);
-  for (int i = 0; i < 40; ++i) {
+  absl::BlockingCounter burst(64);
+  for (int i = 0; i < 64; ++i) {
     ASSERT_TRUE(executor.Submit([&] {
       absl::SleepFor(absl::Milliseconds(100));
       burst.DecrementCount();
     }).ok());
   }
   burst.Wait();
-  ASSERT_GE(executor.threads(), 20u);
+  ASSERT_GE(executor.threads(), 32u);
   // One tiny task every 5 ms for four idle timeouts: woken in turn, each of
-  // the 40 threads would see a task every 200 ms and never time out.
+  // the 64 threads would see a task every 320 ms and never time out. A few
+  // stay in the rotation when a loaded machine is slow to wake them.
   std::atomic<int> done{0};
   int sent = 0;
   for (absl::Time end = absl::Now() + 4 * kIdle; absl::Now() < end; ++sent) {
     ASSERT_TRUE(executor.Submit([&] { ++done; }).ok());
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_LE(executor.threads(), 4u);
+  EXPECT_LE(executor.threads(), 16u);
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_EQ(done.load(), sent);
 }

@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -758,6 +761,46 @@ TEST(RunnerTimerTest, WaitIdleWakesWhenTheLastCallEnds) {
   EXPECT_FALSE(runner.WaitIdle(absl::Now()));
   EXPECT_TRUE(runner.WaitIdle(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ(runner.pending_calls(), 0u);
+}
+
+// Resident bytes of this process (/proc/self/statm).
+size_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// A call that allocated 128 MiB in small pieces and kept one piece in 64
+// leaves glibc's freed pages between the kept ones resident; an idle runner
+// gives them back.
+TEST(RunnerHeapTest, HeapFreedByCallsIsReturnedOnceTheRunnerIsIdle) {
+  static std::vector<std::string>* kept = new std::vector<std::string>();
+  ToolRegistry registry;
+  auto fragment = [](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+    std::vector<std::string> all;
+    for (int i = 0; i < 32768; ++i) all.emplace_back(4000, static_cast<char>('a' + i % 26));
+    for (size_t i = 0; i < all.size(); i += 64) kept->push_back(std::move(all[i]));
+    return MakeObject();
+  };
+  ASSERT_TRUE(registry.Register(MakeTool("fragment", fragment), "test").ok());
+  ToolRunner runner(&registry, {});
+  size_t before = ResidentBytes();
+  ToolCallResult r = testing::RunOneCall(runner, "fragment", "{}");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  ASSERT_TRUE(runner.WaitIdle(absl::Now() + absl::Seconds(10)));
+  size_t after = ResidentBytes();
+  for (absl::Time until = absl::Now() + absl::Seconds(10);
+       after > before + (48u << 20) && absl::Now() < until; after = ResidentBytes()) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_LE(after, before + (48u << 20))
+      << "resident before " << (before >> 20) << " MiB, after " << (after >> 20) << " MiB";
+  kept->clear();
+  kept->shrink_to_fit();
 }
 
 }  // namespace

@@ -110,6 +110,9 @@ size_t ResultBytes(const ToolCallResult& r) {
 // A batch whose results held this much at once gives the freed heap back to
 // the system when it ends.
 constexpr size_t kTrimAfterHeldBytes = size_t{32} << 20;
+// How long the runner stays idle (no call pending) before it gives the heap
+// its calls freed back to the system: at most one trim per such pause.
+constexpr absl::Duration kIdleTrimDelay = absl::Seconds(1);
 
 std::string CancelMessage(CancelReason reason) {
   return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
@@ -154,7 +157,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       runner_->held_result_bytes_.fetch_sub(held);
       runner_->WakeBatchesWaiting();
     }
-    if (peak >= kTrimAfterHeldBytes) runner_->TrimHeap();
+    if (peak >= kTrimAfterHeldBytes) {
+      runner_->TrimHeap();
+    } else {
+      runner_->TrimHeapWhenIdle();
+    }
   }
 
   // Finds each call's tool, parses its arguments and orders the calls that
@@ -854,6 +861,17 @@ void ToolRunner::TrimHeap() {
   if (trimming_.exchange(true)) return;
   malloc_trim(0);
   trimming_.store(false);
+}
+
+void ToolRunner::TrimHeapWhenIdle() {
+  if (pending_calls_.load() != 0 || idle_trim_scheduled_.exchange(true)) return;
+  timers_.Schedule(absl::Now() + kIdleTrimDelay, [this] {
+    // On the delivery thread: the timer thread only decides.
+    (void)delivery_.Submit([this] {
+      idle_trim_scheduled_.store(false);
+      if (pending_calls_.load() == 0) TrimHeap();
+    });
+  });
 }
 
 void ToolRunner::CancelRunning() {

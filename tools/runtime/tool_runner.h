@@ -59,7 +59,8 @@
 // the gRPC thread whose write completed). A batch refused for the total cap
 // registers with the runner, which wakes it (RoomFreed) when a release brings
 // the total under the cap. When a batch that held a lot is destroyed, the
-// runner gives the freed heap back to the system (malloc_trim).
+// runner gives the freed heap back to the system (malloc_trim); so does a
+// runner that has been idle for a second after calls ended.
 //
 // Threads a call can cause, all bounded: one executor thread per running call
 // (Options::executor.max_threads, the daemon's --max_concurrent_calls; idle
@@ -327,6 +328,11 @@ class ToolRunner final {
   void WakeBatchesWaiting();
   // Gives freed heap back to the system after a large batch (once at a time).
   void TrimHeap();
+  // When nothing is pending: trims once the runner has stayed idle for a
+  // moment (a timer, then the delivery thread), so memory a burst of calls
+  // freed does not stay with the daemon (glibc keeps freed pages of its
+  // per-thread arenas resident).
+  void TrimHeapWhenIdle();
 
   const ToolRegistry* registry_;
   const Options options_;
@@ -335,6 +341,7 @@ class ToolRunner final {
   mutable absl::Mutex idle_mu_;
   std::atomic<size_t> held_result_bytes_{0};
   std::atomic<bool> trimming_{false};
+  std::atomic<bool> idle_trim_scheduled_{false};
   absl::Mutex room_mu_;
   std::vector<std::weak_ptr<Batch>> waiting_for_room_ ABSL_GUARDED_BY(room_mu_);
   // One thread (started on demand, retired when idle) that delivers the
