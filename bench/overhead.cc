@@ -384,16 +384,20 @@ void PrintBatch(const char* what, const std::vector<double>& ms, const char* tar
 
 int Main(int argc, char** argv) {
   Config config;
+  std::string audit_log;
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       config = QuickConfig();
+    } else if (arg.rfind("--audit_log=", 0) == 0) {
+      audit_log = arg.substr(std::string("--audit_log=").size());
     } else {
       std::fprintf(stderr,
-                   "unknown argument '%s'\nusage: %s [--quick]\n"
-                   "  --quick  small counts: a smoke run that checks correctness, not speed\n",
+                   "unknown argument '%s'\nusage: %s [--quick] [--audit_log=FILE]\n"
+                   "  --quick  small counts: a smoke run that checks correctness, not speed\n"
+                   "  --audit_log=FILE  the daemon writes its audit log there\n",
                    arg.c_str(), argv[0]);
       return 2;
     }
@@ -438,6 +442,7 @@ int Main(int argc, char** argv) {
   options.server.listen = "127.0.0.1:0";
   options.engine.workspace = workspace;
   options.engine.example_tools = true;
+  options.engine.hooks.audit_log = audit_log;
   auto daemon = Daemon::Create(options);
   if (!daemon.ok()) {
     std::fprintf(stderr, "cannot create the daemon: %s\n", daemon.status().ToString().c_str());
