@@ -59,6 +59,7 @@ struct Config {
   // Rules in the daemon's policy (none match the benchmark's calls, so every
   // call is still allowed, after all of them were evaluated); 0 = no policy.
   int policy_rules = 0;
+  std::string audit_log;         // --audit_log=FILE: the daemon writes its audit log there
   int rounds = 3;                // alternating rounds: echo, then daemon
   int warmup = 500;              // sequential warm-up RPCs per target
   int sequential = 3000;         // timed sequential RPCs per target per round
@@ -323,6 +324,7 @@ std::unique_ptr<Daemon> StartDaemon(const Config& config, const char* workspace,
     }
     options.engine.policy.rules.push_back(std::move(rule));
   }
+  options.engine.hooks.audit_log = config.audit_log;
   auto daemon = Daemon::Create(options);
   absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
   if (!started.ok()) {
@@ -655,6 +657,7 @@ int CompareWithEcho(const Config& config, const char* workspace) {
 int Main(int argc, char** argv) {
   bool quick = false, auth_only = false;
   int policy_rules = 0;
+  std::string audit_log;
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
@@ -666,12 +669,16 @@ int Main(int argc, char** argv) {
     } else if (arg.rfind("--policy_rules=", 0) == 0 &&
                absl::SimpleAtoi(arg.substr(std::strlen("--policy_rules=")), &policy_rules) &&
                policy_rules >= 0) {
+    } else if (arg.rfind("--audit_log=", 0) == 0) {
+      audit_log = arg.substr(std::strlen("--audit_log="));
     } else {
       std::fprintf(stderr,
                    "unknown argument '%s'\nusage: %s [--quick] [--auth] [--policy_rules=N]\n"
+                   "       [--audit_log=FILE]\n"
                    "  --quick  small counts: a smoke run that checks correctness, not speed\n"
                    "  --auth   only the authentication comparison (plaintext, token, TLS)\n"
-                   "  --policy_rules=N  give the daemon a policy of N rules (none matching)\n",
+                   "  --policy_rules=N  give the daemon a policy of N rules (none matching)\n"
+                   "  --audit_log=FILE  the daemon writes its audit log there\n",
                    arg.c_str(), argv[0]);
       return 2;
     }
@@ -679,6 +686,7 @@ int Main(int argc, char** argv) {
   Config config = quick ? QuickConfig() : Config();
   config.auth_only = auth_only;
   config.policy_rules = policy_rules;
+  config.audit_log = audit_log;
   if (policy_rules > 0) std::printf("policy: %d rules\n", policy_rules);
   // The daemon logs one info line per RPC; that would time spdlog, not toolexecd.
   spdlog::set_level(spdlog::level::warn);

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/policy.h"
+#include "core/hooks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
@@ -202,6 +203,8 @@ class RuntimeEngine final : public Engine {
   std::map<std::string, ResolvedSubagent> subagents_;
   // The MCP servers whose tools are registered; stopped after the calls.
   std::unique_ptr<mcp::McpServers> mcp_servers_;
+  // Before runner_: the runner's batches hold the hooks' interceptors.
+  std::shared_ptr<HookSet> hooks_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
   // Decides every batch before the runner sees it (S12). Destroyed before
@@ -253,6 +256,11 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   auto subagents = ResolveSubagents(o, registry_);
   if (!subagents.ok()) return subagents.status();
   subagents_ = std::move(*subagents);
+  // --- hooks: after every tool is registered (their filters name tools) ---
+  auto hooks = HookSet::Create(o.hooks, registry_);
+  if (!hooks.ok()) return hooks.status();
+  hooks_ = *std::move(hooks);
+  // --- end hooks ---
   if (o.artifact_dir.empty()) {
     artifacts_ = NewInMemoryArtifactStore();
   } else {
@@ -377,6 +385,9 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   batch.model_content_max_chars = spec.model_content_max_chars;
   batch.traceparent = spec.traceparent.empty() ? NewTraceparent() : std::move(spec.traceparent);
   const size_t calls = spec.calls.size();
+  // --- hooks: pre-call, on-error, post-call and the audit log, per call ---
+  batch.interceptor = hooks_->ForBatch(caller.name, spec.session_id);
+  // --- end hooks ---
   batch.calls = std::move(spec.calls);
   {
     // Checked and counted in one step, so a drain that has begun never misses
@@ -648,8 +659,10 @@ bool RuntimeEngine::Stop() {
   if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // fails MCP calls still waiting
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
     runner_->Shutdown();
+    hooks_->Shutdown();  // the hooks of results completed off their calls' threads
     return true;
   }
+  hooks_->Shutdown();
   runner_abandoned_ = true;
   spdlog::warn("{} tool call(s) ignored cancellation for {}; stopping without them",
                runner_->pending_calls(), absl::FormatDuration(options_.tool_stop_grace));

@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "core/policy.h"
+#include "core/hooks.h"
 #include "tools/builtin/builtin.h"
 #include "tools/mcp/options.h"
 #include "tools/runtime/metrics.h"
@@ -80,6 +81,9 @@ struct EngineOptions {
 
   // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
   PolicyOptions policy;
+
+  // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
+  HookOptions hooks;
 };
 
 }  // namespace toolexec

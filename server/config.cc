@@ -186,6 +186,51 @@ absl::StatusOr<CommandToolOptions> ToCommandTool(const v1::CommandToolConfig& c)
   return t;
 }
 
+// Command hooks and the audit log. A hook needs a name, an event and an
+// argv; its timeout_ms is 1 ms to 10 minutes (unset: 10 s). Whether the
+// program exists and the tools it names are registered is checked when the
+// engine starts (HookSet::Create).
+absl::Status ApplyHooks(const v1::DaemonConfig& config, HookOptions* hooks) {
+  constexpr uint64_t kMaxHookTimeoutMs = 10 * 60 * 1000;
+  for (int i = 0; i < config.hooks_size(); ++i) {
+    const v1::HookConfig& h = config.hooks(i);
+    if (h.name().empty()) return absl::InvalidArgumentError(absl::StrCat("hooks[", i, "] has no name"));
+    const std::string what = absl::StrCat("hook '", h.name(), "'");
+    CommandHookOptions o;
+    o.name = h.name();
+    switch (h.event()) {
+      case v1::HOOK_EVENT_PRE_CALL:
+        o.event = HookEvent::kPreCall;
+        break;
+      case v1::HOOK_EVENT_POST_CALL:
+        o.event = HookEvent::kPostCall;
+        break;
+      case v1::HOOK_EVENT_ON_ERROR:
+        o.event = HookEvent::kOnError;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": event is required: HOOK_EVENT_PRE_CALL, HOOK_EVENT_POST_CALL or "
+                  "HOOK_EVENT_ON_ERROR"));
+    }
+    if (h.argv().empty() || h.argv(0).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": argv is required (the program, then its arguments)"));
+    }
+    o.argv.assign(h.argv().begin(), h.argv().end());
+    if (h.timeout_ms() > kMaxHookTimeoutMs) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": timeout_ms is ", h.timeout_ms(),
+                                                     "; allowed 1 to ", kMaxHookTimeoutMs,
+                                                     " (10 minutes)"));
+    }
+    if (h.timeout_ms() > 0) o.timeout = absl::Milliseconds(static_cast<int64_t>(h.timeout_ms()));
+    o.tools.assign(h.tools().begin(), h.tools().end());
+    hooks->command_hooks.push_back(std::move(o));
+  }
+  hooks->audit_log = config.audit_log();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
@@ -417,6 +462,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (config.has_policy()) {
     if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
   }
+  // --- hooks and the audit log (core/hooks.h) ---
+  if (absl::Status s = ApplyHooks(config, &options->hooks); !s.ok()) return s;
+  // --- end hooks ---
   return absl::OkStatus();
 }
 

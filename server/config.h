@@ -30,7 +30,8 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::strin
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 
 // Copies every field the config sets (non-empty, non-zero) into `options`.
-// InvalidArgument for an unknown log level or a nameless subagent; the
+// InvalidArgument for an unknown log level, a nameless subagent or an
+// incomplete hook; the
 // ranges are ValidateOptions' job.
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);

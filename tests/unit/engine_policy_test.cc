@@ -326,12 +326,12 @@ TEST_F(EnginePolicyTest, ProfilesSelectNarrowAndAreInherited) {
   p.profiles.push_back(no_weather);
   Start(std::move(p));
   auto run = [&](const std::string& session_id, const std::string& tool,
-                 const std::string& args) {
+                 const std::string& args, const CallerIdentity* caller = nullptr) {
     BatchSpec spec;
     spec.session_id = session_id;
     spec.calls.push_back(Call("1", tool, args));
     Recorder r;
-    auto batch = engine_->StartBatch(caller_, std::move(spec), &r);
+    auto batch = engine_->StartBatch(caller ? *caller : caller_, std::move(spec), &r);
     EXPECT_TRUE(batch.ok()) << batch.status();
     EXPECT_TRUE(r.Wait());
     return std::move(r.results().at(0));
@@ -377,7 +377,9 @@ TEST_F(EnginePolicyTest, ProfilesSelectNarrowAndAreInherited) {
   CallerIdentity bound{"ci", "read_only"};
   auto by_caller = engine_->OpenSession(bound, {});
   ASSERT_TRUE(by_caller.ok());
-  EXPECT_EQ(run(by_caller->session_id, "create_file", R"({"file_path":"c.txt","contents":"x"})")
+  // (the session is the credential's own: another caller would not find it)
+  EXPECT_EQ(run(by_caller->session_id, "create_file", R"({"file_path":"c.txt","contents":"x"})",
+                &bound)
                 .status,
             ResultStatus::kDenied);
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
 
@@ -14,21 +15,8 @@ namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Collects a batch's results; Wait() returns once the batch is done.
-class Collector final : public BatchObserver {
- public:
-  void OnProgress(ProgressEvent) override {}
-  void OnResult(ToolCallResult result) override { results.push_back(std::move(result)); }
-  void OnBatchDone() override { done_.Notify(); }
-  void Wait() { done_.WaitForNotification(); }
-  std::vector<ToolCallResult> results;
-
- private:
-  absl::Notification done_;
-};
-
-using testing::Call;
+using toolexec::testing::Call;
+using toolexec::testing::Collector;
 
 // A batch of `calls` (move-only, so not from an initializer list).
 template <typename... Calls>

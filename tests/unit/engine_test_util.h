@@ -1,4 +1,5 @@
-// Helpers for tests that drive the Engine (or its policy) without a transport.
+// Helpers for tests that drive the Engine's policy without a transport (Call
+// and Collector are in tests/common/test_tools.h).
 #ifndef TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 
@@ -6,18 +7,10 @@
 #include <utility>
 
 #include "core/policy.h"
+#include "tests/common/test_tools.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec::testing {
-
-inline CallRequest Call(const std::string& id, const std::string& name,
-                        const std::string& args = "") {
-  CallRequest c;
-  c.id = id;
-  c.name = name;
-  c.args_json = args;
-  return c;
-}
 
 inline PolicyRuleOptions Rule(std::string name, std::string tool, PolicyDecision d) {
   PolicyRuleOptions r;

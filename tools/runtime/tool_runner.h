@@ -158,6 +158,40 @@ struct CallRequest {
   absl::Status refusal;
 };
 
+// Sees every call of a batch before its tool runs and every result before it
+// is delivered: how the engine's hooks (core/hooks.h) reach the runner. One
+// per batch; the batch holds it until its last task and timer have let go.
+//
+// Threads: BeforeCall runs on the executor thread running the call. OnError
+// and AfterCall run exactly once per call, for the result that completes it
+// (never for a result that lost the race, see "Completion" above), on the
+// thread that completes it: the call's executor thread (`on_call_thread`
+// true: it may block, bounded, and must honour `cancel`, tripped when the
+// batch is cancelled or the runner shuts down), or a timer, delivery or
+// cancelling thread (false: it must not block; hand slow work elsewhere).
+class CallInterceptor {
+ public:
+  virtual ~CallInterceptor() = default;
+  // After the arguments are prepared (S4) and the context checked, right
+  // before Tool::Call. May replace `args` (and then validates them itself).
+  // A non-OK status fails the call with that status's ErrorCode and message.
+  // `cancel` is the call's own token (client cancel, timeout, shutdown).
+  virtual absl::Status BeforeCall(uint32_t index, const RegisteredTool& tool,
+                                  const CallRequest& call, Json& args,
+                                  const CancellationToken& cancel) = 0;
+  // A failed result: a new model-facing message, or nullopt to keep it. The
+  // status and error code stay what they are.
+  virtual std::optional<std::string> OnError(uint32_t index, const CallRequest& call,
+                                             const JsonValue* args,
+                                             const ToolCallResult& result, bool on_call_thread,
+                                             const CancellationToken& cancel) = 0;
+  // Every result, failures included, after OnError. `args`: the arguments
+  // the tool got (or would have got), null when they never parsed.
+  virtual void AfterCall(uint32_t index, const CallRequest& call, const JsonValue* args,
+                         const ToolCallResult& result, bool on_call_thread,
+                         const CancellationToken& cancel) = 0;
+};
+
 struct BatchRequest {
   std::shared_ptr<Session> session;  // may be null
   std::vector<CallRequest> calls;
@@ -168,6 +202,8 @@ struct BatchRequest {
   // The batch's W3C traceparent, handed to every call (CallInfo) and on its
   // threads' log lines; "" = none.
   std::string traceparent;
+  // The engine's hooks for this batch; null = none.
+  std::shared_ptr<CallInterceptor> interceptor;
 };
 
 struct ProgressEvent {
