@@ -481,6 +481,24 @@ TEST_F(FsWalkTest, NoFollowFinal) {
   EXPECT_TRUE(out.valid());
 }
 
+// A directory wanted without following the final link: open(2) refuses a
+// symlink there with ENOTDIR (the link itself is not a directory), with O_PATH
+// or not, and so does the walk, whatever the link points to.
+TEST_F(FsWalkTest, NoFollowFinalLinkIsNotADirectory) {
+  for (int flags : {O_PATH | O_DIRECTORY, O_RDONLY | O_DIRECTORY}) {
+    for (const char* p : {"i1", "a/up", "link_out"}) {
+      SCOPED_TRACE(::testing::Message() << p << " flags " << flags);
+      fs::UniqueFd kernel(openat(root(), p, flags | O_NOFOLLOW | O_CLOEXEC));
+      EXPECT_FALSE(kernel.valid());
+      EXPECT_EQ(errno, ENOTDIR);
+      fs::internal::ResolveFailure f;
+      fs::UniqueFd fd = fs::internal::WalkBeneath(root(), p, flags, fs::FollowFinal::kNo, &f);
+      EXPECT_FALSE(fd.valid());
+      EXPECT_EQ(f.err, ENOTDIR);
+    }
+  }
+}
+
 TEST_F(FsWalkTest, RootItselfAndDotDotInside) {
   for (const char* p : {".", "", "a/..", "a/b/../..", "a/up"}) {
     SCOPED_TRACE(p);

@@ -280,6 +280,9 @@ UniqueFd WalkBeneath(int root_fd, absl::string_view relative, int flags, FollowF
       if (fstat(fd.get(), &st) != 0) return fail(errno, where(comp));
       if (S_ISLNK(st.st_mode)) {
         if (last && follow == FollowFinal::kNo) {
+          // As open(2) with O_NOFOLLOW: the link is not a directory, and only
+          // O_PATH opens the link itself.
+          if (flags & O_DIRECTORY) return fail(ENOTDIR, where(comp));
           if (flags & O_PATH) return fd;
           return fail(ELOOP, absl::StrCat("'", where(comp), "' is a symbolic link"));
         }
