@@ -404,7 +404,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   const absl::Time accepted = absl::Now();
   // ---- policy (S12): deny, ask or run; before hooks ----
   auto handle = policy_->StartBatch(
-      caller.profile, std::move(batch), observer,
+      caller.name, caller.profile, std::move(batch), observer,
       [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
   // ---- end policy ----
   if (!handle.ok()) {
@@ -594,12 +594,12 @@ absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity& caller,
   return artifacts_->Delete((*session)->artifact_scope(), name, version);
 }
 
-absl::Status RuntimeEngine::RespondPermission(const CallerIdentity&,
+absl::Status RuntimeEngine::RespondPermission(const CallerIdentity& caller,
                                               const std::string& request_id,
                                               PermissionAnswer answer,
                                               const std::string& reason) {
   NoteCall();
-  return policy_->Respond(request_id, answer, reason);
+  return policy_->Respond(caller.name, request_id, answer, reason);
 }
 
 bool RuntimeEngine::WaitForBatches(absl::Time deadline) {

@@ -442,6 +442,9 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
 
  public:
   const std::string session_id;  // "" = none
+  // The caller whose batch asks; only it may answer. Set before the ask is
+  // published in Shared::asks, never changed after.
+  std::string caller_name_;
   // Kept for FailWithoutRunner (the batch itself moves into the runner).
   std::vector<std::string> call_ids_;
   std::vector<std::string> call_names_;
@@ -582,15 +585,16 @@ void PolicyEngine::CancelAll() {
   for (const auto& ask : asks) ask->Cancel();
 }
 
-absl::Status PolicyEngine::Respond(const std::string& request_id, PermissionAnswer answer,
-                                   const std::string& reason) {
+absl::Status PolicyEngine::Respond(const std::string& caller_name, const std::string& request_id,
+                                   PermissionAnswer answer, const std::string& reason) {
   std::shared_ptr<PendingAsk> ask;
   {
     absl::MutexLock lock(&shared_->mu);
     auto it = shared_->asks.find(request_id);
     if (it != shared_->asks.end()) ask = it->second;
   }
-  if (ask == nullptr) {
+  // Another caller's question is as unknown to this one as its sessions.
+  if (ask == nullptr || ask->caller_name_ != caller_name) {
     return absl::NotFoundError(absl::StrCat(
         "permission request '", request_id,
         "' is not pending (answered, timed out, cancelled, or never sent by this daemon)"));
@@ -635,7 +639,7 @@ std::string Describe(const PermissionRequirement& target, const std::vector<std:
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
-    const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
+    const std::string& caller_name, const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
     StartFn start) {
   PolicyChain chain;
   std::shared_ptr<GrantSet> grants;
@@ -741,6 +745,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
   std::vector<std::string> tool_of_call = call_names;
   auto ask = std::make_shared<PendingAsk>(shared_, std::move(batch), observer, std::move(start),
                                           grants);
+  ask->caller_name_ = caller_name;
   ask->call_ids_ = std::move(call_ids);
   ask->call_names_ = std::move(call_names);
   std::vector<PermissionRequestEvent> events;

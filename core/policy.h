@@ -198,14 +198,18 @@ class PolicyEngine final {
   // Decides `batch` and starts it through `start`, now or once asked.
   // Errors: InvalidArgument for an unknown caller profile; `start`'s error
   // when it starts now.
-  absl::StatusOr<std::shared_ptr<BatchHandle>> StartBatch(const std::string& caller_profile,
+  // `caller_name` owns the questions the batch asks: only the same caller
+  // can answer them (Respond).
+  absl::StatusOr<std::shared_ptr<BatchHandle>> StartBatch(const std::string& caller_name,
+                                                          const std::string& caller_profile,
                                                           BatchRequest batch,
                                                           BatchObserver* observer,
                                                           StartFn start);
 
   // Answers one PermissionRequest. NotFound when `request_id` is not pending
-  // (answered, timed out or cancelled).
-  absl::Status Respond(const std::string& request_id, PermissionAnswer answer,
+  // (answered, timed out or cancelled) or another caller's batch asked it.
+  absl::Status Respond(const std::string& caller_name, const std::string& request_id,
+                       PermissionAnswer answer,
                        const std::string& reason);
 
   // Cancels every pending ask (drain, stop).

@@ -148,6 +148,12 @@ TEST_F(EnginePolicyTest, AskAllowOnceRunsTheBatchAndAsksAgainNextTime) {
   EXPECT_FALSE(tree_.Exists("out/a.txt"));
   EXPECT_EQ(engine_->in_flight_batches(), 1);
 
+  // Only the caller whose batch asked can answer: to another it is unknown.
+  EXPECT_EQ(engine_->RespondPermission(CallerIdentity{"someone else", ""},
+                                       requests[0].request_id, PermissionAnswer::kAllowOnce, "")
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.result_count(), 0u);
   ASSERT_TRUE(engine_
                   ->RespondPermission(caller_, requests[0].request_id,
                                       PermissionAnswer::kAllowOnce, "")
