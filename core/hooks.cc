@@ -76,21 +76,6 @@ absl::StatusOr<Json> ParseAnswer(const CommandHook& hook, const std::string& out
 
 }  // namespace
 
-absl::string_view ResultStatusName(ResultStatus s) {
-  switch (s) {
-    case ResultStatus::kSuccess:
-      return "success";
-    case ResultStatus::kError:
-      return "error";
-    case ResultStatus::kTimeout:
-      return "timeout";
-    case ResultStatus::kCancelled:
-      return "cancelled";
-    case ResultStatus::kDenied:
-      return "denied";
-  }
-  return "error";
-}
 
 // One batch's view of the hooks: binds the caller and session, and remembers
 // each call's pre-call outcome for the audit log.

@@ -121,10 +121,6 @@ class Hook {
 
 enum class HookEvent { kPreCall, kPostCall, kOnError };
 
-// "success", "error", "timeout", "cancelled" or "denied": a result's status
-// in the hooks' events and the audit log.
-absl::string_view ResultStatusName(ResultStatus status);
-
 // A command hook from the config (HookConfig).
 struct CommandHookOptions {
   std::string name;

@@ -310,7 +310,7 @@ void PrometheusMetrics::CallCompleted(const RegisteredTool* tool, ResultStatus s
   if (counter == nullptr) {  // first time: the family's lock, once per label set
     counter = &state_->calls.Add({{"tool", slots.name},
                                   {"server_name", slots.server_name},
-                                  {"status", std::string(ResultStatusLabel(status))}});
+                                  {"status", std::string(ResultStatusName(status))}});
     slots.calls[s].store(counter, std::memory_order_release);
   }
   counter->Increment();

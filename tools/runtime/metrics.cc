@@ -9,20 +9,4 @@ ProcessCountersData& ProcessCounters() {
   return *counters;
 }
 
-absl::string_view ResultStatusLabel(ResultStatus status) {
-  switch (status) {
-    case ResultStatus::kSuccess:
-      return "success";
-    case ResultStatus::kError:
-      return "error";
-    case ResultStatus::kTimeout:
-      return "timeout";
-    case ResultStatus::kCancelled:
-      return "cancelled";
-    case ResultStatus::kDenied:
-      return "denied";
-  }
-  return "error";
-}
-
 }  // namespace toolexec

@@ -62,10 +62,6 @@ struct ProcessCountersData {
 };
 ProcessCountersData& ProcessCounters();
 
-// "success", "error", "timeout", "cancelled", "denied": the label values of
-// a call's status.
-absl::string_view ResultStatusLabel(ResultStatus status);
-
 }  // namespace toolexec
 
 #endif  // TOOLEXEC_TOOLS_RUNTIME_METRICS_H_

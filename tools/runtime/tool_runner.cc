@@ -881,6 +881,22 @@ void ToolRunner::WakeBatchesWaiting() {
   }
 }
 
+absl::string_view ResultStatusName(ResultStatus status) {
+  switch (status) {
+    case ResultStatus::kSuccess:
+      return "success";
+    case ResultStatus::kError:
+      return "error";
+    case ResultStatus::kTimeout:
+      return "timeout";
+    case ResultStatus::kCancelled:
+      return "cancelled";
+    case ResultStatus::kDenied:
+      return "denied";
+  }
+  return "error";
+}
+
 void ToolRunner::TrimHeap() {
   if (trimming_.exchange(true)) return;
   malloc_trim(0);

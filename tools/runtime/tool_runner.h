@@ -98,6 +98,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/json.h"
@@ -112,6 +113,10 @@ namespace toolexec {
 
 // Mirrors toolexec.v1.ResultStatus.
 enum class ResultStatus { kSuccess, kError, kTimeout, kCancelled, kDenied };
+
+// "success", "error", "timeout", "cancelled" or "denied": a status as the
+// audit log, hooks' events and metric labels name it.
+absl::string_view ResultStatusName(ResultStatus status);
 
 // S3: the structured error on a failed result.
 struct ToolCallError {
