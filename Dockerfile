@@ -4,7 +4,12 @@
 #
 #   docker build -t toolexecd .                          # from the repo root
 #   docker build --build-arg RUN_TESTS=1 -t toolexecd .  # also run every test
-#   docker run --rm --stop-timeout 45 -v ws:/workspace toolexecd
+#   docker run --rm --stop-timeout 45 -v ws:/workspace \
+#     -v "$PWD/tokens:/run/secrets/toolexec/tokens:ro" toolexecd
+#
+# Callers need a bearer token from the token file at /run/secrets/toolexec/tokens
+# (lines "TOKEN [NAME [PROFILE]]", owned by uid 10001, mode 0600; see deploy/README.md);
+# without that file the daemon refuses to start. Health needs no token.
 #
 # Docker's default stop timeout (10 s) is shorter than the daemon's SIGTERM
 # drain (limits.drain_grace_ms, 30 s): pass --stop-timeout 45 (compose sets
@@ -50,17 +55,21 @@ WORKDIR /workspace
 USER toolexec
 
 # Fails the image build if a shared library is missing from the runtime
-# package list or the baked-in example config does not load.
-RUN toolexecd --check_config --config=/etc/toolexec/toolexecd.textproto --workspace=/workspace
+# package list or the baked-in example config does not load with the
+# ENTRYPOINT's and CMD's flags (a throwaway token file stands in for the real one).
+RUN umask 077 && printf 'image-build-check\n' > /tmp/tokens \
+ && toolexecd --check_config --listen=0.0.0.0:50051 --workspace=/workspace \
+      --config=/etc/toolexec/toolexecd.textproto --token_file=/tmp/tokens \
+ && rm /tmp/tokens
 
 EXPOSE 50051
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["toolexec", "health", "--target=127.0.0.1:50051"]
 # Flags win over the config file, so listen/workspace are fixed for the
-# container whatever config is mounted; override CMD to use another config.
-# toolexecd authenticates no caller yet, so serving all interfaces must be
-# asked for by name: keep the port reachable only by the model gateway
-# (compose network, Kubernetes NetworkPolicy, no published port).
-ENTRYPOINT ["toolexecd", "--listen=0.0.0.0:50051", "--workspace=/workspace", "--insecure_allow_unauthenticated"]
-CMD ["--config=/etc/toolexec/toolexecd.textproto"]
+# container whatever config is mounted; override CMD to use another config or
+# token file (or TLS: --tls_cert_file, --tls_key_file, --tls_client_ca_file).
+# Still keep the port reachable only by the model gateway (compose network,
+# Kubernetes NetworkPolicy, no published port).
+ENTRYPOINT ["toolexecd", "--listen=0.0.0.0:50051", "--workspace=/workspace"]
+CMD ["--config=/etc/toolexec/toolexecd.textproto", "--token_file=/run/secrets/toolexec/tokens"]

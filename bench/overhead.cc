@@ -8,7 +8,10 @@
 //   - the same client code for both (a sync stub per channel, ClientReader
 //     loop), sequential and 8-concurrent, in alternating rounds so machine
 //     noise hits both targets alike;
-//   - 64 x wait{ms:100} and 1000 x get_weather, each in one batch.
+//   - 64 x wait{ms:100} and 1000 x get_weather, each in one batch;
+//   - what authentication costs per call: the same trivial call to four more
+//     in-process daemons, plaintext, bearer token, TLS, and TLS + token, in
+//     alternating rounds, with the ratios to plaintext (--auth: only this).
 //
 // Exit status: 0 whatever the timings (a benchmark reports; CI never times),
 // 1 if any RPC failed or any result was not a SUCCESS with the right index,
@@ -24,14 +27,20 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/stats.h"
 #include "bench/echo.grpc.pb.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -46,6 +55,11 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
   bool quick = false;
+  bool auth_only = false;        // --auth: only the authentication comparison
+  // Rules in the daemon's policy (none match the benchmark's calls, so every
+  // call is still allowed, after all of them were evaluated); 0 = no policy.
+  int policy_rules = 0;
+  std::string audit_log;         // --audit_log=FILE: the daemon writes its audit log there
   int rounds = 3;                // alternating rounds: echo, then daemon
   int warmup = 500;              // sequential warm-up RPCs per target
   int sequential = 3000;         // timed sequential RPCs per target per round
@@ -123,13 +137,14 @@ class EchoService final : public Echo::CallbackService {
 
 // ---- the client: identical for both targets --------------------------------------
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewChannel(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Each channel gets its own connection: without this, channels with equal
   // arguments share one subchannel (one TCP connection) process-wide.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   // gRPC deadlines take system_clock time points only.
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
     Fail("cannot connect to " + address);
@@ -170,10 +185,13 @@ bool CheckResult(const v1::ExecuteBatchRequest& request, int index,
 
 // One ExecuteBatch RPC, read to the end and checked. Returns its wall time in
 // microseconds. Templated only over the stub type: the code path is the same.
+// A non-empty `authorization` is sent as that metadata (a bearer token).
 template <typename Stub>
-double RunBatch(Stub& stub, const v1::ExecuteBatchRequest& request) {
+double RunBatch(Stub& stub, const v1::ExecuteBatchRequest& request,
+                const std::string& authorization = "") {
   const auto start = Clock::now();
   grpc::ClientContext context;
+  if (!authorization.empty()) context.AddMetadata("authorization", authorization);
   // Bounds a hung server in CI; far above any expected time.
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   std::unique_ptr<grpc::ClientReader<v1::ExecuteBatchResponse>> reader =
@@ -206,16 +224,25 @@ double RunBatch(Stub& stub, const v1::ExecuteBatchRequest& request) {
   return std::chrono::duration<double, std::micro>(end - start).count();
 }
 
-// The two targets, each with a sync stub on its own channel for the
-// sequential runs, and a way to make a fresh channel per concurrent thread.
+// A target: a sync stub on its own channel for the sequential runs, a way to
+// make a fresh channel per concurrent thread, and what every call sends
+// (channel credentials, and an authorization header or "").
 template <typename Service>
 struct Target {
+  Target(std::string name, std::string address)
+      : name(std::move(name)), address(std::move(address)) {}
+
   std::string name;
   std::string address;
   std::unique_ptr<typename Service::Stub> stub;
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  std::string authorization;
 
   std::unique_ptr<typename Service::Stub> NewStub() const {
-    return Service::NewStub(NewChannel(address));
+    return Service::NewStub(NewChannel(address, credentials));
+  }
+  double Run(typename Service::Stub& s, const v1::ExecuteBatchRequest& request) const {
+    return RunBatch(s, request, authorization);
   }
 };
 
@@ -242,15 +269,6 @@ v1::ExecuteBatchRequest WaitBatch(int calls, int ms) {
 }
 
 // ---- statistics -------------------------------------------------------------
-
-// Nearest-rank percentile of `v` (sorted in place).
-double Percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(q * static_cast<double>(v.size()) + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
 
 double Median(std::vector<double> v) { return Percentile(v, 0.5); }
 
@@ -280,6 +298,42 @@ RoundResult Summarize(std::vector<double> latencies_us, double seconds) {
   return r;
 }
 
+// ---- the servers ---------------------------------------------------------------
+
+// toolexecd in-process on 127.0.0.1:0 with the example tools; null (said on
+// stderr) if it cannot start.
+std::unique_ptr<Daemon> StartDaemon(const Config& config, const char* workspace,
+                                    const AuthOptions& auth, const char* what) {
+  DaemonOptions options;
+  options.server.listen = "127.0.0.1:0";
+  options.server.auth = auth;
+  options.engine.workspace = workspace;
+  options.engine.example_tools = true;
+  for (int i = 0; i < config.policy_rules; ++i) {
+    // Alternately a command rule for every tool and a path rule for one tool:
+    // each is looked at for every call, none matches get_weather or wait.
+    PolicyRuleOptions rule;
+    rule.name = "rule " + std::to_string(i);
+    rule.decision = PolicyDecision::kDeny;
+    if (i % 2 == 0) {
+      rule.tool = "*";
+      rule.command_pattern = "forbidden" + std::to_string(i) + " *";
+    } else {
+      rule.tool = "view_file";
+      rule.path_glob = "*.secret" + std::to_string(i);
+    }
+    options.engine.policy.rules.push_back(std::move(rule));
+  }
+  options.engine.hooks.audit_log = config.audit_log;
+  auto daemon = Daemon::Create(options);
+  absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
+  if (!started.ok()) {
+    std::fprintf(stderr, "cannot start the %s daemon: %s\n", what, started.ToString().c_str());
+    return nullptr;
+  }
+  return *std::move(daemon);
+}
+
 // ---- the measurements -----------------------------------------------------------
 
 template <typename Service>
@@ -288,7 +342,7 @@ RoundResult Sequential(const Target<Service>& target, const v1::ExecuteBatchRequ
   std::vector<double> latencies;
   latencies.reserve(n);
   const auto start = Clock::now();
-  for (int i = 0; i < n; ++i) latencies.push_back(RunBatch(*target.stub, request));
+  for (int i = 0; i < n; ++i) latencies.push_back(target.Run(*target.stub, request));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return Summarize(std::move(latencies), seconds);
 }
@@ -308,7 +362,7 @@ RoundResult Concurrent(const Target<Service>& target, const v1::ExecuteBatchRequ
   for (int t = 0; t < config.threads; ++t) {
     threads.emplace_back([&, t] {
       auto stub = target.NewStub();
-      for (int i = 0; i < config.per_thread_warmup; ++i) RunBatch(*stub, request);
+      for (int i = 0; i < config.per_thread_warmup; ++i) target.Run(*stub, request);
       latencies[t].reserve(config.per_thread);
       {
         std::unique_lock<std::mutex> lock(mu);
@@ -316,7 +370,9 @@ RoundResult Concurrent(const Target<Service>& target, const v1::ExecuteBatchRequ
         cv.notify_all();
         cv.wait(lock, [&] { return go; });
       }
-      for (int i = 0; i < config.per_thread; ++i) latencies[t].push_back(RunBatch(*stub, request));
+      for (int i = 0; i < config.per_thread; ++i) {
+        latencies[t].push_back(target.Run(*stub, request));
+      }
     });
   }
   Clock::time_point start;
@@ -338,7 +394,7 @@ template <typename Service>
 std::vector<double> RepeatBatch(const Target<Service>& target,
                                 const v1::ExecuteBatchRequest& request, int repeats) {
   std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) ms.push_back(RunBatch(*target.stub, request) / 1000.0);
+  for (int i = 0; i < repeats; ++i) ms.push_back(target.Run(*target.stub, request) / 1000.0);
   return ms;
 }
 
@@ -382,37 +438,146 @@ void PrintBatch(const char* what, const std::vector<double>& ms, const char* tar
               Median(ms), target, runs.c_str());
 }
 
-int Main(int argc, char** argv) {
-  Config config;
-  std::string command_line;
-  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
-      config = QuickConfig();
-    } else {
-      std::fprintf(stderr,
-                   "unknown argument '%s'\nusage: %s [--quick]\n"
-                   "  --quick  small counts: a smoke run that checks correctness, not speed\n",
-                   arg.c_str(), argv[0]);
-      return 2;
+// ---- authentication: what a token and TLS cost per call ---------------------------
+
+// A scratch directory with a token file and a self-signed certificate for
+// 127.0.0.1 (made by the openssl command line tool); removed by its destructor.
+struct AuthFiles {
+  std::filesystem::path dir;
+  std::string token = "bench-token-3e1f9a0c7b5d2468";
+  std::string token_file, cert_file, key_file, cert_pem;
+
+  ~AuthFiles() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool MakeAuthFiles(AuthFiles* files) {
+  char dir_template[] = "/tmp/bench_overhead_auth.XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) {
+    std::perror("mkdtemp");
+    return false;
+  }
+  files->dir = dir_template;
+  files->token_file = (files->dir / "tokens").string();
+  files->cert_file = (files->dir / "cert.pem").string();
+  files->key_file = (files->dir / "key.pem").string();
+  std::ofstream(files->token_file) << files->token << " bench\n";
+  // Owner-only, as toolexecd wants a token file (it warns otherwise).
+  std::filesystem::permissions(files->token_file, std::filesystem::perms::owner_read |
+                                                      std::filesystem::perms::owner_write);
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout '" +
+      files->key_file + "' -out '" + files->cert_file + "' >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::fprintf(stderr, "cannot make a test certificate: `%s` failed (is openssl installed?)\n",
+                 command.c_str());
+    return false;
+  }
+  files->cert_pem = ReadFile(files->cert_file);
+  return !files->cert_pem.empty();
+}
+
+// One in-process daemon per way of calling it, identical but for its auth.
+struct AuthCase {
+  const char* name;
+  bool token;
+  bool tls;
+};
+constexpr AuthCase kAuthCases[] = {
+    {"plaintext", false, false},
+    {"token", true, false},
+    {"TLS", false, true},
+    {"TLS+token", true, true},
+};
+
+void PrintAuthTable(const char* title, const std::vector<Summary>& rows) {
+  std::printf("\n%s\n", title);
+  std::printf("  %-10s %10s %10s %12s %13s %15s   %s\n", "target", "p50 µs", "p99 µs", "RPC/s",
+              "p50 vs plain", "RPC/s vs plain", "per-round p50 µs");
+  const Summary& plain = rows.front();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Summary& row = rows[i];
+    std::printf("  %-10s %10.1f %10.1f %12.0f %6.2fx %+5.0f %14.2fx   %s\n", kAuthCases[i].name,
+                row.p50(), row.p99(), row.rps(), row.p50() / plain.p50(),
+                row.p50() - plain.p50(), row.rps() / plain.rps(),
+                Rounds(row, &RoundResult::p50_us).c_str());
+  }
+}
+
+// Returns 0, or 2 if a daemon (or the certificate) could not be made.
+int CompareAuth(const Config& config, const char* workspace) {
+  AuthFiles files;
+  if (!MakeAuthFiles(&files)) return 2;
+  std::vector<std::unique_ptr<Daemon>> daemons;
+  std::vector<Target<v1::ToolExecutor>> targets;
+  for (const AuthCase& c : kAuthCases) {
+    AuthOptions auth;
+    if (c.token) auth.token_file = files.token_file;
+    if (c.tls) {
+      auth.tls.cert_file = files.cert_file;
+      auth.tls.key_file = files.key_file;
+    }
+    std::unique_ptr<Daemon> daemon = StartDaemon(config, workspace, auth, c.name);
+    if (daemon == nullptr) return 2;
+    Target<v1::ToolExecutor> target(c.name, daemon->address());
+    if (c.tls) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = files.cert_pem;
+      target.credentials = grpc::SslCredentials(ssl);
+    }
+    if (c.token) target.authorization = "Bearer " + files.token;
+    target.stub = target.NewStub();
+    targets.push_back(std::move(target));
+    daemons.push_back(std::move(daemon));
+  }
+
+  const v1::ExecuteBatchRequest trivial = GetWeatherBatch(1);
+  std::printf("\nAuthentication: the same trivial call to %zu in-process daemons that differ only "
+              "in auth\n(token: a bearer token checked against a token file; TLS: a self-signed "
+              "RSA-2048 certificate;\nchannels are connected before timing, so a figure is the "
+              "per-call cost, not the handshake)\n",
+              targets.size());
+  for (int i = 0; i < config.warmup; ++i) {
+    for (const auto& target : targets) target.Run(*target.stub, trivial);
+  }
+  std::vector<Summary> sequential(targets.size()), concurrent(targets.size());
+  for (int round = 0; round < config.rounds; ++round) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      sequential[i].rounds.push_back(Sequential(targets[i], trivial, config.sequential));
     }
   }
-  // The daemon logs one info line per RPC; that would time spdlog, not toolexecd.
-  spdlog::set_level(spdlog::level::warn);
-  // As toolexecd's main does: Debian's abseil checks every Mutex acquisition
-  // for lock-order cycles, which production turns off; measure what it runs.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  for (int round = 0; round < config.rounds; ++round) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      concurrent[i].rounds.push_back(Concurrent(targets[i], trivial, config));
+    }
+  }
+  char title[160];
+  std::snprintf(title, sizeof(title),
+                "Auth, sequential: 1 client thread, %d single-call batches per round",
+                config.sequential);
+  PrintAuthTable(title, sequential);
+  std::snprintf(title, sizeof(title),
+                "Auth, concurrent: %d client threads, one channel each, %d batches per thread "
+                "per round",
+                config.threads, config.per_thread);
+  PrintAuthTable(title, concurrent);
+  for (auto& daemon : daemons) daemon->Shutdown();
+  return 0;
+}
 
-  std::printf("bench_overhead: toolexecd ExecuteBatch vs a bare gRPC echo (same gRPC, same "
-              "messages, same client)\n");
-  std::printf("command: %s\n", command_line.c_str());
-  std::printf("gRPC %s, %u CPUs, spdlog level warn (per-RPC info logs off so they do not distort "
-              "timing)%s\n",
-              grpc::Version().c_str(), std::thread::hardware_concurrency(),
-              config.quick ? "\n--quick: small counts for a smoke run; timings not meaningful"
-                           : "");
-
+// The daemon against the bare echo, and the batch figures. Returns 0, or 2 if
+// a server could not start.
+int CompareWithEcho(const Config& config, const char* workspace) {
   // The echo.
   EchoService echo_service;
   grpc::ServerBuilder echo_builder;
@@ -427,30 +592,12 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  // The daemon, with an empty workspace of its own.
-  char workspace_template[] = "/tmp/bench_overhead.XXXXXX";
-  const char* workspace = mkdtemp(workspace_template);
-  if (workspace == nullptr) {
-    std::perror("mkdtemp");
-    return 2;
-  }
-  DaemonOptions options;
-  options.server.listen = "127.0.0.1:0";
-  options.engine.workspace = workspace;
-  options.engine.example_tools = true;
-  auto daemon = Daemon::Create(options);
-  if (!daemon.ok()) {
-    std::fprintf(stderr, "cannot create the daemon: %s\n", daemon.status().ToString().c_str());
-    return 2;
-  }
-  if (absl::Status s = (*daemon)->Start(); !s.ok()) {
-    std::fprintf(stderr, "cannot start the daemon: %s\n", s.ToString().c_str());
-    return 2;
-  }
+  std::unique_ptr<Daemon> daemon = StartDaemon(config, workspace, AuthOptions(), "plaintext");
+  if (daemon == nullptr) return 2;
 
-  Target<Echo> echo{"echo", "127.0.0.1:" + std::to_string(echo_port), nullptr};
+  Target<Echo> echo("echo", "127.0.0.1:" + std::to_string(echo_port));
   echo.stub = echo.NewStub();
-  Target<v1::ToolExecutor> toolexecd{"daemon", (*daemon)->address(), nullptr};
+  Target<v1::ToolExecutor> toolexecd("daemon", daemon->address());
   toolexecd.stub = toolexecd.NewStub();
 
   const v1::ExecuteBatchRequest trivial = GetWeatherBatch(1);
@@ -501,10 +648,72 @@ int Main(int argc, char** argv) {
   std::snprintf(what, sizeof(what), "echo   %d x get_weather", config.trivial_batch_calls);
   PrintBatch(what, RepeatBatch(echo, trivial_batch, config.batch_repeats), "(reference)");
 
-  (*daemon)->Shutdown();
+  daemon->Shutdown();
   echo_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   echo_server->Wait();
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  bool quick = false, auth_only = false;
+  int policy_rules = 0;
+  std::string audit_log;
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--auth") {
+      auth_only = true;
+    } else if (arg.rfind("--policy_rules=", 0) == 0 &&
+               absl::SimpleAtoi(arg.substr(std::strlen("--policy_rules=")), &policy_rules) &&
+               policy_rules >= 0) {
+    } else if (arg.rfind("--audit_log=", 0) == 0) {
+      audit_log = arg.substr(std::strlen("--audit_log="));
+    } else {
+      std::fprintf(stderr,
+                   "unknown argument '%s'\nusage: %s [--quick] [--auth] [--policy_rules=N]\n"
+                   "       [--audit_log=FILE]\n"
+                   "  --quick  small counts: a smoke run that checks correctness, not speed\n"
+                   "  --auth   only the authentication comparison (plaintext, token, TLS)\n"
+                   "  --policy_rules=N  give the daemon a policy of N rules (none matching)\n"
+                   "  --audit_log=FILE  the daemon writes its audit log there\n",
+                   arg.c_str(), argv[0]);
+      return 2;
+    }
+  }
+  Config config = quick ? QuickConfig() : Config();
+  config.auth_only = auth_only;
+  config.policy_rules = policy_rules;
+  config.audit_log = audit_log;
+  if (policy_rules > 0) std::printf("policy: %d rules\n", policy_rules);
+  // The daemon logs one info line per RPC; that would time spdlog, not toolexecd.
+  spdlog::set_level(spdlog::level::warn);
+  // As toolexecd's main does: Debian's abseil checks every Mutex acquisition
+  // for lock-order cycles, which production turns off; measure what it runs.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+
+  std::printf("bench_overhead: toolexecd ExecuteBatch vs a bare gRPC echo (same gRPC, same "
+              "messages, same client)\n");
+  std::printf("command: %s\n", command_line.c_str());
+  std::printf("gRPC %s, %u CPUs, spdlog level warn (per-RPC info logs off so they do not distort "
+              "timing)%s\n",
+              grpc::Version().c_str(), std::thread::hardware_concurrency(),
+              config.quick ? "\n--quick: small counts for a smoke run; timings not meaningful"
+                           : "");
+
+  // The daemons' workspace: empty, their own.
+  char workspace_template[] = "/tmp/bench_overhead.XXXXXX";
+  const char* workspace = mkdtemp(workspace_template);
+  if (workspace == nullptr) {
+    std::perror("mkdtemp");
+    return 2;
+  }
+  int status = config.auth_only ? 0 : CompareWithEcho(config, workspace);
+  if (status == 0) status = CompareAuth(config, workspace);
   rmdir(workspace);
+  if (status != 0) return status;
 
   const int64_t failures = g_failures.load();
   if (failures > 0) {

@@ -1,8 +1,12 @@
 #include "client/client.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -16,7 +20,9 @@ namespace health = ::grpc::health::v1;
 // limit would turn a big (but legitimate) result into a failed RPC.
 constexpr int kMaxReceiveMessageBytes = 64 * 1024 * 1024;
 
-void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
+// The deadline, and the bearer token (if any) as `authorization` metadata.
+void Prepare(grpc::ClientContext* context, const std::string& token, absl::Duration timeout) {
+  if (!token.empty()) context->AddMetadata("authorization", absl::StrCat("Bearer ", token));
   // An infinite deadline is expressed by not setting one at all.
   if (timeout == absl::InfiniteDuration()) return;
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
@@ -24,9 +30,9 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
 
 // One unary call: `invoke` performs the stub call on a fresh context.
 template <typename Response, typename Invoke>
-absl::StatusOr<Response> Unary(absl::Duration timeout, Invoke invoke) {
+absl::StatusOr<Response> Unary(const std::string& token, absl::Duration timeout, Invoke invoke) {
   grpc::ClientContext context;
-  SetDeadline(&context, timeout);
+  Prepare(&context, token, timeout);
   Response response;
   grpc::Status status = invoke(&context, &response);
   if (!status.ok()) return ToAbslStatus(status);
@@ -50,6 +56,24 @@ const char* JsonKind(char first) {
                  ? "a number"
                  : "not JSON";
   }
+}
+
+// A credentials file, whole (they are small; more than 1 MiB is a mistake).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[8192];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > (1 << 20)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " ", path, " is larger than 1 MiB"));
+    }
+  }
+  return text;
 }
 
 }  // namespace
@@ -126,6 +150,55 @@ std::unique_ptr<Client> Client::Create(const std::string& target) {
       target, grpc::InsecureChannelCredentials(), args));
 }
 
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(
+    const std::string& target, const ClientCredentials& credentials) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials =
+      grpc::InsecureChannelCredentials();
+  const bool tls = !credentials.tls_ca_file.empty() ||
+                   !credentials.tls_cert_file.empty() ||
+                   !credentials.tls_key_file.empty();
+  if (tls) {
+    if (credentials.tls_cert_file.empty() != credentials.tls_key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "a client certificate needs its key: give both --tls-cert and --tls-key");
+    }
+    grpc::SslCredentialsOptions ssl;
+    // Empty = the system's trusted roots.
+    if (!credentials.tls_ca_file.empty()) {
+      auto ca = ReadSmallFile(credentials.tls_ca_file, "TLS CA file");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *std::move(ca);
+    }
+    if (!credentials.tls_cert_file.empty()) {
+      auto cert = ReadSmallFile(credentials.tls_cert_file, "TLS certificate file");
+      if (!cert.ok()) return cert.status();
+      auto key = ReadSmallFile(credentials.tls_key_file, "TLS key file");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *std::move(cert);
+      ssl.pem_private_key = *std::move(key);
+    }
+    channel_credentials = grpc::SslCredentials(ssl);
+  }
+  auto client = FromChannel(grpc::CreateCustomChannel(target, channel_credentials, args));
+  client->token_ = credentials.token;
+  return client;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  auto text = ReadSmallFile(path, "token file");
+  if (!text.ok()) return text.status();
+  // The first line's first field, so that a daemon's token file line
+  // "TOKEN NAME PROFILE" also works as a client's.
+  std::string token(absl::StripAsciiWhitespace(*text));
+  token = token.substr(0, token.find_first_of(" \t\r\n"));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("token file ", path, " is empty"));
+  }
+  return token;
+}
+
 std::unique_ptr<Client> Client::FromChannel(
     std::shared_ptr<grpc::ChannelInterface> channel) {
   return std::unique_ptr<Client>(new Client(std::move(channel)));
@@ -139,7 +212,7 @@ Client::Client(std::shared_ptr<grpc::ChannelInterface> channel)
 absl::StatusOr<v1::ListToolsResponse> Client::ListTools(
     const v1::ListToolsRequest& request, absl::Duration timeout) {
   return Unary<v1::ListToolsResponse>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->ListTools(context, request, response);
       });
 }
@@ -149,9 +222,16 @@ absl::Status Client::ExecuteBatch(
     const std::function<void(const v1::ExecuteBatchResponse&)>& on_event,
     absl::Duration timeout) {
   grpc::ClientContext context;
-  SetDeadline(&context, timeout);
+  Prepare(&context, /*token=*/"", timeout);
+  return ExecuteBatch(&context, request, on_event);
+}
+
+absl::Status Client::ExecuteBatch(
+    grpc::ClientContext* context, const v1::ExecuteBatchRequest& request,
+    const std::function<void(const v1::ExecuteBatchResponse&)>& on_event) {
+  Prepare(context, token_, absl::InfiniteDuration());
   std::unique_ptr<grpc::ClientReader<v1::ExecuteBatchResponse>> reader =
-      stub_->ExecuteBatch(&context, request);
+      stub_->ExecuteBatch(context, request);
   v1::ExecuteBatchResponse response;
   while (reader->Read(&response)) {
     on_event(response);
@@ -176,7 +256,7 @@ absl::StatusOr<std::vector<v1::ToolResult>> Client::ExecuteBatchCollect(
 absl::StatusOr<v1::Session> Client::OpenSession(
     const v1::OpenSessionRequest& request, absl::Duration timeout) {
   return Unary<v1::Session>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->OpenSession(context, request, response);
       });
 }
@@ -184,7 +264,7 @@ absl::StatusOr<v1::Session> Client::OpenSession(
 absl::StatusOr<v1::Session> Client::UpdateSession(
     const v1::UpdateSessionRequest& request, absl::Duration timeout) {
   return Unary<v1::Session>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->UpdateSession(context, request, response);
       });
 }
@@ -192,7 +272,7 @@ absl::StatusOr<v1::Session> Client::UpdateSession(
 absl::StatusOr<v1::CloseSessionResponse> Client::CloseSession(
     const v1::CloseSessionRequest& request, absl::Duration timeout) {
   return Unary<v1::CloseSessionResponse>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->CloseSession(context, request, response);
       });
 }
@@ -200,7 +280,7 @@ absl::StatusOr<v1::CloseSessionResponse> Client::CloseSession(
 absl::StatusOr<v1::GetStateResponse> Client::GetState(
     const v1::GetStateRequest& request, absl::Duration timeout) {
   return Unary<v1::GetStateResponse>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->GetState(context, request, response);
       });
 }
@@ -208,7 +288,7 @@ absl::StatusOr<v1::GetStateResponse> Client::GetState(
 absl::StatusOr<v1::RespondPermissionResponse> Client::RespondPermission(
     const v1::RespondPermissionRequest& request, absl::Duration timeout) {
   return Unary<v1::RespondPermissionResponse>(
-      timeout, [&](grpc::ClientContext* context, auto* response) {
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
         return stub_->RespondPermission(context, request, response);
       });
 }
@@ -216,7 +296,7 @@ absl::StatusOr<v1::RespondPermissionResponse> Client::RespondPermission(
 std::unique_ptr<Watch> Client::WatchSession(
     const v1::WatchSessionRequest& request, absl::Duration timeout) {
   std::unique_ptr<Watch> watch(new Watch());
-  SetDeadline(&watch->context_, timeout);
+  Prepare(&watch->context_, token_, timeout);
   watch->reader_ = stub_->WatchSession(&watch->context_, request);
   return watch;
 }
@@ -227,7 +307,7 @@ Client::HealthStatus(const std::string& service, absl::Duration timeout) {
   request.set_service(service);
   absl::StatusOr<health::HealthCheckResponse> response =
       Unary<health::HealthCheckResponse>(
-          timeout, [&](grpc::ClientContext* context, auto* out) {
+          token_, timeout, [&](grpc::ClientContext* context, auto* out) {
             return health_stub_->Check(context, request, out);
           });
   if (!response.ok()) return response.status();

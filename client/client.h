@@ -78,12 +78,33 @@ class Watch final {
   bool finished_ = false;
 };
 
+// How a client proves who it is to a toolexecd that authenticates callers.
+struct ClientCredentials {
+  // Sent on every RPC as "authorization: Bearer <token>"; "" = none.
+  std::string token;
+  // TLS when any of these is set. PEM files: the CA that signed the daemon's
+  // certificate ("" = the system's trusted roots), and the client's own
+  // certificate and key for a daemon that requires one (mTLS).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+};
+
+// The token of a token file: its first line's first field (so a daemon's
+// line "TOKEN NAME PROFILE" works too). NotFound / InvalidArgument naming
+// the file (never the token) if it cannot be read or is empty.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 class Client final {
  public:
   // An insecure channel to `target`: "host:port" or "unix:/path/to.sock".
   // Never fails here; a bad or unreachable target fails each RPC with
   // UNAVAILABLE.
   static std::unique_ptr<Client> Create(const std::string& target);
+  // A channel with `credentials`. Fails only for a credentials file that
+  // cannot be read, or a certificate without its key.
+  static absl::StatusOr<std::unique_ptr<Client>> Create(const std::string& target,
+                                                        const ClientCredentials& credentials);
   // Over an existing channel (tests: an in-process channel).
   static std::unique_ptr<Client> FromChannel(
       std::shared_ptr<grpc::ChannelInterface> channel);
@@ -103,6 +124,13 @@ class Client final {
       const v1::ExecuteBatchRequest& request,
       const std::function<void(const v1::ExecuteBatchResponse&)>& on_event,
       absl::Duration timeout = kNoDeadline);
+
+  // The same over a context the caller owns (its deadline is the caller's;
+  // the client adds its token): context->TryCancel() from any thread ends the
+  // batch, and the daemon cancels its unfinished calls.
+  absl::Status ExecuteBatch(
+      grpc::ClientContext* context, const v1::ExecuteBatchRequest& request,
+      const std::function<void(const v1::ExecuteBatchResponse&)>& on_event);
 
   // Runs a batch and returns only its results, in call order.
   absl::StatusOr<std::vector<v1::ToolResult>> ExecuteBatchCollect(
@@ -144,6 +172,7 @@ class Client final {
   std::shared_ptr<grpc::ChannelInterface> channel_;
   std::unique_ptr<v1::ToolExecutor::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_stub_;
+  std::string token_;  // "" = send none
 };
 
 }  // namespace toolexec

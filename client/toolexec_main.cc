@@ -5,6 +5,8 @@
 // Flags are parsed by hand: the binary links no flags library, and a handful
 // of flags do not need one.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -28,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/mcp_server.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -43,6 +46,8 @@ constexpr int kExitRpcFailed = 3;
 
 constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 constexpr char kTargetEnv[] = "TOOLEXEC_TARGET";
+constexpr char kTokenEnv[] = "TOOLEXEC_TOKEN";
+constexpr char kMcpServerVersion[] = "1.0.0";
 
 constexpr char kUsage[] =
     R"(usage: toolexec [--target=ADDR] [--timeout=SECONDS] [--session=ID] COMMAND [ARGS]
@@ -65,6 +70,9 @@ commands:
                            {"calls":[...], "session_id":"...", "timeout":"5s"};
                            prints each event (result, progress, permission
                            request) as one JSON line as it arrives
+  mcp [--set NAME]         serve the daemon's tools (or the tool set NAME) as an
+                           MCP server over stdio (newline-delimited JSON-RPC),
+                           for an MCP client to spawn; logs go to stderr
   health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
   help                     print this text (also --help, -h)
 
@@ -74,7 +82,15 @@ flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
   --timeout=SECONDS    deadline of the RPC, may be fractional (default: 30 for
                        list, 5 for health; none for call and batch, whose calls
                        the daemon times out itself)
-  --session=ID         run in this session (list, call, batch)
+  --session=ID         run in this session (list, call, batch, mcp)
+  --token-file=FILE    send the token in FILE (its first field) as
+                       "authorization: Bearer <token>" (default: $TOOLEXEC_TOKEN,
+                       the token itself)
+  --tls-ca=FILE        use TLS; trust the daemon's certificate if this PEM CA
+                       signed it (TLS with the system's roots when only
+                       --tls-cert/--tls-key are given)
+  --tls-cert=FILE      with --tls-key: the client certificate for a daemon that
+  --tls-key=FILE       requires one (mTLS)
 
 exit status:
   0  success; for health, the status is SERVING
@@ -93,6 +109,8 @@ struct Options {
   std::string tool_set;  // list --set
   v1::DeclarationFormat format = v1::DECLARATION_FORMAT_NATIVE;  // list --format
   std::string service;   // health --service
+  ClientCredentials credentials;
+  std::string token_file;
   bool help = false;
 };
 
@@ -106,10 +124,14 @@ const std::vector<FlagSpec>& Flags() {
   static const auto* const kFlags = new std::vector<FlagSpec>{
       {"target", {}},
       {"timeout", {}},
-      {"session", {"list", "call", "batch"}},
-      {"set", {"list"}},
+      {"session", {"list", "call", "batch", "mcp"}},
+      {"set", {"list", "mcp"}},
       {"format", {"list"}},
       {"service", {"health"}},
+      {"token-file", {}},
+      {"tls-ca", {}},
+      {"tls-cert", {}},
+      {"tls-key", {}},
   };
   return *kFlags;
 }
@@ -189,7 +211,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     size_t max;
   };
   static const auto* const kArity = new std::map<absl::string_view, Arity>{
-      {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}}};
+      {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}},
+      {"mcp", {0, 0}}};
   auto arity = kArity->find(options.command);
   if (arity == kArity->end()) {
     return absl::InvalidArgumentError(
@@ -228,6 +251,14 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       }
     } else if (name == "service") {
       options.service = value;
+    } else if (name == "token-file") {
+      options.token_file = value;
+    } else if (name == "tls-ca") {
+      options.credentials.tls_ca_file = value;
+    } else if (name == "tls-cert") {
+      options.credentials.tls_cert_file = value;
+    } else if (name == "tls-key") {
+      options.credentials.tls_key_file = value;
     }
   }
   if (options.target.empty()) {
@@ -510,10 +541,33 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return kExitOk;
   }
-  std::unique_ptr<Client> client = Client::Create(options->target);
+  if (!options->token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(options->token_file);
+    if (!token.ok()) {
+      std::cerr << "toolexec: " << token.status().message() << "\n";
+      return kExitUsage;
+    }
+    options->credentials.token = *std::move(token);
+  } else if (const char* env = std::getenv(kTokenEnv); env != nullptr) {
+    options->credentials.token = std::string(absl::StripAsciiWhitespace(env));
+  }
+  absl::StatusOr<std::unique_ptr<Client>> created =
+      Client::Create(options->target, options->credentials);
+  if (!created.ok()) {
+    std::cerr << "toolexec: " << created.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::unique_ptr<Client> client = *std::move(created);
   if (options->command == "list") return RunList(*client, *options);
   if (options->command == "call") return RunCall(*client, *options);
   if (options->command == "batch") return RunBatch(*client, *options);
+  if (options->command == "mcp") {
+    McpServer::Options mcp;
+    mcp.tool_set = options->tool_set;
+    mcp.session_id = options->session;
+    mcp.version = kMcpServerVersion;
+    return McpServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
+  }
   return RunHealth(*client, *options);  // the only command left
 }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <system_error>
 #include <thread>
+
+#include <unistd.h>  // environ
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -13,12 +15,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/policy.h"
+#include "core/hooks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/examples/examples.h"
+#include "tools/builtin/command/environment.h"
+#include "tools/mcp/mcp_tools.h"
 #include "tools/runtime/executor.h"
+#include "tools/runtime/trace_context.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
@@ -32,7 +39,7 @@ struct ResolvedSubagent {
 };
 
 // The tools an engine registers, in order (S1): the chosen built-ins, the
-// declared tools (S9), then the example tools.
+// declared tools (S9), the example tools, then the command tools.
 absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
   // Register every built-in in a scratch registry, then keep the chosen ones:
   // the selection is by tool and tool-set names, which need the registry.
@@ -52,6 +59,12 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
   if (options.example_tools) {
     if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
+  }
+  // --- command tools (config command_tools) ---
+  if (absl::Status s =
+          RegisterConfiguredCommandTools(registry, options.builtin, options.command_tools);
+      !s.ok()) {
+    return s;
   }
   return absl::OkStatus();
 }
@@ -152,12 +165,23 @@ class RuntimeEngine final : public Engine {
                                                     const std::string& name) override;
   absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                               const std::string& name, int64_t version) override;
+  absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
+                                 PermissionAnswer answer, const std::string& reason) override;
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }
   int in_flight_batches() const override {
     absl::MutexLock lock(&mu_);
     return in_flight_;
+  }
+  Stats stats() const override {
+    Stats s;
+    s.calls_running = runner_->running_calls();
+    size_t pending = runner_->pending_calls();
+    s.calls_queued = pending > s.calls_running ? pending - s.calls_running : 0;
+    s.sessions_open = sessions_->size();
+    s.batches_in_flight = in_flight_batches();
+    return s;
   }
 
  private:
@@ -168,7 +192,8 @@ class RuntimeEngine final : public Engine {
   }
   SessionInfo InfoOf(const Session& s) const;
   // The session `id`, marked as in use; artifacts need one.
-  absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const std::string& id);
+  absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const CallerIdentity& caller,
+                                                           const std::string& id);
   bool WaitForBatches(absl::Time deadline);
 
   const EngineOptions options_;
@@ -176,8 +201,15 @@ class RuntimeEngine final : public Engine {
   std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
   std::unique_ptr<ArtifactStore> artifacts_;
   std::map<std::string, ResolvedSubagent> subagents_;
+  // The MCP servers whose tools are registered; stopped after the calls.
+  std::unique_ptr<mcp::McpServers> mcp_servers_;
+  // Before runner_: the runner's batches hold the hooks' interceptors.
+  std::shared_ptr<HookSet> hooks_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
+  // Decides every batch before the runner sees it (S12). Destroyed before
+  // the runner: it cancels the batches still waiting for an answer.
+  std::unique_ptr<PolicyEngine> policy_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
   std::thread sweeper_;
   absl::Notification stop_sweeper_;
@@ -208,12 +240,27 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   EngineOptions with_subagents = o;
   with_subagents.builtin = std::move(builtin);
   if (absl::Status s = RegisterEngineTools(with_subagents, registry_); !s.ok()) return s;
+  // ---- MCP servers' tools, after the built-ins -------------------------------
+  if (!o.mcp_servers.empty()) {
+    // stdio servers start from the daemon's environment without its secrets,
+    // snapshotted now (before main seals them away).
+    auto servers = mcp::McpServers::Start(o.mcp_servers, command::ScrubEnvironment(environ, {}));
+    if (!servers.ok()) return servers.status();
+    mcp_servers_ = std::move(*servers);
+    if (absl::Status s = mcp_servers_->Register(registry_); !s.ok()) return s;
+  }
+  // ---- end MCP servers -------------------------------------------------------
   if (extra_tools) {
     if (absl::Status s = extra_tools(registry_); !s.ok()) return s;
   }
   auto subagents = ResolveSubagents(o, registry_);
   if (!subagents.ok()) return subagents.status();
   subagents_ = std::move(*subagents);
+  // --- hooks: after every tool is registered (their filters name tools) ---
+  auto hooks = HookSet::Create(o.hooks, registry_);
+  if (!hooks.ok()) return hooks.status();
+  hooks_ = *std::move(hooks);
+  // --- end hooks ---
   if (o.artifact_dir.empty()) {
     artifacts_ = NewInMemoryArtifactStore();
   } else {
@@ -233,6 +280,10 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   runner_options.artifacts = artifacts_.get();
   runner_options.model_content_default_chars = o.model_content_default_chars;
   runner_options.model_content_max_chars = o.model_content_max_chars;
+  if (o.metrics != nullptr) {
+    o.metrics->AddTools(registry_);
+    runner_options.metrics = o.metrics.get();
+  }
   try {
     runner_ = std::make_unique<ToolRunner>(&registry_, runner_options);
   } catch (const std::system_error& e) {  // its timer thread could not start
@@ -241,9 +292,13 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   }
   SessionManager::Options session_options;
   session_options.max_sessions = o.max_sessions;
+  session_options.max_sessions_per_owner = o.max_sessions_per_caller;
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
   sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
+  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path());
+  if (!policy.ok()) return policy.status();
+  policy_ = *std::move(policy);
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
     auto sweeper = StartThread([this, every] {
@@ -285,11 +340,11 @@ SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
 }
 
 absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
-    const CallerIdentity&, const std::string& session_id, const std::string& tool_set) {
+    const CallerIdentity& caller, const std::string& session_id, const std::string& tool_set) {
   NoteCall();
   std::shared_ptr<Session> session;
   if (!session_id.empty()) {
-    auto s = sessions_->Get(session_id);
+    auto s = sessions_->Get(session_id, caller.name);
     if (!s.ok()) return s.status();
     session = std::move(*s);
   }
@@ -303,7 +358,7 @@ absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
 }
 
 absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
-    const CallerIdentity&, BatchSpec spec, BatchObserver* observer) {
+    const CallerIdentity& caller, BatchSpec spec, BatchObserver* observer) {
   NoteCall();
   const absl::Status shutting_down = absl::UnavailableError(
       "toolexecd is shutting down and accepts no new batches; retry on another instance");
@@ -315,7 +370,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   }
   BatchRequest batch;
   if (!spec.session_id.empty()) {
-    auto session = sessions_->Get(spec.session_id);
+    auto session = sessions_->Get(spec.session_id, caller.name);
     if (!session.ok()) return session.status();
     (*session)->Touch();
     batch.session = std::move(*session);
@@ -328,6 +383,11 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     batch.timeout = spec.timeout;
   }
   batch.model_content_max_chars = spec.model_content_max_chars;
+  batch.traceparent = spec.traceparent.empty() ? NewTraceparent() : std::move(spec.traceparent);
+  const size_t calls = spec.calls.size();
+  // --- hooks: pre-call, on-error, post-call and the audit log, per call ---
+  batch.interceptor = hooks_->ForBatch(caller.name, spec.session_id);
+  // --- end hooks ---
   batch.calls = std::move(spec.calls);
   {
     // Checked and counted in one step, so a drain that has begun never misses
@@ -340,15 +400,27 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     absl::MutexLock lock(&mu_);
     --in_flight_;
   };
-  auto handle = runner_->Start(std::move(batch), observer);
+  MetricsSink* metrics = options_.metrics.get();
+  const absl::Time accepted = absl::Now();
+  // ---- policy (S12): deny, ask or run; before hooks ----
+  auto handle = policy_->StartBatch(
+      caller.name, caller.profile, std::move(batch), observer,
+      [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
+  // ---- end policy ----
   if (!handle.ok()) {
     release();
     return handle.status();
   }
-  return std::make_unique<StartedBatch>(*std::move(handle), std::move(release));
+  if (metrics != nullptr) metrics->BatchStarted(calls);
+  // Released once the batch's outcome has reached the caller: its latency.
+  return std::make_unique<StartedBatch>(
+      *std::move(handle), [release = std::move(release), metrics, accepted] {
+        if (metrics != nullptr) metrics->BatchFinished(absl::Now() - accepted);
+        release();
+      });
 }
 
-absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
+absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& caller,
                                                        OpenSessionSpec spec) {
   NoteCall();
   if (draining()) {
@@ -359,6 +431,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   options.user_id = std::move(spec.user_id);
   options.parent_session_id = std::move(spec.parent_session_id);
   options.state_keys = std::move(spec.state_keys);
+  options.owner = caller.name;
   const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
   if (!spec.subagent.empty()) {
     // S7: the subagent's own tool list; the request may not widen or narrow it.
@@ -390,10 +463,14 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   }
   if (options.tools.empty() && !options.parent_session_id.empty()) {
     // A child sees no more tools than its parent.
-    if (auto parent = sessions_->Get(options.parent_session_id); parent.ok()) {
+    if (auto parent = sessions_->Get(options.parent_session_id, caller.name); parent.ok()) {
       options.tools = (*parent)->tools();
     }
   }
+  // Policy (S12): the parent's profiles, the caller's, then the requested one.
+  auto chain =
+      policy_->ChainForSession(options.parent_session_id, caller.profile, spec.policy_profile);
+  if (!chain.ok()) return chain.status();
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);
     if (!root.ok()) return root.status();
@@ -401,65 +478,76 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity&,
   }
   auto session = sessions_->Open(std::move(options));
   if (!session.ok()) return session.status();
+  policy_->AttachSession(*session, *std::move(chain));
   return InfoOf(**session);
 }
 
-absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity&,
+absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity& caller,
                                                          const std::string& session_id,
                                                          bool idle) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   (*session)->set_idle(idle);
   (*session)->Touch();
   return InfoOf(**session);
 }
 
-void RuntimeEngine::CloseSession(const CallerIdentity&, const std::string& session_id,
+void RuntimeEngine::CloseSession(const CallerIdentity& caller, const std::string& session_id,
                                  MergeOptions merge,
                                  std::function<void(absl::StatusOr<MergeResult>)> done) {
   NoteCall();
+  // Another caller's session does not exist for this one. Ids are never
+  // reused, so the session checked here is the one closed below.
+  if (auto owned = sessions_->Get(session_id, caller.name); !owned.ok()) {
+    return done(owned.status());
+  }
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
-    done(sessions_->Close(session_id, merge));
+    auto closed = sessions_->Close(session_id, merge);
+    // Policy (S12): its batches still waiting for an answer are cancelled.
+    if (closed.ok()) policy_->DetachSession(session_id);
+    done(std::move(closed));
   };
   // Submit fails once the executor is shut down or when no thread can be
   // started: close on this thread then.
   if (!session_work_.Submit(close).ok()) close();
 }
 
-absl::StatusOr<Json> RuntimeEngine::GetState(const CallerIdentity&, const std::string& session_id,
+absl::StatusOr<Json> RuntimeEngine::GetState(const CallerIdentity& caller,
+                                             const std::string& session_id,
                                              const std::vector<std::string>& keys) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   return (*session)->tool_state().Snapshot(keys);
 }
 
 absl::StatusOr<std::unique_ptr<Subscription>> RuntimeEngine::Watch(
-    const CallerIdentity&, const std::string& session_id,
+    const CallerIdentity& caller, const std::string& session_id,
     std::shared_ptr<SessionListener> listener) {
   NoteCall();
-  auto session = sessions_->Get(session_id);
+  auto session = sessions_->Get(session_id, caller.name);
   if (!session.ok()) return session.status();
   int id = (*session)->AddListener(std::move(listener));
   return std::make_unique<Subscription>(
       [session = *std::move(session), id] { session->RemoveListener(id); });
 }
 
-absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(const std::string& id) {
+absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::ArtifactSession(
+    const CallerIdentity& caller, const std::string& id) {
   NoteCall();
   if (id.empty()) {
     return absl::InvalidArgumentError("session_id is required: artifacts belong to a session");
   }
-  auto session = sessions_->Get(id);
+  auto session = sessions_->Get(id, caller.name);
   if (session.ok()) (*session)->Touch();
   return session;
 }
 
-void RuntimeEngine::SaveArtifact(const CallerIdentity&, const std::string& session_id,
+void RuntimeEngine::SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
                                  const std::string& name, Artifact artifact,
                                  std::function<void(absl::StatusOr<int64_t>)> done) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return done(session.status());
   // Through the session, as a tool's save: a child's saves are staged for
   // its merge (S11), "user:" names included.
@@ -470,9 +558,9 @@ void RuntimeEngine::SaveArtifact(const CallerIdentity&, const std::string& sessi
 }
 
 absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(
-    const CallerIdentity&, const std::string& session_id, const std::string& name,
+    const CallerIdentity& caller, const std::string& session_id, const std::string& name,
     int64_t version) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   if (version < 0) {
     return absl::InvalidArgumentError("version must be 0 (latest) or a version number");
@@ -481,28 +569,37 @@ absl::StatusOr<std::pair<Artifact, int64_t>> RuntimeEngine::LoadArtifact(
 }
 
 absl::StatusOr<std::vector<std::string>> RuntimeEngine::ListArtifacts(
-    const CallerIdentity&, const std::string& session_id) {
-  auto session = ArtifactSession(session_id);
+    const CallerIdentity& caller, const std::string& session_id) {
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   return artifacts_->List((*session)->artifact_scope());
 }
 
-absl::StatusOr<std::vector<int64_t>> RuntimeEngine::ListVersions(const CallerIdentity&,
+absl::StatusOr<std::vector<int64_t>> RuntimeEngine::ListVersions(const CallerIdentity& caller,
                                                                  const std::string& session_id,
                                                                  const std::string& name) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   return artifacts_->Versions((*session)->artifact_scope(), name);
 }
 
-absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity&, const std::string& session_id,
+absl::Status RuntimeEngine::DeleteArtifact(const CallerIdentity& caller,
+                                           const std::string& session_id,
                                            const std::string& name, int64_t version) {
-  auto session = ArtifactSession(session_id);
+  auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return session.status();
   if (version < 0) {
     return absl::InvalidArgumentError("version must be 0 (all) or a version number");
   }
   return artifacts_->Delete((*session)->artifact_scope(), name, version);
+}
+
+absl::Status RuntimeEngine::RespondPermission(const CallerIdentity& caller,
+                                              const std::string& request_id,
+                                              PermissionAnswer answer,
+                                              const std::string& reason) {
+  NoteCall();
+  return policy_->Respond(caller.name, request_id, answer, reason);
 }
 
 bool RuntimeEngine::WaitForBatches(absl::Time deadline) {
@@ -525,6 +622,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
     spdlog::warn("drain grace period over: cancelling {} batch(es)", in_flight_batches());
     // Their unfinished calls complete as CANCELLED and are still delivered,
     // so every caller learns what happened to every call.
+    policy_->CancelAll();  // batches still waiting for a permission answer
     runner_->CancelRunning();
     WaitForBatches(absl::Now() + absl::Seconds(2));
   }
@@ -545,6 +643,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
   // session) ends here, all at once: a kill grace is waited out once, not
   // once per session in CloseAll.
   for (const auto& t : registry_.tools()) t->tool->shutdown();
+  if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // MCP servers end with the calls
   // Ends Watch subscriptions and runs every tool's cleanup_session.
   sessions_->CloseAll();
   return all_finished;
@@ -555,11 +654,15 @@ bool RuntimeEngine::Stop() {
   stopped_ = true;
   draining_.store(true, std::memory_order_release);
   // Bounded: a tool that ignores cancellation must not hold the daemon up.
+  if (policy_ != nullptr) policy_->CancelAll();
   runner_->CancelRunning();
+  if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // fails MCP calls still waiting
   if (runner_->WaitIdle(absl::Now() + options_.tool_stop_grace)) {
     runner_->Shutdown();
+    hooks_->Shutdown();  // the hooks of results completed off their calls' threads
     return true;
   }
+  hooks_->Shutdown();
   runner_abandoned_ = true;
   spdlog::warn("{} tool call(s) ignored cancellation for {}; stopping without them",
                runner_->pending_calls(), absl::FormatDuration(options_.tool_stop_grace));

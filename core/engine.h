@@ -20,6 +20,10 @@
 // - OpenSession resolves the tools (a subagent's, the request's selection, or
 //   the parent's), and opens each workspace beneath the daemon's workspace
 //   handle (no path is checked first and opened later).
+// - Sessions belong to the caller that opened them (CallerIdentity::name): to
+//   any other caller a session, its batches, state, messages and artifacts
+//   are NOT_FOUND, as if it did not exist. An authenticated caller may hold
+//   max_sessions_per_caller open sessions (RESOURCE_EXHAUSTED past it).
 // - Drain(deadline) and then, after the transport has stopped, Stop(): see
 //   each below.
 //
@@ -27,6 +31,7 @@
 // -------
 // Every call may come from any thread at once; none blocks on tool code.
 // Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
+// a batch waiting for a permission answer holds no thread (core/policy.h);
 // per-call deadlines fire on the runner's timer thread. CloseSession runs
 // each tool's cleanup (which may wait out a command's kill grace) on the
 // engine's session-work executor and answers through its callback there;
@@ -75,6 +80,10 @@ struct BatchSpec {
   // model_content characters per call; 0 = the engine's default, capped by
   // its maximum.
   uint32_t model_content_max_chars = 0;
+  // The W3C traceparent the tools hand on (tools/runtime/trace_context.h):
+  // the caller's trace with the transport's span as parent. "" = the engine
+  // starts a new trace.
+  std::string traceparent;
 };
 
 // A started batch. Cancel() completes its unfinished calls as CANCELLED. The
@@ -109,6 +118,9 @@ struct OpenSessionSpec {
   std::vector<std::string> disabled_tools;
   // Relative to the daemon's workspace, or absolute inside it.
   std::vector<std::string> workspaces;
+  // A policy profile (core/policy.h); "" = the parent's, the caller's or the
+  // daemon's default policy.
+  std::string policy_profile;
 };
 
 // What a caller sees of a session.
@@ -205,6 +217,15 @@ class Engine {
   virtual absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                                       const std::string& name, int64_t version) = 0;
 
+  // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
+  // NOT_FOUND when it is not pending.
+  virtual absl::Status RespondPermission(const CallerIdentity& /*caller*/,
+                                         const std::string& /*request_id*/,
+                                         PermissionAnswer /*answer*/,
+                                         const std::string& /*reason*/) {
+    return absl::UnimplementedError("this engine asks no permission");
+  }
+
   // Refuses new batches and sessions with UNAVAILABLE from now on, waits for
   // the batches in flight until `deadline`, then cancels the rest (their
   // calls complete as CANCELLED and are still delivered) and waits briefly
@@ -222,6 +243,15 @@ class Engine {
 
   virtual bool draining() const = 0;
   virtual int in_flight_batches() const = 0;
+
+  // What an exporter shows when scraped (cheap: atomics and one lock each).
+  struct Stats {
+    size_t calls_running = 0;  // tool code running
+    size_t calls_queued = 0;   // accepted, not running yet (or waiting for the client)
+    size_t sessions_open = 0;
+    int batches_in_flight = 0;
+  };
+  virtual Stats stats() const { return {}; }
 };
 
 }  // namespace toolexec

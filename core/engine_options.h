@@ -7,11 +7,16 @@
 #define TOOLEXEC_CORE_ENGINE_OPTIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/policy.h"
+#include "core/hooks.h"
 #include "tools/builtin/builtin.h"
+#include "tools/mcp/options.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
 
@@ -51,6 +56,9 @@ struct EngineOptions {
   uint32_t model_content_max_chars = kDefaultModelContentMaxChars;
 
   uint32_t max_sessions = 10000;
+  // Open sessions (children included) per authenticated caller, counted by
+  // CallerIdentity::name; unauthenticated callers share max_sessions only.
+  uint32_t max_sessions_per_caller = 1000;
   int session_max_depth = 5;
   absl::Duration session_idle_ttl = kDefaultSessionIdleTtl;  // zero = never
 
@@ -61,6 +69,21 @@ struct EngineOptions {
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
+  // Tools run by the user's programs (config command_tools), registered
+  // after the built-in, declared and example tools.
+  std::vector<CommandToolOptions> command_tools;
+  // MCP servers whose tools are registered after the built-ins (tools/mcp).
+  std::vector<mcp::McpServerOptions> mcp_servers;
+
+  // Told of calls, batches and permission decisions (tools/runtime/metrics.h);
+  // null = not measured.
+  std::shared_ptr<MetricsSink> metrics;
+
+  // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
+  PolicyOptions policy;
+
+  // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
+  HookOptions hooks;
 };
 
 }  // namespace toolexec

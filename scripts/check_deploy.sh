@@ -13,8 +13,12 @@
 #   - the JSON and text proto example configs say the same thing, every stop
 #     timeout is longer than the configured drain grace, and deploy/README.md
 #     mentions every file;
-#   - each example config loads in `toolexecd --check_config`, and a broken one
-#     is refused.
+#   - the token Secret, its mount and the --token_file flag that names it agree
+#     (Kubernetes, compose, the image's CMD), nothing passes
+#     --insecure_allow_unauthenticated, and the NetworkPolicy selects toolexecd's
+#     pods and admits only the gateway's pods to port 50051;
+#   - each example config loads in `toolexecd --check_config` with the Secret's
+#     token file on 0.0.0.0:50051, and a broken one is refused.
 # ctest runs it as deploy_check (tests/deploy/CMakeLists.txt).
 #
 #   scripts/check_deploy.sh PATH/TO/toolexecd
@@ -44,7 +48,7 @@ if [ ! -x "$PY" ]; then
   fail "$PY not found: install Debian's python3 (scripts/setup.sh does)"
 elif ! "$PY" -c 'import yaml' 2>/dev/null; then
   fail "$PY cannot import yaml: install Debian's python3-yaml (apt-get install python3-yaml; scripts/setup.sh does)"
-elif ! "$PY" - "$root" <<'PY'
+elif ! "$PY" - "$root" "$tmp" <<'PY'
 import json
 import os
 import re
@@ -182,6 +186,16 @@ def snake(name):
 def same_config(a, b, path="config"):
     """Compares a text-proto value with a proto3-JSON value: field names in
     either case, 64-bit integers as JSON strings, absent == default."""
+    # A repeated field given once is one value in the text proto, a list in JSON.
+    if isinstance(a, list) or isinstance(b, list):
+        a = a if isinstance(a, list) else ([] if a is None else [a])
+        b = b if isinstance(b, list) else ([] if b is None else [b])
+        if len(a) != len(b):
+            return [f"{path}: text proto has {len(a)} values, JSON has {len(b)}"]
+        diffs = []
+        for n, (x, y) in enumerate(zip(a, b)):
+            diffs += same_config(x, y, f"{path}[{n}]")
+        return diffs
     if isinstance(a, dict) or isinstance(b, dict):
         a = {snake(k): v for k, v in (a or {}).items()}
         b = {snake(k): v for k, v in (b or {}).items()}
@@ -386,6 +400,131 @@ if dep is not None:
         fail(dep_path, "the gateway container has no TOOLEXEC_TARGET")
 
 
+# ---- authentication: the token Secret and the NetworkPolicy ------------------------
+GATEWAY_LABELS = {"app.kubernetes.io/name": "model-gateway"}
+TOKEN_FILE_FLAG = "--token_file="
+INSECURE_FLAG = "--insecure_allow_unauthenticated"
+
+
+def flag_value(args, prefix):
+    """The value of the last `prefix`VALUE argument, or None."""
+    values = [str(a)[len(prefix):] for a in args or [] if str(a).startswith(prefix)]
+    return values[-1] if values else None
+
+
+def token_file_tokens(text):
+    """The tokens (first words) of a token file's lines "TOKEN [NAME [PROFILE]]";
+    blank lines and # comments carry none."""
+    return [line.split()[0] for line in str(text).splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def secret_data(secret):
+    """A Secret's values as text: stringData as is, data base64-decoded."""
+    import base64
+    out = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            out[key] = base64.b64decode(str(value), validate=True).decode("utf-8")
+        except ValueError:
+            out[key] = None
+    out.update({k: str(v) for k, v in (secret.get("stringData") or {}).items()})
+    return out
+
+
+secret_path, secret = one("Secret", "secret.yaml")
+secret_name, secret_values = None, {}
+if secret is not None:
+    secret_name = secret["metadata"].get("name")
+    secret_values = secret_data(secret)
+    if None in secret_values.values():
+        fail(secret_path, "a data value is not valid base64 of UTF-8 text")
+    tokens_text = secret_values.get("tokens")
+    if not tokens_text or not token_file_tokens(tokens_text):
+        fail(secret_path, "no key 'tokens' holding a token file (lines \"TOKEN [NAME [PROFILE]]\")")
+    elif secret_values.get("token", "").strip() not in token_file_tokens(tokens_text):
+        fail(secret_path, "the key 'token' (the gateway's) is not one of the tokens in 'tokens'")
+    if tokens_text:
+        # The shell part below loads every example config with this token file.
+        fd = os.open(os.path.join(sys.argv[2], "secret_tokens"), os.O_WRONLY | os.O_CREAT, 0o600)
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(tokens_text)
+
+if dep is not None and sidecar is not None:
+    args = [str(a) for a in sidecar.get("args") or []]
+    if INSECURE_FLAG in args:
+        fail(dep_path, f"toolexecd passes {INSECURE_FLAG} although a token is configured")
+    token_path = flag_value(args, TOKEN_FILE_FLAG)
+    if token_path is None:
+        fail(dep_path, f"toolexecd args have no {TOKEN_FILE_FLAG}<file in the token Secret>")
+    else:
+        # The volume mounted at the flag's directory must be the Secret, with the
+        # key 'tokens' at the flag's file name.
+        mount_dir, file_name = os.path.split(token_path)
+        vol_name = next((m.get("name") for m in sidecar.get("volumeMounts") or []
+                         if m.get("mountPath", "").rstrip("/") == mount_dir and not m.get("subPath")),
+                        None)
+        vol = (volumes.get(vol_name) or {}).get("secret") if vol_name else None
+        if vol is None:
+            fail(dep_path, f"{TOKEN_FILE_FLAG}{token_path}: no Secret volume is mounted at {mount_dir}")
+        else:
+            if vol.get("secretName") != secret_name:
+                fail(dep_path, f"the volume at {mount_dir} is Secret {vol.get('secretName')!r}, "
+                               f"not the token Secret {secret_name!r}")
+            items = vol.get("items")
+            key = (next((i.get("key") for i in items if i.get("path") == file_name), None)
+                   if items else file_name)
+            if key != "tokens":
+                fail(dep_path, f"{TOKEN_FILE_FLAG}{token_path} is not the Secret's key 'tokens'")
+            mode = vol.get("defaultMode")
+            if mode is not None and mode & 0o007:
+                fail(dep_path, f"the token Secret volume's defaultMode {mode:#o} lets any user read it")
+    gateway_token = [e for c in others for e in c.get("env") or [] if e.get("name") == "TOOLEXEC_TOKEN"]
+    ref = ((gateway_token[0].get("valueFrom") or {}).get("secretKeyRef") or {}) if gateway_token else {}
+    if (ref.get("name"), ref.get("key")) != (secret_name, "token"):
+        fail(dep_path, f"the gateway's TOOLEXEC_TOKEN does not come from the Secret {secret_name!r}, "
+                       "key 'token'")
+
+np_path, np = one("NetworkPolicy", "networkpolicy.yaml")
+if np is not None:
+    spec = np.get("spec") or {}
+    selector = spec.get("podSelector") or {}
+    pod_labels = ((dep or {}).get("spec") or {}).get("template", {}).get("metadata", {}).get("labels") or {}
+    wanted = selector.get("matchLabels") or {}
+    if selector.get("matchExpressions") or not wanted or \
+            any(pod_labels.get(k) != v for k, v in wanted.items()):
+        fail(np_path, f"spec.podSelector does not select toolexecd's pods by their labels {pod_labels}")
+    if "Ingress" not in (spec.get("policyTypes") or []):
+        fail(np_path, "policyTypes does not include Ingress")
+
+    def admits_grpc(rule):
+        ports = rule.get("ports")
+        if not ports:
+            return True  # no ports: every port
+        for p in ports:
+            if p.get("protocol", "TCP") != "TCP":
+                continue
+            port, end = p.get("port"), p.get("endPort")
+            if port is None or port in (50051, "grpc") or \
+                    (isinstance(port, int) and end is not None and port <= 50051 <= end):
+                return True
+        return False
+
+    def gateway_only(peer):
+        sel = peer.get("podSelector")
+        return (set(peer) == {"podSelector"} and not (sel or {}).get("matchExpressions")
+                and (sel or {}).get("matchLabels") == GATEWAY_LABELS)
+
+    grpc_rules = [r for r in spec.get("ingress") or [] if admits_grpc(r)]
+    if not grpc_rules:
+        fail(np_path, "no ingress rule admits the gateway to port 50051")
+    for r in grpc_rules:
+        peers = r.get("from") or []
+        if not peers or not all(gateway_only(p) for p in peers):
+            fail(np_path, f"an ingress rule admits port 50051 from more than the gateway's pods "
+                          f"({GATEWAY_LABELS}): {r}")
+
+
 # ---- docker-compose ---------------------------------------------------------------
 compose_path = os.path.join(deploy, "docker-compose.yml")
 compose_docs = yaml_docs.get(compose_path)
@@ -427,7 +566,7 @@ elif compose_docs:
         if not os.path.isfile(os.path.join(ctx, dockerfile)):
             fail(compose_path, f"toolexecd build: {dockerfile} not found in the context")
         if t.get("ports"):
-            fail(compose_path, "toolexecd publishes ports; it has no auth yet: use expose only")
+            fail(compose_path, "toolexecd publishes ports: use expose only (only the gateway calls it)")
         if "50051" not in [str(p) for p in t.get("expose") or []]:
             fail(compose_path, "toolexecd does not expose 50051 on the compose network")
         test = (t.get("healthcheck") or {}).get("test") or []
@@ -438,6 +577,33 @@ elif compose_docs:
         if isinstance(command, str):
             command = command.split()
         config_arg(command, compose_path)
+        compose_secret_files = {name: (spec or {}).get("file")
+                                for name, spec in (compose.get("secrets") or {}).items()}
+
+        def secret_targets(svc):
+            """Where each of a service's secrets is mounted: target -> source."""
+            out = {}
+            for ref in svc.get("secrets") or []:
+                source = ref if isinstance(ref, str) else (ref or {}).get("source")
+                target = (ref or {}).get("target") if isinstance(ref, dict) else None
+                target = target or source
+                out[target if target.startswith("/") else "/run/secrets/" + target] = source
+            return out
+
+        if INSECURE_FLAG in [str(a) for a in command]:
+            fail(compose_path, f"toolexecd passes {INSECURE_FLAG} although a token is configured")
+        token_path = flag_value(command, TOKEN_FILE_FLAG)
+        source = secret_targets(t).get(token_path)
+        if token_path is None:
+            fail(compose_path, f"toolexecd command has no {TOKEN_FILE_FLAG}<mounted secret>")
+        elif source is None:
+            fail(compose_path, f"{TOKEN_FILE_FLAG}{token_path}: no secret is mounted there")
+        elif not compose_secret_files.get(source):
+            fail(compose_path, f"secret {source!r} is not defined at the top level with a file")
+        elif not re.fullmatch(r"\./secrets/[^/]+", compose_secret_files[source]):
+            fail(compose_path, f"secret {source!r} is not a file under ./secrets/ (git- and docker-ignored)")
+        if g and not any(compose_secret_files.get(src) for src in secret_targets(g).values()):
+            fail(compose_path, "model-gateway is given no token secret")
         if not any(isinstance(v, str) and re.fullmatch(r"\./config:/etc/toolexec(:ro)?", v)
                    for v in t.get("volumes") or []):
             fail(compose_path, "toolexecd does not mount ./config at /etc/toolexec")
@@ -514,16 +680,22 @@ else:
             fail(dockerfile_path, "no HEALTHCHECK running `toolexec health`")
         if not has(final, "ENTRYPOINT", r"toolexecd"):
             fail(dockerfile_path, "the ENTRYPOINT does not run toolexecd")
-        for flag in ("--listen=0.0.0.0:50051", "--workspace=/workspace",
-                     "--insecure_allow_unauthenticated"):
+        for flag in ("--listen=0.0.0.0:50051", "--workspace=/workspace"):
             if not has(final, "ENTRYPOINT", re.escape(flag)):
                 fail(dockerfile_path, f"the ENTRYPOINT does not pass {flag}")
         cmds = [a for i, a in final[1] if i == "CMD"]
+        cmd = []
         if cmds:
             try:
-                config_arg(json.loads(cmds[-1]), dockerfile_path)
+                cmd = json.loads(cmds[-1])
+                config_arg(cmd, dockerfile_path)
             except ValueError:
                 fail(dockerfile_path, "write CMD in JSON (exec) form so it appends to the ENTRYPOINT")
+        if has(final, "ENTRYPOINT", re.escape(INSECURE_FLAG)) or INSECURE_FLAG in cmd:
+            fail(dockerfile_path, f"the image passes {INSECURE_FLAG}: serve with a token by default")
+        if not flag_value(cmd, TOKEN_FILE_FLAG):
+            fail(dockerfile_path, f"CMD passes no {TOKEN_FILE_FLAG}: the image would serve 0.0.0.0 "
+                                  "without auth (toolexecd refuses to)")
     for stage in stages:
         for instr, args in stage[1]:
             if instr not in ("COPY", "ADD") or "--from=" in args:
@@ -606,6 +778,8 @@ else:
     for dirpath, _, filenames in os.walk(deploy):
         for name in filenames:
             rel = os.path.relpath(os.path.join(dirpath, name), deploy)
+            if rel.startswith("secrets" + os.sep):
+                continue  # real tokens made for docker-compose.yml, git-ignored
             if rel != "README.md" and rel not in readme:
                 fail(readme_path, f"does not mention {rel}")
 
@@ -633,12 +807,16 @@ else
     esac
   done
   [ ${#configs[@]} -gt 0 ] || fail "no example configs in deploy/config/"
-  # The configs listen on all interfaces, as the image's ENTRYPOINT does; it
-  # passes --insecure_allow_unauthenticated for that, and so does this check.
+  # The configs listen on all interfaces, as the image's ENTRYPOINT does; a
+  # token file makes that allowed. This check uses the Kubernetes Secret's
+  # placeholder token file (written by the structure check), so the Secret's
+  # format is checked by toolexecd's own reader too.
+  tokens="$tmp/secret_tokens"
+  [ -f "$tokens" ] || fail "no token file from deploy/kubernetes/secret.yaml to load the configs with"
   for f in "${configs[@]}"; do
     rc=0
     out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" \
-      --insecure_allow_unauthenticated 2>&1)" || rc=$?
+      --listen=0.0.0.0:50051 --token_file="$tokens" 2>&1)" || rc=$?
     if [ "$rc" -ne 0 ]; then
       fail "toolexecd --check_config rejects ${f#"$root"/} (exit $rc):"
       show "$out"

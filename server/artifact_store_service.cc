@@ -11,10 +11,12 @@ namespace toolexec {
 grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServerContext* c,
                                                              const v1::SaveArtifactRequest* req,
                                                              v1::SaveArtifactResponse* resp) {
+  auto caller = AuthenticateCall(auth_, *c);
+  if (!caller.ok()) return ReplyUnary(c, "SaveArtifact", {}, caller.status());
   auto* reactor = c->DefaultReactor();
-  auto answer = [c, req, resp, reactor](absl::StatusOr<int64_t> version) {
+  auto answer = [c, req, resp, reactor, who = *caller](absl::StatusOr<int64_t> version) {
     if (version.ok()) resp->set_version(*version);
-    FinishUnary(c, reactor, "SaveArtifact", version.status(),
+    FinishUnary(c, reactor, "SaveArtifact", who, version.status(),
                 absl::StrCat("name=", req->name(),
                              version.ok() ? absl::StrCat(" version=", *version) : ""));
   };
@@ -23,7 +25,7 @@ grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServe
   } else {
     // The engine answers on its own thread: a store on disk syncs the
     // version, which must not hold a gRPC thread.
-    engine_->SaveArtifact(CallerIdentity{}, req->session_id(), req->name(),
+    engine_->SaveArtifact(*caller, req->session_id(), req->name(),
                           FromProto(req->artifact()), std::move(answer));
   }
   return reactor;
@@ -32,41 +34,48 @@ grpc::ServerUnaryReactor* ArtifactStoreService::SaveArtifact(grpc::CallbackServe
 grpc::ServerUnaryReactor* ArtifactStoreService::LoadArtifact(grpc::CallbackServerContext* c,
                                                              const v1::LoadArtifactRequest* req,
                                                              v1::LoadArtifactResponse* resp) {
-  auto loaded = engine_->LoadArtifact(CallerIdentity{}, req->session_id(), req->name(),
-                                      req->version());
+  auto caller = AuthenticateCall(auth_, *c);
+  if (!caller.ok()) return ReplyUnary(c, "LoadArtifact", {}, caller.status());
+  auto loaded = engine_->LoadArtifact(*caller, req->session_id(), req->name(), req->version());
   if (loaded.ok()) {
     ToProto(loaded->first, resp->mutable_artifact());
     resp->set_version(loaded->second);
   }
-  return ReplyUnary(c, "LoadArtifact", loaded.status(), "name=" + req->name());
+  return ReplyUnary(c, "LoadArtifact", *caller, loaded.status(), "name=" + req->name());
 }
 
 grpc::ServerUnaryReactor* ArtifactStoreService::ListArtifacts(grpc::CallbackServerContext* c,
                                                               const v1::ListArtifactsRequest* req,
                                                               v1::ListArtifactsResponse* resp) {
-  auto names = engine_->ListArtifacts(CallerIdentity{}, req->session_id());
+  auto caller = AuthenticateCall(auth_, *c);
+  if (!caller.ok()) return ReplyUnary(c, "ListArtifacts", {}, caller.status());
+  auto names = engine_->ListArtifacts(*caller, req->session_id());
   if (names.ok()) {
     for (const auto& n : *names) resp->add_names(n);
   }
-  return ReplyUnary(c, "ListArtifacts", names.status());
+  return ReplyUnary(c, "ListArtifacts", *caller, names.status());
 }
 
 grpc::ServerUnaryReactor* ArtifactStoreService::ListVersions(grpc::CallbackServerContext* c,
                                                              const v1::ListVersionsRequest* req,
                                                              v1::ListVersionsResponse* resp) {
-  auto versions = engine_->ListVersions(CallerIdentity{}, req->session_id(), req->name());
+  auto caller = AuthenticateCall(auth_, *c);
+  if (!caller.ok()) return ReplyUnary(c, "ListVersions", {}, caller.status());
+  auto versions = engine_->ListVersions(*caller, req->session_id(), req->name());
   if (versions.ok()) {
     for (int64_t v : *versions) resp->add_versions(v);
   }
-  return ReplyUnary(c, "ListVersions", versions.status(), "name=" + req->name());
+  return ReplyUnary(c, "ListVersions", *caller, versions.status(), "name=" + req->name());
 }
 
 grpc::ServerUnaryReactor* ArtifactStoreService::DeleteArtifact(
     grpc::CallbackServerContext* c, const v1::DeleteArtifactRequest* req,
     v1::DeleteArtifactResponse*) {
+  auto caller = AuthenticateCall(auth_, *c);
+  if (!caller.ok()) return ReplyUnary(c, "DeleteArtifact", {}, caller.status());
   absl::Status s =
-      engine_->DeleteArtifact(CallerIdentity{}, req->session_id(), req->name(), req->version());
-  return ReplyUnary(c, "DeleteArtifact", s, "name=" + req->name());
+      engine_->DeleteArtifact(*caller, req->session_id(), req->name(), req->version());
+  return ReplyUnary(c, "DeleteArtifact", *caller, s, "name=" + req->name());
 }
 
 }  // namespace toolexec

@@ -9,14 +9,17 @@
 #include <grpcpp/grpcpp.h>
 
 #include "core/engine.h"
+#include "server/auth.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
 
 class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
  public:
-  // `engine` must outlive the service.
-  explicit ArtifactStoreService(Engine* engine) : engine_(engine) {}
+  // `engine` and `auth` (null = every caller unauthenticated) must outlive
+  // the service.
+  explicit ArtifactStoreService(Engine* engine, const Authenticator* auth = nullptr)
+      : engine_(engine), auth_(auth) {}
 
   grpc::ServerUnaryReactor* SaveArtifact(grpc::CallbackServerContext* context,
                                          const v1::SaveArtifactRequest* request,
@@ -36,6 +39,7 @@ class ArtifactStoreService final : public v1::ArtifactStore::CallbackService {
 
  private:
   Engine* const engine_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace toolexec

@@ -8,17 +8,26 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include <arpa/inet.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/logging.h"
 #include "tools/builtin/fs/confined.h"
+#include "tools/runtime/json.h"
 
 namespace toolexec {
 namespace {
@@ -32,30 +41,32 @@ class CollectErrors final : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors;
 };
 
-// The whole file, if it is a regular file of at most kMaxConfigFileBytes.
-absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
+}  // namespace
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what,
+                                            uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it).
   fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {
     return absl::NotFoundError(
-        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
   }
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {
     return absl::NotFoundError(
-        absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
   }
-  const std::string too_big = absl::StrCat("config file ", path, " is larger than ",
-                                           kMaxConfigFileBytes, " bytes (4 MiB)");
+  const std::string too_big = absl::StrCat(what, " ", path, " is larger than ", max_bytes,
+                                           " bytes");
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config file ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
+        what, " ", path, " is ", FileKindName(st.st_mode), "; give a regular file"));
   }
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     return absl::InvalidArgumentError(too_big);
   }
   // Read up to one byte past the cap: the file may grow after fstat.
-  std::string text(kMaxConfigFileBytes + 1, '\0');
+  std::string text(max_bytes + 1, '\0');
   size_t got = 0;
   while (got < text.size()) {
     ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
@@ -63,14 +74,16 @@ absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::NotFoundError(
-          absl::StrCat("cannot read config file ", path, ": ", std::strerror(errno)));
+          absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(errno)));
     }
     got += static_cast<size_t>(n);
   }
-  if (got > kMaxConfigFileBytes) return absl::InvalidArgumentError(too_big);
+  if (got > max_bytes) return absl::InvalidArgumentError(too_big);
   text.resize(got);
   return text;
 }
+
+namespace {
 
 // One numeric option's effective value and its allowed range.
 struct RangeCheck {
@@ -94,10 +107,134 @@ uint64_t ToMs(absl::Duration d) {
   return static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
 }
 
+// --- command tools (config command_tools) ---
+
+// Tool names every model provider accepts.
+bool IsValidToolName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// One command_tools entry as CommandToolOptions, or InvalidArgument naming the
+// tool and the field. The schema is compiled (and a clash with another tool's
+// name found) when the tool is registered.
+absl::StatusOr<CommandToolOptions> ToCommandTool(const v1::CommandToolConfig& c) {
+  const std::string what = absl::StrCat("command_tools '", c.name(), "'");
+  if (!IsValidToolName(c.name())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the name must be 1 to 64 letters, digits, '_' or '-' (what model providers "
+              "accept)"));
+  }
+  if (c.argv().empty() || c.argv(0).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": argv is empty; give the program and its arguments"));
+  }
+  for (const std::string& a : c.argv()) {
+    if (a.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": argv contains a NUL byte"));
+    }
+  }
+  if (!c.parameters_json().empty()) {
+    auto schema = ParseJson(c.parameters_json());
+    if (!schema.ok() || !schema->IsObject()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameters_json is not a JSON object (a JSON Schema for the arguments)",
+          schema.ok() ? "" : absl::StrCat(": ", schema.status().message())));
+    }
+  }
+  if (c.timeout_ms() > kMaxMilliseconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": timeout_ms is ", c.timeout_ms(), "; allowed 1 to ",
+                     kMaxMilliseconds, kMsUnit, " (0 = run_command's default timeout)"));
+  }
+  const std::string& wd = c.working_dir();
+  bool escapes = absl::StartsWith(wd, "/");
+  int depth = 0;
+  for (absl::string_view part : absl::StrSplit(wd, '/', absl::SkipEmpty())) {
+    if (part == "..") {
+      if (--depth < 0) escapes = true;
+    } else if (part != ".") {
+      ++depth;
+    }
+  }
+  if (escapes || wd.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": working_dir '", wd,
+        "' must be a relative path inside the workspace (\"\" = the workspace root)"));
+  }
+  CommandToolOptions t;
+  t.name = c.name();
+  t.description = c.description();
+  t.parameters_json = c.parameters_json();
+  t.argv.assign(c.argv().begin(), c.argv().end());
+  t.timeout = MillisecondsOption(c.timeout_ms());
+  // A map field: sorted by name, so the environment is the same on every start.
+  std::map<std::string, std::string> env(c.env().begin(), c.env().end());
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": env '", name, "' is not a valid variable (a name without '=', no NUL)"));
+    }
+    t.env.emplace_back(name, value);
+  }
+  t.working_dir = wd;
+  t.read_only = c.read_only();
+  return t;
+}
+
+// Command hooks and the audit log. A hook needs a name, an event and an
+// argv; its timeout_ms is 1 ms to 10 minutes (unset: 10 s). Whether the
+// program exists and the tools it names are registered is checked when the
+// engine starts (HookSet::Create).
+absl::Status ApplyHooks(const v1::DaemonConfig& config, HookOptions* hooks) {
+  constexpr uint64_t kMaxHookTimeoutMs = 10 * 60 * 1000;
+  for (int i = 0; i < config.hooks_size(); ++i) {
+    const v1::HookConfig& h = config.hooks(i);
+    if (h.name().empty()) return absl::InvalidArgumentError(absl::StrCat("hooks[", i, "] has no name"));
+    const std::string what = absl::StrCat("hook '", h.name(), "'");
+    CommandHookOptions o;
+    o.name = h.name();
+    switch (h.event()) {
+      case v1::HOOK_EVENT_PRE_CALL:
+        o.event = HookEvent::kPreCall;
+        break;
+      case v1::HOOK_EVENT_POST_CALL:
+        o.event = HookEvent::kPostCall;
+        break;
+      case v1::HOOK_EVENT_ON_ERROR:
+        o.event = HookEvent::kOnError;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": event is required: HOOK_EVENT_PRE_CALL, HOOK_EVENT_POST_CALL or "
+                  "HOOK_EVENT_ON_ERROR"));
+    }
+    if (h.argv().empty() || h.argv(0).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": argv is required (the program, then its arguments)"));
+    }
+    o.argv.assign(h.argv().begin(), h.argv().end());
+    if (h.timeout_ms() > kMaxHookTimeoutMs) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": timeout_ms is ", h.timeout_ms(),
+                                                     "; allowed 1 to ", kMaxHookTimeoutMs,
+                                                     " (10 minutes)"));
+    }
+    if (h.timeout_ms() > 0) o.timeout = absl::Milliseconds(static_cast<int64_t>(h.timeout_ms()));
+    o.tools.assign(h.tools().begin(), h.tools().end());
+    hooks->command_hooks.push_back(std::move(o));
+  }
+  hooks->audit_log = config.audit_log();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
-  auto read = ReadConfigText(path);
+  auto read = ReadRegularFile(path, "config file", kMaxConfigFileBytes);
   if (!read.ok()) return read.status();
   const std::string& text = *read;
   v1::DaemonConfig config;
@@ -120,6 +257,94 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   }
   return config;
 }
+
+// ---- mcp_servers ------------------------------------------------------------
+namespace {
+
+// An MCP server's name: it prefixes its tools ("<server>__<tool>") and names it
+// in errors, logs and ToolDeclaration.server_name.
+absl::Status ValidateMcpServerName(const std::string& name) {
+  if (name.empty() || name.size() > 32) return absl::InvalidArgumentError("a name of 1 to 32 characters is required");
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+      return absl::InvalidArgumentError("the name may contain only letters, digits, '_' and '-'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Copies and checks config.mcp_servers: unique valid names, exactly one of
+// command (stdio) and url (streamable HTTP), at most one tool filter, and
+// timeouts in range.
+absl::Status ApplyMcpServers(const v1::DaemonConfig& config, EngineOptions* options) {
+  constexpr uint64_t kMaxStartupMs = 600000;  // 10 minutes
+  std::set<std::string> names;
+  for (int i = 0; i < config.mcp_servers_size(); ++i) {
+    const v1::McpServerConfig& m = config.mcp_servers(i);
+    const std::string what = absl::StrCat("mcp_servers[", i, "]",
+                                          m.name().empty() ? "" : absl::StrCat(" '", m.name(), "'"));
+    auto fail = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", why));
+    };
+    if (absl::Status s = ValidateMcpServerName(m.name()); !s.ok()) return fail(s.message());
+    if (!names.insert(m.name()).second) return fail("another MCP server has this name");
+    const bool stdio = m.command_size() > 0;
+    const bool http = !m.url().empty();
+    if (stdio == http) {
+      return fail("set exactly one of command (a stdio server toolexecd starts) and url (a "
+                  "streamable HTTP server)");
+    }
+    if (http && !absl::StartsWith(m.url(), "http://") && !absl::StartsWith(m.url(), "https://")) {
+      return fail("url must start with http:// or https://");
+    }
+    if (stdio && m.command(0).empty()) return fail("command[0] (the program) is empty");
+    if (http && (!m.env().empty() || !m.cwd().empty())) {
+      return fail("env and cwd apply to stdio servers (command) only");
+    }
+    if (stdio && !m.headers().empty()) return fail("headers apply to HTTP servers (url) only");
+    if (m.enabled_tools_size() > 0 && m.disabled_tools_size() > 0) {
+      return fail("set enabled_tools or disabled_tools, not both");
+    }
+    if (m.startup_timeout_ms() > kMaxStartupMs) {
+      return fail(absl::StrCat("startup_timeout_ms is ", m.startup_timeout_ms(), "; allowed 1 to ",
+                               kMaxStartupMs, " (0 = the default, 10000)"));
+    }
+    if (m.call_timeout_ms() > kMaxMilliseconds) {
+      return fail(absl::StrCat("call_timeout_ms is too large; allowed up to ", kMaxMilliseconds));
+    }
+    mcp::McpServerOptions o;
+    o.name = m.name();
+    o.command.assign(m.command().begin(), m.command().end());
+    // Maps have no order; sorted, so the child's environment is stable.
+    std::map<std::string, std::string> env(m.env().begin(), m.env().end());
+    for (auto& [k, v] : env) {
+      if (k.empty() || k.find('=') != std::string::npos) {
+        return fail(absl::StrCat("env name '", k, "' is empty or contains '='"));
+      }
+      o.env.emplace_back(k, v);
+    }
+    o.cwd = m.cwd();
+    o.url = m.url();
+    std::map<std::string, std::string> headers(m.headers().begin(), m.headers().end());
+    for (auto& [k, v] : headers) {
+      if (k.empty() || k.find_first_of(":\r\n") != std::string::npos ||
+          v.find_first_of("\r\n") != std::string::npos) {
+        return fail(absl::StrCat("header '", k, "' is not a valid HTTP header"));
+      }
+      o.headers.emplace_back(k, v);
+    }
+    o.prefix_tool_names = m.prefix_tool_names();
+    o.enabled_tools.assign(m.enabled_tools().begin(), m.enabled_tools().end());
+    o.disabled_tools.assign(m.disabled_tools().begin(), m.disabled_tools().end());
+    if (m.startup_timeout_ms() > 0) o.startup_timeout = absl::Milliseconds(m.startup_timeout_ms());
+    o.call_timeout = absl::Milliseconds(m.call_timeout_ms());
+    options->mcp_servers.push_back(std::move(o));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+// ---- end mcp_servers --------------------------------------------------------
 
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
@@ -149,6 +374,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   }
   if (l.drain_grace_ms()) daemon->server.drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
+  if (l.max_sessions_per_caller()) {
+    options->max_sessions_per_caller = l.max_sessions_per_caller();
+  }
   if (config.model_content_default_chars()) {
     options->model_content_default_chars = config.model_content_default_chars();
   }
@@ -203,8 +431,105 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (config.sessions().has_idle_ttl_ms()) {  // 0 = never
     options->session_idle_ttl = MillisecondsOption(config.sessions().idle_ttl_ms());
   }
+  // ---- auth: who may call (server/auth.h) ----
+  const v1::AuthConfig& auth = config.auth();
+  AuthOptions& a = daemon->server.auth;
+  if (!auth.token_file().empty()) a.token_file = auth.token_file();
+  if (!auth.tls().cert_file().empty()) a.tls.cert_file = auth.tls().cert_file();
+  if (!auth.tls().key_file().empty()) a.tls.key_file = auth.tls().key_file();
+  if (!auth.tls().client_ca_file().empty()) a.tls.client_ca_file = auth.tls().client_ca_file();
+  if (auth.unix_socket().mode()) a.unix_socket.mode = auth.unix_socket().mode();
+  if (auth.unix_socket().allowed_uids_size() > 0) {
+    a.unix_socket.allowed_uids.assign(auth.unix_socket().allowed_uids().begin(),
+                                      auth.unix_socket().allowed_uids().end());
+  }
+  // ---- end auth ----
+  // --- command tools ---
+  std::set<std::string> command_tool_names;
+  for (const v1::CommandToolConfig& c : config.command_tools()) {
+    auto tool = ToCommandTool(c);
+    if (!tool.ok()) return tool.status();
+    if (!command_tool_names.insert(tool->name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("command_tools '", tool->name, "' is declared twice"));
+    }
+    options->command_tools.push_back(*std::move(tool));
+  }
+  if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
+  if (!config.log_format().empty()) daemon->log_format = config.log_format();
+  if (config.has_policy()) {
+    if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
+  }
+  // --- hooks and the audit log (core/hooks.h) ---
+  if (absl::Status s = ApplyHooks(config, &options->hooks); !s.ok()) return s;
+  // --- end hooks ---
   return absl::OkStatus();
 }
+
+// ---- policy (S12) ----
+namespace {
+
+absl::StatusOr<std::optional<PolicyDecision>> DecisionOf(v1::Decision d) {
+  switch (d) {
+    case v1::DECISION_UNSPECIFIED:
+      return std::optional<PolicyDecision>();
+    case v1::DECISION_ALLOW:
+      return std::optional<PolicyDecision>(PolicyDecision::kAllow);
+    case v1::DECISION_DENY:
+      return std::optional<PolicyDecision>(PolicyDecision::kDeny);
+    case v1::DECISION_ASK:
+      return std::optional<PolicyDecision>(PolicyDecision::kAsk);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown decision ", static_cast<int>(d)));
+  }
+}
+
+absl::StatusOr<std::vector<PolicyRuleOptions>> RulesOf(
+    absl::string_view where, const google::protobuf::RepeatedPtrField<v1::PolicyRule>& rules) {
+  std::vector<PolicyRuleOptions> out;
+  for (const v1::PolicyRule& r : rules) {
+    auto d = DecisionOf(r.decision());
+    if (!d.ok()) return d.status();
+    if (!d->has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": rule '", r.name(), "' has no decision; give DECISION_ALLOW, DECISION_DENY "
+                                       "or DECISION_ASK"));
+    }
+    out.push_back({r.name(), r.tool(), **d, r.path_glob(), r.command_pattern(), r.domain(),
+                   r.outside_workspace()});
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status ApplyPolicyConfig(const v1::PolicyConfig& config, PolicyOptions* options) {
+  auto d = DecisionOf(config.default_decision());
+  if (!d.ok()) return d.status();
+  options->default_decision = *d;
+  auto rules = RulesOf("policy", config.rules());
+  if (!rules.ok()) return rules.status();
+  options->rules = *std::move(rules);
+  for (const v1::PolicyProfile& p : config.profiles()) {
+    PolicyProfileOptions profile;
+    profile.name = p.name();
+    auto pd = DecisionOf(p.default_decision());
+    if (!pd.ok()) return pd.status();
+    profile.default_decision = *pd;
+    auto prules = RulesOf(absl::StrCat("policy profile '", p.name(), "'"), p.rules());
+    if (!prules.ok()) return prules.status();
+    profile.rules = *std::move(prules);
+    options->profiles.push_back(std::move(profile));
+  }
+  if (config.ask_timeout_ms()) options->ask_timeout = MillisecondsOption(config.ask_timeout_ms());
+  if (absl::Status s = ValidatePolicyOptions(*options); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+// ---- end policy ----
 
 absl::Duration MillisecondsOption(uint64_t ms) {
   if (ms > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -228,6 +553,68 @@ bool IsLocalListenAddress(absl::string_view listen) {
   in6_addr v6{};
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
+
+bool AuthenticatesCallers(const ServerOptions& options) {
+  return !options.auth.token_file.empty() || !options.auth.tls.client_ca_file.empty();
+}
+
+namespace {
+
+// The auth settings fit together and fit the listen address.
+absl::Status ValidateAuthOptions(const ServerOptions& server) {
+  const AuthOptions& a = server.auth;
+  const bool unix_listen = absl::StartsWith(server.listen, "unix:");
+  const bool tls = !a.tls.cert_file.empty() || !a.tls.key_file.empty();
+  if (tls && (a.tls.cert_file.empty() || a.tls.key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "auth.tls needs both cert_file (--tls_cert_file) and key_file (--tls_key_file)");
+  }
+  if (!a.tls.client_ca_file.empty() && !tls) {
+    return absl::InvalidArgumentError(
+        "auth.tls.client_ca_file (--tls_client_ca_file) needs TLS: give cert_file "
+        "(--tls_cert_file) and key_file (--tls_key_file) too");
+  }
+  if (tls && unix_listen) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.tls applies to TCP listen addresses; ", server.listen,
+        " is a unix socket, whose callers are known by uid (auth.unix_socket)"));
+  }
+  const UnixSocketOptions& u = a.unix_socket;
+  if ((u.mode != 0 || !u.allowed_uids.empty()) && !unix_listen) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.unix_socket (--unix_socket_mode, --unix_socket_allowed_uids) applies to a "
+        "unix:/path listen address, not ", server.listen));
+  }
+  if (u.mode > 0777) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "auth.unix_socket.mode (--unix_socket_mode) is ", absl::StrFormat("0%o", u.mode),
+        "; give permission bits, 0 to 0777 (e.g. 0660)"));
+  }
+  return absl::OkStatus();
+}
+
+// "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6).
+absl::Status ValidateMetricsListen(absl::string_view listen) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.listen (--metrics_listen) '", listen, "' ", why,
+        "; give host:port, e.g. 127.0.0.1:9464 (port 0 picks one), or leave it empty for none"));
+  };
+  size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return bad("is not host:port");
+  absl::string_view host = listen.substr(0, colon);
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
+    return bad("has no port number of 0 to 65535");
+  }
+  const bool bracketed = host.front() == '[';
+  if (bracketed ? host.back() != ']' : host.find_first_of(":/ ") != absl::string_view::npos) {
+    return bad("has an invalid host");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateOptions(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
@@ -254,6 +641,8 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
       {"--keepalive_min_ping_interval_ms", ToMs(server.keepalive.min_ping_interval), 1,
        kMaxMilliseconds, kMsUnit},
       {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
+      {"limits.max_sessions_per_caller (--max_sessions_per_caller)", o.max_sessions_per_caller,
+       1, 1000000, ""},
       // 4M characters are at most 16 MiB of UTF-8: a result must fit in one message.
       {"model_content_max_chars (--model_content_max_chars)", o.model_content_max_chars,
        kMinModelContentChars, 4000000, ""},
@@ -305,12 +694,20 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
-  if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen)) {
+  if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (!server.metrics_listen.empty()) {
+    if (absl::Status s = ValidateMetricsListen(server.metrics_listen); !s.ok()) return s;
+  }
+  if (auto format = ParseLogFormat(daemon.log_format); !format.ok()) return format.status();
+  if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen) &&
+      !AuthenticatesCallers(server)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "refusing to listen on ", server.listen,
         " without authentication: whoever reaches it could run commands and write files in "
-        "the workspace. Listen on a loopback address (127.0.0.1:50051) or a unix socket, or "
-        "pass --insecure_allow_unauthenticated to serve it anyway"));
+        "the workspace. Give auth.token_file (--token_file) or a client CA for mTLS "
+        "(--tls_client_ca_file), listen on a loopback address (127.0.0.1:50051) or a unix "
+        "socket, or pass --insecure_allow_unauthenticated to serve it anyway"));
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,12 @@ namespace toolexec {
 // The largest config file LoadConfigFile reads.
 inline constexpr uint64_t kMaxConfigFileBytes = 4 << 20;
 
+// The whole of `path` if it is a regular file of at most `max_bytes`; else
+// an error that starts with `what` and the path ("config file /x is a
+// directory; give a regular file"). A FIFO or device is refused unread.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what,
+                                            uint64_t max_bytes);
+
 // Reads `path`: JSON when it ends in ".json", text proto otherwise. Unknown
 // fields are errors. InvalidArgument names the file, line and column; a path
 // that is not a regular file (a directory, FIFO or device) or is larger than
@@ -24,10 +30,15 @@ inline constexpr uint64_t kMaxConfigFileBytes = 4 << 20;
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 
 // Copies every field the config sets (non-empty, non-zero) into `options`.
-// InvalidArgument for an unknown log level or a nameless subagent; the
+// InvalidArgument for an unknown log level, a nameless subagent or an
+// incomplete hook; the
 // ranges are ValidateOptions' job.
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);
+
+// DaemonConfig.policy as the engine's PolicyOptions, validated
+// (InvalidArgument naming the rule or profile).
+absl::Status ApplyPolicyConfig(const v1::PolicyConfig& config, PolicyOptions* options);
 
 // A millisecond count from the config file or a flag as a Duration. Counts
 // past what a Duration holds become InfiniteDuration(), so ValidateOptions

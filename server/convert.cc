@@ -334,6 +334,33 @@ void ToProto(const ProgressEvent& e, v1::ToolProgress* out) {
   out->set_seq(e.seq);
 }
 
+void ToProto(const PermissionRequestEvent& e, v1::PermissionRequest* out) {
+  std::string scratch;
+  out->set_request_id(e.request_id);
+  out->set_index(e.index);
+  out->set_tool_name(e.tool_name);
+  v1::PermissionTarget* target = out->mutable_target();
+  switch (e.target.kind) {
+    case PermissionRequirement::Kind::kPath:
+      target->set_kind(v1::PermissionTarget::KIND_PATH);
+      break;
+    case PermissionRequirement::Kind::kDomain:
+      target->set_kind(v1::PermissionTarget::KIND_DOMAIN);
+      break;
+    case PermissionRequirement::Kind::kCommand:
+      target->set_kind(v1::PermissionTarget::KIND_COMMAND);
+      break;
+    case PermissionRequirement::Kind::kTool:
+      target->set_kind(v1::PermissionTarget::KIND_TOOL);
+      break;
+  }
+  target->set_value(Utf8(e.target.value, &scratch));
+  target->set_recursive(e.target.recursive);
+  out->set_level(static_cast<v1::PermissionLevel>(static_cast<int>(e.target.level)));
+  out->set_description(Utf8(e.description, &scratch));
+  out->set_reason(Utf8(e.reason, &scratch));
+}
+
 void ToProto(const RegisteredTool& t, v1::ToolDeclaration* out) {
   const ToolSpec& spec = t.tool->spec();
   out->set_name(t.name);
@@ -378,6 +405,7 @@ OpenSessionSpec FromProto(const v1::OpenSessionRequest& request) {
   spec.enabled_tools.assign(request.enabled_tools().begin(), request.enabled_tools().end());
   spec.disabled_tools.assign(request.disabled_tools().begin(), request.disabled_tools().end());
   spec.workspaces.assign(request.workspaces().begin(), request.workspaces().end());
+  spec.policy_profile = request.policy_profile();
   return spec;
 }
 

@@ -52,6 +52,7 @@ CallRequest FromProto(const v1::ToolCall& call);
 void ToProto(ToolCallResult result, v1::ToolResult* out,
              size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
+void ToProto(const PermissionRequestEvent& event, v1::PermissionRequest* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
 // `message` serialized deterministically (map entries, such as a Struct's
 // fields, in key order), so equal messages are equal bytes.

@@ -14,10 +14,19 @@ namespace toolexec {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
                                                        Engine::ToolInstaller extra_tools) {
+  std::shared_ptr<PrometheusMetrics> metrics;
+  if (!options.server.metrics_listen.empty()) {
+    metrics = std::make_shared<PrometheusMetrics>();
+    options.engine.metrics = metrics;
+  }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
+  d->metrics_ = std::move(metrics);
   auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
+  auto auth = Authenticator::Create(d->options_.server.auth);
+  if (!auth.ok()) return auth.status();
+  d->auth_ = *std::move(auth);
   return d;
 }
 
@@ -31,12 +40,29 @@ absl::Status Daemon::Start() {
   // (reflection-only clients such as grpcurl need that to call it).
   grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o);
-  artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get());
+  if (metrics_ != nullptr) {
+    Engine* engine = engine_.get();
+    metrics_->SetStatsSource([engine] { return engine->stats(); });
+    if (absl::Status s = metrics_->Serve(o.metrics_listen); !s.ok()) return s;
+    SetRpcMetrics(metrics_.get());
+  }
+  executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o, auth_.get());
+  artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get(), auth_.get());
 
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
+  // A unix:/path address is served by toolexecd's own listener, which knows
+  // each peer's uid (server/unix_listener.h); TCP by gRPC's, with TLS if set.
+  const bool own_unix_listener = absl::StartsWith(o.listen, "unix:");
+  if (own_unix_listener) {
+    auto listener = UnixListener::Listen(o.listen.substr(5), o.auth.unix_socket.mode);
+    if (!listener.ok()) return listener.status();
+    unix_listener_ = *std::move(listener);
+  } else {
+    auto credentials = Authenticator::TcpCredentials(o.auth.tls);
+    if (!credentials.ok()) return credentials.status();
+    builder.AddListeningPort(o.listen, *credentials, &port);
+  }
   builder.RegisterService(executor_service_.get());
   builder.RegisterService(artifact_service_.get());
   builder.SetMaxReceiveMessageSize(o.max_receive_message_bytes);
@@ -48,14 +74,20 @@ absl::Status Daemon::Start() {
       static_cast<int>(absl::ToInt64Milliseconds(o.keepalive.min_ping_interval)));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) {
+    StopMetrics();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen,
                                                " (address in use, or not a valid address?)"));
   }
-  if (absl::StartsWith(o.listen, "unix:")) {
+  if (own_unix_listener) {
+    if (absl::Status s = unix_listener_->Serve(server_.get(), auth_.get()); !s.ok()) {
+      server_->Shutdown();
+      return s;
+    }
     address_ = o.listen;
   } else {
     if (port == 0) {
       server_->Shutdown();
+      StopMetrics();
       return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen));
     }
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
@@ -64,7 +96,16 @@ absl::Status Daemon::Start() {
   SetServing(true);
   spdlog::info("toolexecd serving on {} (workspace {}, {} tools)", address_,
                options_.engine.workspace, engine_->registry().size());
+  if (metrics_ != nullptr) {
+    spdlog::info("metrics on http://{}/metrics", metrics_->address());
+  }
   return absl::OkStatus();
+}
+
+void Daemon::StopMetrics() {
+  if (metrics_ == nullptr) return;
+  ClearRpcMetrics(metrics_.get());
+  metrics_->Stop();
 }
 
 void Daemon::SetServing(bool serving) {
@@ -93,11 +134,14 @@ void Daemon::Shutdown() {
   }
   SetServing(false);
   engine_->Drain(absl::Now() + options_.server.drain_grace);
+  // No new connection may reach a server that is shutting down.
+  if (unix_listener_ != nullptr) unix_listener_->Stop();
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();
   }
   engine_->Stop();
+  StopMetrics();
   if (server_ != nullptr) spdlog::info("toolexecd stopped");
   shutdown_done_.Notify();
 }

@@ -4,7 +4,8 @@
 // the daemon through this class, so they exercise the same code.
 //
 // Threads: Start() and Shutdown() are called from the owner's thread (main's
-// signal thread in toolexecd). gRPC runs the handlers on its own threads; the
+// signal thread in toolexecd); ReloadCredentials() from any one thread at a
+// time (main's signal thread on SIGHUP). gRPC runs the handlers on its own threads; the
 // engine runs tools on its own (see core/engine.h).
 #ifndef TOOLEXEC_SERVER_DAEMON_H_
 #define TOOLEXEC_SERVER_DAEMON_H_
@@ -21,15 +22,19 @@
 #include "absl/synchronization/notification.h"
 #include "core/engine.h"
 #include "server/artifact_store_service.h"
+#include "server/auth.h"
+#include "server/metrics.h"
 #include "server/options.h"
 #include "server/tool_executor_service.h"
+#include "server/unix_listener.h"
 
 namespace toolexec {
 
 class Daemon final {
  public:
   // Builds the engine (fails on a duplicate tool name, an invalid schema or
-  // selection). Does not listen yet.
+  // selection) and reads the credentials it checks (a malformed token file
+  // fails). Does not listen yet.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
       DaemonOptions options, Engine::ToolInstaller extra_tools = nullptr);
   // Shutdown() if still running.
@@ -42,6 +47,12 @@ class Daemon final {
   absl::Status Start();
   // The bound address, with the real port when the options asked for port 0.
   const std::string& address() const { return address_; }
+  // Where /metrics is served ("host:port"), or "" (metrics_listen unset).
+  std::string metrics_address() const { return metrics_ ? metrics_->address() : ""; }
+
+  // Reads the token file again (SIGHUP): on error the tokens in use stay and
+  // the status says why.
+  absl::Status ReloadCredentials() { return auth_->ReloadTokens(); }
 
   // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING, then the
   // engine drains (new batches refused with UNAVAILABLE, in-flight ones get
@@ -56,9 +67,15 @@ class Daemon final {
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   void SetServing(bool serving);
+  // Stops serving /metrics and counting RPCs (the engine may still report).
+  void StopMetrics();
 
   const DaemonOptions options_;
+  // Set when metrics_listen is: the engine reports to it, Start serves it.
+  std::shared_ptr<PrometheusMetrics> metrics_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<UnixListener> unix_listener_;  // for a unix:/path listen address
   std::unique_ptr<ToolExecutorService> executor_service_;
   std::unique_ptr<ArtifactStoreService> artifact_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
+#include "server/metrics.h"
+#include "server/unary.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -26,19 +28,30 @@ size_t MaxResultBytes(int max_message_bytes) {
 
 ExecuteBatchReactor::ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls,
                                          int max_message_bytes)
-    : context_(context), calls_(calls), max_result_bytes_(MaxResultBytes(max_message_bytes)) {}
+    : context_(context),
+      traceparent_(RpcTrace(context).Traceparent()),
+      trace_id_(TraceIdOf(traceparent_)),
+      calls_(calls),
+      max_result_bytes_(MaxResultBytes(max_message_bytes)) {}
 
 ExecuteBatchReactor* ExecuteBatchReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
+                                                absl::StatusOr<CallerIdentity> caller,
                                                 const v1::ExecuteBatchRequest& request,
                                                 int max_message_bytes) {
   auto* reactor = new ExecuteBatchReactor(context, request.calls_size(), max_message_bytes);
-  reactor->Begin(engine, request);
+  reactor->Begin(engine, caller, request);
   return reactor;
 }
 
-void ExecuteBatchReactor::Begin(Engine* engine, const v1::ExecuteBatchRequest& request) {
-  auto batch = engine->StartBatch(CallerIdentity{}, FromProto(request), this);
+void ExecuteBatchReactor::Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
+                                const v1::ExecuteBatchRequest& request) {
+  if (!caller.ok()) return Reject(caller.status());
+  caller_log_ = CallerLogField(*caller);
+  ScopedTraceLog trace(traceparent_);
+  BatchSpec spec = FromProto(request);
+  spec.traceparent = traceparent_;
+  auto batch = engine->StartBatch(*caller, std::move(spec), this);
   if (!batch.ok()) return Reject(batch.status());
   // gRPC runs no reaction (OnCancel included) before this handler returns, so
   // nothing can need the batch before it is stored.
@@ -59,19 +72,27 @@ void ExecuteBatchReactor::Reject(const absl::Status& status) {
 void ExecuteBatchReactor::OnResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
-  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/false);
+  response.mutable_result()->set_trace_id(trace_id_);
+  Enqueue(std::move(response), Kind::kResult, /*last=*/false);
+}
+
+void ExecuteBatchReactor::OnPermissionRequest(const PermissionRequestEvent& event) {
+  v1::ExecuteBatchResponse response;
+  ToProto(event, response.mutable_permission_request());
+  Enqueue(std::move(response), Kind::kNotice, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);
-  Enqueue(std::move(response), /*is_progress=*/false, /*last=*/true);
+  response.mutable_result()->set_trace_id(trace_id_);
+  Enqueue(std::move(response), Kind::kResult, /*last=*/true);
 }
 
 void ExecuteBatchReactor::OnProgress(ProgressEvent event) {
   v1::ExecuteBatchResponse response;
   ToProto(event, response.mutable_progress());
-  Enqueue(std::move(response), /*is_progress=*/true, /*last=*/false);
+  Enqueue(std::move(response), Kind::kProgress, /*last=*/false);
 }
 
 void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
@@ -84,13 +105,13 @@ void ExecuteBatchReactor::OnBatchDone() {  // an empty batch
   Perform(action);
 }
 
-void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_progress,
-                                  bool last) {
+void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, Kind kind, bool last) {
+  const bool is_progress = kind == Kind::kProgress;
   Action action;
   std::shared_ptr<BatchHandle> dropped_result_of;
   {
     absl::MutexLock lock(&mu_);
-    if (!is_progress) {
+    if (kind == Kind::kResult) {
       ++results_;
       if (response.result().status() != v1::RESULT_STATUS_SUCCESS) ++failures_;
     }
@@ -109,8 +130,8 @@ void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, bool is_pro
     }
     if (keep) {
       queue_.push_back(std::move(response));
-      queue_is_progress_.push_back(is_progress);
-    } else if (!is_progress) {
+      queue_kind_.push_back(kind);
+    } else if (kind == Kind::kResult) {
       if (batch_) dropped_result_of = batch_->handle();
     }
     action = NextActionLocked();
@@ -170,21 +191,21 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
-    if (queue_is_progress_.front()) {
+    if (queue_kind_.front() == Kind::kProgress) {
       --queued_progress_;
       queued_progress_bytes_ -= queue_.front().progress().text().size();
-    } else {
+    } else if (queue_kind_.front() == Kind::kResult) {
       ++results_released;
     }
     queue_.pop_front();
-    queue_is_progress_.pop_front();
+    queue_kind_.pop_front();
     if (!ok) {
-      results_released += std::count(queue_is_progress_.begin(), queue_is_progress_.end(), false);
+      results_released += std::count(queue_kind_.begin(), queue_kind_.end(), Kind::kResult);
       // The stream is gone (client cancelled or the connection broke): nothing
       // more can be delivered, so stop the tools and finish once they are done.
       broken_ = true;
       queue_.clear();
-      queue_is_progress_.clear();
+      queue_kind_.clear();
       queued_progress_ = 0;
       queued_progress_bytes_ = 0;
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
@@ -217,8 +238,10 @@ void ExecuteBatchReactor::OnCancel() {
 }
 
 void ExecuteBatchReactor::OnDone() {
+  ScopedTraceLog trace(traceparent_);
   {
     absl::MutexLock lock(&mu_);
+    CountRpc("ExecuteBatch", final_status_.error_code());
     if (dropped_progress_ > 0) {
       spdlog::warn("ExecuteBatch peer={} dropped {} progress events: the client read too slowly",
                    context_->peer(), dropped_progress_);
@@ -228,8 +251,8 @@ void ExecuteBatchReactor::OnDone() {
   if (spdlog::should_log(spdlog::level::info)) {
     absl::MutexLock lock(&mu_);
     auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
-    spdlog::info("ExecuteBatch peer={} calls={} results={} failed={} {} ms={:.2f}",
-                 context_->peer(), calls_, results_, failures_, StatusLogFields(final_status_),
+    spdlog::info("ExecuteBatch peer={}{} calls={} results={} failed={} {} ms={:.2f}",
+                 context_->peer(), caller_log_, calls_, results_, failures_, StatusLogFields(final_status_),
                  ms);
   }
   delete this;

@@ -14,6 +14,8 @@
 //   trips their cancellation tokens, so running tools see it.
 // - Drain: the engine counts the batch as in flight while the reactor holds
 //   its StartedBatch, which goes with the reactor in OnDone (after Finish).
+// - Measurement: OnDone counts the RPC (server/metrics.h) and writes its log
+//   line under the batch's trace; the engine measures calls and the batch.
 // - Lifetime: gRPC deletes nothing; we `delete this` in OnDone, which gRPC calls
 //   after Finish. Finish is only called once the runner has made its final
 //   observer call (OnLastResult or OnBatchDone), after which it never touches
@@ -41,10 +43,11 @@ namespace toolexec {
 class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBatchResponse>,
                                   public BatchObserver {
  public:
-  // Starts the batch on the engine, or finishes at once with the engine's
-  // error. Results are kept under `max_message_bytes` each. Returns the
+  // Starts the batch on the engine for `caller`, or finishes at once with
+  // the engine's error (or `caller`'s: the call was not authenticated). Results are kept under `max_message_bytes` each. Returns the
   // reactor for the handler to return to gRPC.
   static ExecuteBatchReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    absl::StatusOr<CallerIdentity> caller,
                                     const v1::ExecuteBatchRequest& request,
                                     int max_message_bytes);
 
@@ -56,6 +59,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // BatchObserver (runner threads).
   void OnProgress(ProgressEvent event) override;
   void OnResult(ToolCallResult result) override;
+  // S12: written like a result (never dropped), before any result.
+  void OnPermissionRequest(const PermissionRequestEvent& event) override;
   // Writes the last result and the status in one step (StartWriteAndFinish).
   void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;
@@ -71,9 +76,14 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
 
  private:
   ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls, int max_message_bytes);
-  void Begin(Engine* engine, const v1::ExecuteBatchRequest& request);
+  void Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
+             const v1::ExecuteBatchRequest& request);
   void Reject(const absl::Status& status);
-  void Enqueue(v1::ExecuteBatchResponse response, bool is_progress, bool last);
+  // What a queued response is: a result counts for the runner's flow control
+  // until written; progress may be dropped; a notice (a permission request)
+  // is neither.
+  enum class Kind { kResult, kProgress, kNotice };
+  void Enqueue(v1::ExecuteBatchResponse response, Kind kind, bool last);
 
   // The write pump. Every state change and the decision it leads to happen in
   // one critical section (NextActionLocked); the thread then performs the
@@ -89,13 +99,18 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void Perform(const Action& action);
 
   grpc::CallbackServerContext* const context_;
+  // The caller's trace with this RPC's span (server/unary.h RpcTrace): handed
+  // to the tools, on every result (trace_id) and on the RPC's log lines.
+  const std::string traceparent_;
+  const std::string trace_id_;
   const absl::Time started_ = absl::Now();
   const size_t calls_;
   const size_t max_result_bytes_;
+  std::string caller_log_;  // CallerLogField, set once in Begin
 
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
-  std::deque<bool> queue_is_progress_ ABSL_GUARDED_BY(mu_);
+  std::deque<Kind> queue_kind_ ABSL_GUARDED_BY(mu_);
   size_t queued_progress_ ABSL_GUARDED_BY(mu_) = 0;
   size_t queued_progress_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_progress_ ABSL_GUARDED_BY(mu_) = 0;

@@ -21,12 +21,16 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/config.h"
 #include "server/daemon.h"
+#include "server/logging.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin/command/environment.h"
@@ -74,9 +78,32 @@ ABSL_FLAG(bool, keepalive_permit_without_calls, toolexec::KeepAliveOptions().per
 ABSL_FLAG(bool, insecure_allow_unauthenticated, false,
           "Serve a non-loopback TCP --listen address although no caller is authenticated: "
           "whoever reaches it can run commands and write files in the workspace.");
+// ---- who may call (server/auth.h); config: auth { ... } ----
+ABSL_FLAG(std::string, token_file, "",
+          "Bearer tokens, one per line: TOKEN [NAME [PROFILE]]; every RPC but health and "
+          "reflection needs 'authorization: Bearer <token>'. Reloaded on SIGHUP.");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate (chain): serve TLS on a TCP --listen.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates: require and verify a client certificate signed by one (mTLS).");
+ABSL_FLAG(std::string, unix_socket_mode, "",
+          "Permission bits of a unix:/path --listen socket, in octal (e.g. 0660).");
+ABSL_FLAG(std::string, unix_socket_allowed_uids, "",
+          "Comma-separated uids that may call over a unix:/path --listen socket (root too "
+          "only if listed); empty = any uid the socket's mode admits.");
+ABSL_FLAG(uint32_t, max_sessions_per_caller, toolexec::EngineOptions().max_sessions_per_caller,
+          "Most open sessions one authenticated caller (by identity name) may hold.");
+// ---- end who may call ----
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error.");
 ABSL_FLAG(std::string, address_file, "",
           "Once serving, write the bound address (with the real port) to this file.");
+// --- operating it: metrics and log format ---
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks one); "
+          "empty = off.");
+ABSL_FLAG(std::string, log_format, "text",
+          "Log lines on stderr: text, or json (one object per line). Both carry the "
+          "trace_id of the RPC they belong to.");
 
 namespace toolexec {
 namespace {
@@ -107,6 +134,45 @@ int IntOption(uint32_t value) {
   return value > static_cast<uint32_t>(std::numeric_limits<int>::max())
              ? std::numeric_limits<int>::max()
              : static_cast<int>(value);
+}
+
+// The auth flags the user gave, over the config file's auth settings.
+absl::Status ApplyAuthFlags(DaemonOptions* options) {
+  AuthOptions& auth = options->server.auth;
+  if (OnCommandLine("token_file")) auth.token_file = absl::GetFlag(FLAGS_token_file);
+  if (OnCommandLine("tls_cert_file")) auth.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  if (OnCommandLine("tls_key_file")) auth.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  if (OnCommandLine("tls_client_ca_file")) {
+    auth.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  }
+  if (OnCommandLine("unix_socket_mode")) {
+    std::string text = absl::GetFlag(FLAGS_unix_socket_mode);
+    uint32_t mode = 0;
+    bool octal = !text.empty() && text.find_first_not_of("01234567") == std::string::npos &&
+                 text.size() <= 4;
+    if (octal) mode = static_cast<uint32_t>(std::stoul(text, nullptr, 8));
+    if (!octal) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--unix_socket_mode '", text, "' is not octal permission bits (e.g. 0660)"));
+    }
+    auth.unix_socket.mode = mode;
+  }
+  if (OnCommandLine("unix_socket_allowed_uids")) {
+    auth.unix_socket.allowed_uids.clear();
+    for (absl::string_view part :
+         absl::StrSplit(absl::GetFlag(FLAGS_unix_socket_allowed_uids), ',', absl::SkipEmpty())) {
+      uint32_t uid = 0;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &uid)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--unix_socket_allowed_uids: '", part, "' is not a uid (give numbers: 0,1000)"));
+      }
+      auth.unix_socket.allowed_uids.push_back(uid);
+    }
+  }
+  if (OnCommandLine("max_sessions_per_caller")) {
+    options->engine.max_sessions_per_caller = absl::GetFlag(FLAGS_max_sessions_per_caller);
+  }
+  return absl::OkStatus();
 }
 
 // Config file first, then the flags the user actually gave.
@@ -166,6 +232,10 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   if (OnCommandLine("session_idle_ttl_ms")) {
     engine.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
   }
+  if (absl::Status s = ApplyAuthFlags(&options); !s.ok()) return s;
+  // --- operating it: metrics and log format ---
+  if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   // The workspace: absolute and real, so confinement compares real paths.
@@ -179,6 +249,21 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   }
   engine.workspace = canonical.string();
   return options;
+}
+
+// The serving daemon, for the signal thread's SIGHUP (null before it serves).
+absl::Mutex reload_mu;
+Daemon* serving_daemon ABSL_GUARDED_BY(reload_mu) = nullptr;
+
+void ReloadCredentials() {
+  absl::MutexLock lock(&reload_mu);
+  if (serving_daemon == nullptr) {
+    spdlog::warn("received SIGHUP before serving: nothing to reload");
+    return;
+  }
+  if (absl::Status s = serving_daemon->ReloadCredentials(); !s.ok()) {
+    spdlog::error("SIGHUP: keeping the tokens in use: {}", std::string(s.message()));
+  }
 }
 
 int Run(int argc, char** argv) {
@@ -202,7 +287,7 @@ int Run(int argc, char** argv) {
 
   auto logger = spdlog::stderr_logger_mt("toolexecd");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  SetLogFormat(LogFormat::kText);
 
   std::string log_level;
   auto options = BuildOptions(&log_level);
@@ -214,6 +299,9 @@ int Run(int argc, char** argv) {
     } else {
       spdlog::set_level(level);
     }
+  }
+  if (options.ok()) {  // ValidateOptions has checked the name
+    if (auto format = ParseLogFormat(options->log_format); format.ok()) SetLogFormat(*format);
   }
   bool check_only = absl::GetFlag(FLAGS_check_config);
   if (!options.ok()) {
@@ -227,6 +315,7 @@ int Run(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);  // reload the token file
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A client vanishing mid-write must not kill the daemon.
   signal(SIGPIPE, SIG_IGN);
@@ -238,10 +327,18 @@ int Run(int argc, char** argv) {
   static absl::Notification stop_requested;  // outlives the detached thread
   auto signal_thread = StartThread([stop_signals]() mutable {
     int sig = 0;
-    sigwait(&stop_signals, &sig);
+    // SIGHUP reloads the credentials, at any time, and is no stop signal.
+    auto next_stop = [&] {
+      for (;;) {
+        sigwait(&stop_signals, &sig);
+        if (sig != SIGHUP) return;
+        ReloadCredentials();
+      }
+    };
+    next_stop();
     spdlog::info("received {}: shutting down gracefully (again to exit at once)", strsignal(sig));
     stop_requested.Notify();
-    sigwait(&stop_signals, &sig);
+    next_stop();
     spdlog::warn("received {} again: exiting without draining", strsignal(sig));
     spdlog::default_logger()->flush();
     _exit(1);
@@ -282,6 +379,10 @@ int Run(int argc, char** argv) {
     std::rename(tmp.c_str(), path.c_str());
   }
 
+  {
+    absl::MutexLock lock(&reload_mu);
+    serving_daemon = daemon->get();
+  }
   stop_requested.WaitForNotification();
   (*daemon)->Shutdown();
   spdlog::default_logger()->flush();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -23,8 +24,23 @@ struct KeepAliveOptions {
   absl::Duration min_ping_interval = absl::Seconds(10);
 };
 
-// The gRPC transport. TLS settings join here as a TlsOptions member when the
-// daemon serves TLS; it serves plaintext (and unix sockets) today.
+// Who may call (server/auth.h). Any of the three authenticates callers.
+struct TlsOptions {
+  std::string cert_file;       // PEM; with key_file, the daemon serves TLS on TCP
+  std::string key_file;
+  std::string client_ca_file;  // set = every client must present a certificate it signed
+};
+struct UnixSocketOptions {
+  uint32_t mode = 0;                  // 0 = as created (umask); else chmod to this
+  std::vector<uint32_t> allowed_uids; // empty = any uid the file mode lets connect
+};
+struct AuthOptions {
+  std::string token_file;  // lines "TOKEN [NAME [PROFILE]]"; reloaded on SIGHUP
+  TlsOptions tls;
+  UnixSocketOptions unix_socket;
+};
+
+// The gRPC transport.
 struct ServerOptions {
   // "127.0.0.1:50051", "[::]:0", "unix:/run/toolexec.sock".
   std::string listen = "127.0.0.1:50051";
@@ -41,15 +57,26 @@ struct ServerOptions {
   // Without it the daemon refuses to (ValidateOptions): whoever reaches the
   // port can run commands and write files in the workspace.
   bool insecure_allow_unauthenticated = false;
+  AuthOptions auth;
+  // Prometheus /metrics over HTTP on this "host:port" (port 0 picks one);
+  // "" = off. MetricsConfig.listen, --metrics_listen.
+  std::string metrics_listen;
 };
 
 // Whether `listen` is reachable from this machine only: a unix socket, or a
 // loopback host (127.0.0.0/8, ::1, localhost).
 bool IsLocalListenAddress(absl::string_view listen);
 
+// Whether `options` authenticate every caller: a token file, TLS with a
+// client CA (mTLS), or a unix socket with an allowed-uid list. TLS without a
+// client CA encrypts but does not say who calls.
+bool AuthenticatesCallers(const ServerOptions& options);
+
 struct DaemonOptions {
   EngineOptions engine;
   ServerOptions server;
+  // Log lines: "text" or "json" (server/logging.h). log_format, --log_format.
+  std::string log_format = "text";
 };
 
 }  // namespace toolexec

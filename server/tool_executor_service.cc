@@ -12,23 +12,26 @@
 
 namespace toolexec {
 
-ToolExecutorService::ToolExecutorService(Engine* engine, const ServerOptions& options)
-    : engine_(engine), max_send_message_bytes_(options.max_send_message_bytes) {
+ToolExecutorService::ToolExecutorService(Engine* engine, const ServerOptions& options,
+                                         const Authenticator* auth)
+    : engine_(engine), auth_(auth), max_send_message_bytes_(options.max_send_message_bytes) {
   for (const auto& t : engine_->registry().tools()) ToProto(*t, &declarations_.emplace_back());
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "ListTools", {}, caller.status());
   v1::ListToolsRequest request;
   v1::ListToolsResponse response;
   grpc::ByteBuffer copy(*request_bytes);
   absl::Status status =
       grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ListToolsRequest>(&copy, &request).ok()
-          ? ListDeclarations(request, &response)
+          ? ListDeclarations(*caller, request, &response)
           : absl::InvalidArgumentError("malformed ListToolsRequest");
   if (status.ok()) *response_bytes = DeterministicBytes(response);
-  return ReplyUnary(context, "ListTools", status,
+  return ReplyUnary(context, "ListTools", *caller, status,
                     absl::StrCat("set=", request.tool_set(), " tools=", response.tools_size()));
 }
 
@@ -40,14 +43,20 @@ static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FO
               static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
               "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
 
-absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& request,
+absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
+                                                   const v1::ListToolsRequest& request,
                                                    v1::ListToolsResponse* response) const {
   if (!v1::DeclarationFormat_IsValid(request.format())) {
     return absl::InvalidArgumentError(absl::StrCat("unknown format ", request.format()));
   }
-  auto tools = engine_->ListTools(CallerIdentity{}, request.session_id(), request.tool_set());
+  auto tools = engine_->ListTools(caller, request.session_id(), request.tool_set());
   if (!tools.ok()) return tools.status();
-  for (const RegisteredTool* t : *tools) *response->add_tools() = declarations_[t->position];
+  for (const RegisteredTool* t : *tools) {
+    v1::ToolDeclaration* d = response->add_tools();
+    *d = declarations_[t->position];
+    // An MCP tool whose server is down says so (the cache holds what is fixed).
+    if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
+  }
   response->set_provider_tools_json(
       ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), *tools));
   return absl::OkStatus();
@@ -55,38 +64,45 @@ absl::Status ToolExecutorService::ListDeclarations(const v1::ListToolsRequest& r
 
 grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ToolExecutorService::ExecuteBatch(
     grpc::CallbackServerContext* context, const v1::ExecuteBatchRequest* request) {
-  return ExecuteBatchReactor::Start(engine_, context, *request, max_send_message_bytes_);
+  return ExecuteBatchReactor::Start(engine_, context, AuthenticateCall(auth_, *context), *request,
+                                    max_send_message_bytes_);
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::OpenSession(grpc::CallbackServerContext* context,
                                                            const v1::OpenSessionRequest* request,
                                                            v1::Session* response) {
-  auto session = engine_->OpenSession(CallerIdentity{}, FromProto(*request));
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "OpenSession", {}, caller.status());
+  auto session = engine_->OpenSession(*caller, FromProto(*request));
   if (session.ok()) ToProto(*session, response);
-  return ReplyUnary(context, "OpenSession", session.status(),
+  return ReplyUnary(context, "OpenSession", *caller, session.status(),
                     session.ok() ? absl::StrCat("session=", session->session_id) : "");
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::UpdateSession(
     grpc::CallbackServerContext* context, const v1::UpdateSessionRequest* request,
     v1::Session* response) {
-  auto session = engine_->UpdateSession(CallerIdentity{}, request->session_id(), request->idle());
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "UpdateSession", {}, caller.status());
+  auto session = engine_->UpdateSession(*caller, request->session_id(), request->idle());
   if (session.ok()) ToProto(*session, response);
-  return ReplyUnary(context, "UpdateSession", session.status(),
+  return ReplyUnary(context, "UpdateSession", *caller, session.status(),
                     absl::StrCat("session=", request->session_id(), " idle=", request->idle()));
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
     grpc::CallbackServerContext* context, const v1::CloseSessionRequest* request,
     v1::CloseSessionResponse* response) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "CloseSession", {}, caller.status());
   auto* reactor = context->DefaultReactor();
   // The engine answers on its own thread: closing may wait out the kill grace
   // of background commands, which must not hold a gRPC thread.
   engine_->CloseSession(
-      CallerIdentity{}, request->session_id(), FromProto(*request),
-      [context, request, response, reactor](absl::StatusOr<MergeResult> merged) {
+      *caller, request->session_id(), FromProto(*request),
+      [context, request, response, reactor, who = *caller](absl::StatusOr<MergeResult> merged) {
         if (merged.ok()) ToProto(*merged, response->mutable_merged());
-        FinishUnary(context, reactor, "CloseSession", merged.status(),
+        FinishUnary(context, reactor, "CloseSession", who, merged.status(),
                     absl::StrCat("session=", request->session_id(),
                                  request->discard() ? " discard" : ""));
       });
@@ -96,24 +112,51 @@ grpc::ServerUnaryReactor* ToolExecutorService::CloseSession(
 grpc::ServerUnaryReactor* ToolExecutorService::GetState(grpc::CallbackServerContext* context,
                                                         const v1::GetStateRequest* request,
                                                         v1::GetStateResponse* response) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "GetState", {}, caller.status());
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  auto state = engine_->GetState(CallerIdentity{}, request->session_id(), keys);
+  auto state = engine_->GetState(*caller, request->session_id(), keys);
   absl::Status status =
       state.ok() ? JsonToStruct(*state, response->mutable_state()) : state.status();
-  return ReplyUnary(context, "GetState", status, absl::StrCat("session=", request->session_id()));
+  return ReplyUnary(context, "GetState", *caller, status, absl::StrCat("session=", request->session_id()));
 }
 
 grpc::ServerWriteReactor<v1::SessionEvent>* ToolExecutorService::WatchSession(
     grpc::CallbackServerContext* context, const v1::WatchSessionRequest* request) {
-  return WatchSessionReactor::Start(engine_, context, *request);
+  return WatchSessionReactor::Start(engine_, context, AuthenticateCall(auth_, *context), *request);
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::RespondPermission(
     grpc::CallbackServerContext* context, const v1::RespondPermissionRequest* request,
-    v1::RespondPermissionResponse* response) {
-  return ReplyUnary(context, "RespondPermission",
-                    absl::UnimplementedError("permission requests are not supported by this "
-                                             "version of toolexecd, so none is ever pending"));
+    v1::RespondPermissionResponse* /*response*/) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "RespondPermission", {}, caller.status());
+  absl::Status status;
+  PermissionAnswer answer = PermissionAnswer::kDeny;
+  switch (request->decision()) {
+    case v1::PERMISSION_DECISION_ALLOW_ONCE:
+      answer = PermissionAnswer::kAllowOnce;
+      break;
+    case v1::PERMISSION_DECISION_ALLOW_SESSION:
+      answer = PermissionAnswer::kAllowSession;
+      break;
+    case v1::PERMISSION_DECISION_DENY:
+      answer = PermissionAnswer::kDeny;
+      break;
+    default:
+      status = absl::InvalidArgumentError(
+          "decision is required: PERMISSION_DECISION_ALLOW_ONCE, _ALLOW_SESSION or _DENY");
+  }
+  if (request->request_id().empty()) {
+    status = absl::InvalidArgumentError(
+        "request_id is required: the PermissionRequest.request_id being answered");
+  }
+  if (status.ok()) {
+    status = engine_->RespondPermission(*caller, request->request_id(), answer,
+                                        request->reason());
+  }
+  return ReplyUnary(context, "RespondPermission", *caller, status,
+                    absl::StrCat("request=", request->request_id()));
 }
 
 }  // namespace toolexec

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/engine.h"
+#include "server/auth.h"
 #include "server/options.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
@@ -22,8 +23,10 @@ namespace toolexec {
 class ToolExecutorService final
     : public v1::ToolExecutor::WithRawCallbackMethod_ListTools<v1::ToolExecutor::CallbackService> {
  public:
-  // `engine` must outlive the service.
-  ToolExecutorService(Engine* engine, const ServerOptions& options);
+  // `engine` and `auth` (null = every caller unauthenticated) must outlive
+  // the service. Every handler authenticates its call first.
+  ToolExecutorService(Engine* engine, const ServerOptions& options,
+                      const Authenticator* auth = nullptr);
 
   // The declarations in registration order, and provider_tools_json in the
   // requested format (as bytes: see above).
@@ -51,10 +54,11 @@ class ToolExecutorService final
                                               v1::RespondPermissionResponse* response) override;
 
  private:
-  absl::Status ListDeclarations(const v1::ListToolsRequest& request,
+  absl::Status ListDeclarations(const CallerIdentity& caller, const v1::ListToolsRequest& request,
                                 v1::ListToolsResponse* response) const;
 
   Engine* const engine_;
+  const Authenticator* const auth_;
   const int max_send_message_bytes_;
   // Declarations converted once: the registry is fixed after start-up.
   std::vector<v1::ToolDeclaration> declarations_;

@@ -5,6 +5,8 @@
 #include "absl/status/status.h"
 
 #include "server/convert.h"
+#include "server/metrics.h"
+#include "server/unary.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -15,6 +17,10 @@ class WatchSessionReactor::Bridge final : public SessionListener {
   void OnMessage(const ContextMessage& message) override {
     absl::MutexLock lock(&mu_);
     if (reactor_ != nullptr) reactor_->Enqueue(message);
+  }
+  void OnPermissionRequest(const PermissionRequestEvent& event) override {
+    absl::MutexLock lock(&mu_);
+    if (reactor_ != nullptr) reactor_->Enqueue(event);
   }
   void OnSessionClosed() override {
     absl::MutexLock lock(&mu_);
@@ -32,11 +38,15 @@ class WatchSessionReactor::Bridge final : public SessionListener {
 
 WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
                                                 grpc::CallbackServerContext* context,
+                                                absl::StatusOr<CallerIdentity> caller,
                                                 const v1::WatchSessionRequest& request) {
   auto* reactor = new WatchSessionReactor(context, request.session_id());
   reactor->bridge_ = std::make_shared<Bridge>(reactor);
+  if (caller.ok()) reactor->caller_log_ = CallerLogField(*caller);
   // If the session closed meanwhile, this calls SessionClosed() at once.
-  auto subscription = engine->Watch(CallerIdentity{}, request.session_id(), reactor->bridge_);
+  auto subscription =
+      caller.ok() ? engine->Watch(*caller, request.session_id(), reactor->bridge_)
+                  : absl::StatusOr<std::unique_ptr<Subscription>>(caller.status());
   if (!subscription.ok()) {
     grpc::Status status = ToGrpcStatus(subscription.status());
     {
@@ -51,20 +61,30 @@ WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
   return reactor;
 }
 
-void WatchSessionReactor::Enqueue(const ContextMessage& message) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (finished_ || closed_) return;
-    if (queue_.size() >= kMaxQueued) {
-      ++dropped_;
-      return;
-    }
-    auto* m = queue_.emplace_back().mutable_message();
-    m->set_session_id(message.session_id);
-    m->set_text(SanitizeUtf8(message.text));
-    m->set_tool_name(message.tool_name);
+bool WatchSessionReactor::Push(v1::SessionEvent event) {
+  absl::MutexLock lock(&mu_);
+  if (finished_ || closed_) return false;
+  if (queue_.size() >= kMaxQueued) {
+    ++dropped_;
+    return false;
   }
-  MaybeWrite();
+  queue_.push_back(std::move(event));
+  return true;
+}
+
+void WatchSessionReactor::Enqueue(const ContextMessage& message) {
+  v1::SessionEvent event;
+  auto* m = event.mutable_message();
+  m->set_session_id(message.session_id);
+  m->set_text(SanitizeUtf8(message.text));
+  m->set_tool_name(message.tool_name);
+  if (Push(std::move(event))) MaybeWrite();
+}
+
+void WatchSessionReactor::Enqueue(const PermissionRequestEvent& event) {
+  v1::SessionEvent out;
+  ToProto(event, out.mutable_permission_request());
+  if (Push(std::move(out))) MaybeWrite();
 }
 
 void WatchSessionReactor::SessionClosed() {
@@ -135,7 +155,10 @@ void WatchSessionReactor::OnDone() {
       spdlog::warn("WatchSession peer={} dropped {} messages: the client read too slowly",
                    context_->peer(), dropped_);
     }
-    spdlog::info("WatchSession peer={} session={} sent={} {}", context_->peer(),
+    CountRpc("WatchSession", final_status_.error_code());
+    const std::string traceparent = RpcTrace(context_).Traceparent();
+    ScopedTraceLog trace(traceparent);
+    spdlog::info("WatchSession peer={}{} session={} sent={} {}", context_->peer(), caller_log_,
                  session_id_, sent_, StatusLogFields(final_status_));
   }
   delete this;

@@ -1,4 +1,5 @@
-// The WatchSession stream: messages tools send() to the agent (S5), in order,
+// The WatchSession stream: messages tools send() to the agent (S5) and the
+// permission requests its batches wait on (S12), in order,
 // until the session closes (then the stream ends OK) or the client cancels.
 //
 // Ownership: the engine's subscription holds a Bridge (shared_ptr
@@ -27,8 +28,10 @@ namespace toolexec {
 
 class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEvent> {
  public:
-  // Subscribes to the session, or finishes at once with the engine's error.
+  // Subscribes `caller` to the session, or finishes at once with the
+  // engine's error (or `caller`'s: the call was not authenticated).
   static WatchSessionReactor* Start(Engine* engine, grpc::CallbackServerContext* context,
+                                    absl::StatusOr<CallerIdentity> caller,
                                     const v1::WatchSessionRequest& request);
 
   void OnWriteDone(bool ok) override;
@@ -42,11 +45,15 @@ class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEve
   WatchSessionReactor(grpc::CallbackServerContext* context, std::string session_id)
       : context_(context), session_id_(std::move(session_id)) {}
   void Enqueue(const ContextMessage& message);
+  void Enqueue(const PermissionRequestEvent& event);
+  // Queues `event` unless the stream is done or full; true if queued.
+  bool Push(v1::SessionEvent event);
   void SessionClosed();
   void MaybeWrite();
 
   grpc::CallbackServerContext* const context_;
   const std::string session_id_;
+  std::string caller_log_;  // CallerLogField, set once in Start
   std::shared_ptr<Bridge> bridge_;
   std::unique_ptr<Subscription> subscription_;
 

@@ -9,7 +9,9 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/session.h"
@@ -55,6 +57,29 @@ inline Json J(const std::string& text) {
   auto parsed = ParseJson(text);
   if (!parsed.ok()) throw std::runtime_error("bad test JSON: " + text);
   return std::move(*parsed);
+}
+
+// Collects a batch's results; Wait() returns once the batch is done.
+class Collector final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult result) override { results.push_back(std::move(result)); }
+  void OnBatchDone() override { done_.Notify(); }
+  void Wait() { done_.WaitForNotification(); }
+  std::vector<ToolCallResult> results;
+
+ private:
+  absl::Notification done_;
+};
+
+// A call with arguments as JSON text ("" = none).
+inline CallRequest Call(const std::string& id, const std::string& name,
+                        const std::string& args = "") {
+  CallRequest c;
+  c.id = id;
+  c.name = name;
+  c.args_json = args;
+  return c;
 }
 
 // Runs one call (id "1") through `runner` and returns its result; a refused

@@ -147,11 +147,17 @@ export const LOADER_OPTIONS = {
   oneofs: true, // Value.kind names the member that is set
 };
 
+// The channel credentials for `d`: d.credentials if the test set them (TLS),
+// else plaintext.
+function channelCredentials(d) {
+  return d.credentials ?? grpc.credentials.createInsecure();
+}
+
 // Fetches the file that defines `symbol` from the daemon's reflection service
 // and loads it for grpc-js: {reflection, root, loaded}. The reflection client
 // is closed with the daemon.
 export async function reflect(d, symbol) {
-  const reflection = new grpcReflection.Client(d.address, grpc.credentials.createInsecure());
+  const reflection = new grpcReflection.Client(d.address, channelCredentials(d));
   d.clients.push(reflection.grpcClient);
   const root = await reflection.fileContainingSymbol(symbol);
   const loaded = grpc.loadPackageDefinition(protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS));
@@ -160,7 +166,7 @@ export async function reflect(d, symbol) {
 
 // A client of `Service` (from reflect's `loaded`), closed with the daemon.
 export function serviceClient(d, Service) {
-  const client = new Service(d.address, grpc.credentials.createInsecure());
+  const client = new Service(d.address, channelCredentials(d));
   d.clients.push(client);
   return client;
 }

@@ -48,6 +48,13 @@ expect_refused bad_finish_schema \
   'control_tools { finish_output_schema_json: "{not json" }' "finish output schema"
 expect_refused missing_bwrap_or_bad_sandbox \
   'run_command { sandbox: "chroot" }' "sandbox"
+expect_refused policy_rule_without_decision \
+  'policy { rules { name: "shell" tool: "run_command" } }' "rule 'shell' has no decision"
+expect_refused policy_bad_glob \
+  'policy { rules { name: "g" tool: "*" path_glob: "[oops" decision: DECISION_DENY } }' \
+  "rule 'g': path_glob"
+expect_refused policy_builtin_profile_name \
+  'policy { profiles { name: "read_only" } }' "policy profile 'read_only' is built in"
 
 # The config path must name a regular file of at most 4 MiB; it is neither
 # read without limit nor waited on.
@@ -128,6 +135,30 @@ check() {  # name, command...: the command must succeed
     echo "FAIL $name"; failures=$((failures + 1)); fi
 }
 
+# Command tools: each field checked at start-up, naming the tool.
+expect_refused command_tool_bad_name 'command_tools { name: "has space" argv: "/bin/true" }' \
+  "command_tools 'has space': the name must be 1 to 64 letters, digits, '_' or '-'"
+expect_refused command_tool_no_argv 'command_tools { name: "t" }' \
+  "command_tools 't': argv is empty"
+expect_refused command_tool_twice \
+  'command_tools { name: "t" argv: "/bin/true" } command_tools { name: "t" argv: "/bin/true" }' \
+  "command_tools 't' is declared twice"
+expect_refused command_tool_clashes_with_builtin 'command_tools { name: "view_file" argv: "/bin/true" }' \
+  "view_file"
+expect_refused command_tool_schema_not_json 'command_tools { name: "t" argv: "/bin/true" parameters_json: "{nope" }' \
+  "command_tools 't': parameters_json is not a JSON object"
+expect_refused command_tool_schema_invalid \
+  'command_tools { name: "t" argv: "/bin/true" parameters_json: "{\"type\": 7}" }' "'t'"
+expect_refused command_tool_working_dir_outside \
+  'command_tools { name: "t" argv: "/bin/true" working_dir: "a/../../etc" }' \
+  "command_tools 't': working_dir 'a/../../etc' must be a relative path inside the workspace"
+expect_refused command_tool_working_dir_absolute 'command_tools { name: "t" argv: "/bin/true" working_dir: "/etc" }' \
+  "must be a relative path inside the workspace"
+expect_refused command_tool_program_missing 'command_tools { name: "t" argv: "no-such-program-xyz" }' \
+  "command_tools 't': no-such-program-xyz was not found on PATH"
+expect_refused command_tool_program_relative 'command_tools { name: "t" argv: "./run.sh" }' \
+  "give an absolute path or a program name found on PATH"
+
 # --check_config agrees: 1 on a bad config, 0 on a good one.
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1
@@ -179,13 +210,30 @@ out=$(timeout 10 "$toolexecd" --check_config --config="$dir/open.textproto" --wo
 check "a config listening on 0.0.0.0 without auth is refused" test $? -eq 1
 check "  ... saying so" grep -qF "refusing to listen on 0.0.0.0:50051 without authentication" <<<"$out"
 
+# Metrics address and log format: refused at start-up, naming the option.
+for address in "9464" "localhost" "127.0.0.1:99999" "127.0.0.1:x" ":9464" "unix:/tmp/m.sock"; do
+  expect_exit_refused "metrics_listen $address" "metrics.listen (--metrics_listen) '$address'" \
+    --metrics_listen="$address"
+done
+expect_exit_refused "log_format yaml" "log_format (--log_format) 'yaml' is not one of text, json" \
+  --log_format=yaml
+printf 'log_format: "xml"\n' > "$dir/log_format.textproto"
+expect_exit_refused "config log_format xml" "'xml' is not one of text, json" \
+  --config="$dir/log_format.textproto"
+printf 'metrics { listen: "nowhere" }\n' > "$dir/metrics.textproto"
+expect_exit_refused "config metrics.listen nowhere" "metrics.listen (--metrics_listen) 'nowhere'" \
+  --config="$dir/metrics.textproto"
+# An address that cannot be bound (not this host's) stops the daemon too.
+expect_exit_refused "metrics_listen not bindable" "cannot serve metrics on 192.0.2.1:9464" \
+  --metrics_listen=192.0.2.1:9464
+
 # --help lists every flag of toolexecd.
 help=$("$toolexecd" --help 2>&1)
 for flag in listen workspace config example_tools check_config max_calls_per_batch \
     max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
     session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
     keepalive_min_ping_interval_ms keepalive_permit_without_calls insecure_allow_unauthenticated \
-    log_level address_file; do
+    log_level address_file metrics_listen log_format; do
   check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
 done
 

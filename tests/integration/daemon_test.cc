@@ -592,11 +592,13 @@ TEST_F(DaemonTest, ShutdownDoesNotWaitForeverForAStubbornTool) {
   daemon_.reset();  // waits for the tool before freeing what it uses
 }
 
-TEST_F(DaemonTest, NotYetImplementedRpcsSaySo) {
+TEST_F(DaemonTest, AnsweringNoPendingPermissionRequestIsNotFound) {
   v1::RespondPermissionRequest req;
+  req.set_request_id("perm-none");
+  req.set_decision(v1::PERMISSION_DECISION_ALLOW_ONCE);
   auto r = client_->RespondPermission(req);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("not supported"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("is not pending"));
 }
 
 TEST_F(DaemonTest, ServesOnAUnixSocket) {

@@ -29,6 +29,7 @@
 #include "client/client.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
+#include "tests/common/daemon_process.h"
 #include "tests/common/test_tools.h"
 
 namespace toolexec {
@@ -109,88 +110,7 @@ TEST(ResultSizeTest, AResultLargerThanAMessageFailsAndTheLaterResultsArrive) {
 // ---------------------------------------------------------------------------
 // The real toolexecd under rlimits.
 
-// A toolexecd child process on 127.0.0.1:0.
-class DaemonProcess {
- public:
-  // `as_uid` >= 0 runs it as that uid (the caller is root); `nproc` > 0 sets
-  // RLIMIT_NPROC before it starts.
-  DaemonProcess(const std::string& workspace, const std::string& state_dir, int as_uid,
-                rlim_t nproc) {
-    address_file_ = state_dir + "/address";
-    log_file_ = state_dir + "/toolexecd.log";
-    const char* binary = getenv("TOOLEXECD");  // another build, e.g. to compare
-    std::vector<std::string> args = {binary != nullptr ? binary : TOOLEXECD_PATH,
-                                     "--listen=127.0.0.1:0",
-                                     "--workspace=" + workspace,
-                                     "--address_file=" + address_file_,
-                                     "--drain_grace_ms=3000"};
-    pid_ = fork();
-    if (pid_ == 0) {
-      int log = open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (log >= 0) dup2(log, STDERR_FILENO);
-      if (as_uid >= 0 &&
-          (setgroups(0, nullptr) != 0 || setgid(as_uid) != 0 || setuid(as_uid) != 0)) {
-        _exit(120);
-      }
-      if (nproc > 0) {
-        struct rlimit limit = {nproc, nproc};
-        if (setrlimit(RLIMIT_NPROC, &limit) != 0) _exit(121);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(122);
-    }
-  }
-  ~DaemonProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-
-  // The bound address once serving; empty after 20 s.
-  std::string WaitForAddress() {
-    for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;) {
-      std::ifstream in(address_file_);
-      std::string address;
-      if (std::getline(in, address) && !address.empty()) return address;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return "";
-  }
-
-  // Sends `sig` and waits up to `timeout` for the exit: the wait status, or
-  // -1 if it did not exit.
-  int SignalAndWait(int sig, absl::Duration timeout) {
-    kill(pid_, sig);
-    for (absl::Time end = absl::Now() + timeout; absl::Now() < end;) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return status;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return -1;
-  }
-
-  std::string Log() const {
-    std::ifstream in(log_file_);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::string address_file_;
-  std::string log_file_;
-};
+using ::toolexec::test_support::DaemonProcess;
 
 // The processes (thread group leaders) whose real uid is `uid`.
 std::vector<pid_t> ProcessesOf(uid_t uid) {
@@ -231,7 +151,11 @@ TEST(TaskLimitTest, BatchesFailClearlyAndSigtermStillDrains) {
   ASSERT_EQ(mkdir(state.c_str(), 0755), 0);
   ASSERT_EQ(chown(state.c_str(), uid, uid), 0);
 
-  DaemonProcess daemon(workspace, state, static_cast<int>(uid), /*nproc=*/64);
+  const char* binary = getenv("TOOLEXECD");  // another build, e.g. to compare
+  DaemonProcess daemon({binary != nullptr ? binary : TOOLEXECD_PATH, state,
+                        {"--listen=127.0.0.1:0", "--workspace=" + workspace,
+                         "--drain_grace_ms=3000"},
+                        static_cast<int>(uid), /*nproc=*/64});
   const std::string address = daemon.WaitForAddress();
   ASSERT_FALSE(address.empty()) << daemon.Log();
   auto client = Client::Create(address);

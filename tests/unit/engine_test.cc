@@ -7,33 +7,16 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
+#include "tests/unit/engine_test_util.h"
 
 namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Collects a batch's results; Wait() returns once the batch is done.
-class Collector final : public BatchObserver {
- public:
-  void OnProgress(ProgressEvent) override {}
-  void OnResult(ToolCallResult result) override { results.push_back(std::move(result)); }
-  void OnBatchDone() override { done_.Notify(); }
-  void Wait() { done_.WaitForNotification(); }
-  std::vector<ToolCallResult> results;
-
- private:
-  absl::Notification done_;
-};
-
-CallRequest Call(const std::string& id, const std::string& name, const std::string& args = "") {
-  CallRequest c;
-  c.id = id;
-  c.name = name;
-  c.args_json = args;
-  return c;
-}
+using toolexec::testing::Call;
+using toolexec::testing::Collector;
 
 // A batch of `calls` (move-only, so not from an initializer list).
 template <typename... Calls>

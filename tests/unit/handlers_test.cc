@@ -23,6 +23,7 @@ using ::testing::Field;
 using ::testing::Invoke;
 using ::testing::Return;
 using testing::MockEngine;
+using ::testing::HasSubstr;
 
 // One unary call on a context of its own: what the handler finished with.
 class UnaryCall {
@@ -266,12 +267,20 @@ TEST_F(HandlersTest, GetStatePassesTheKeysAndConvertsTheState) {
   EXPECT_EQ(response.state().fields().at("b").list_value().values_size(), 2);
 }
 
-TEST_F(HandlersTest, RespondPermissionIsUnimplemented) {
+TEST_F(HandlersTest, RespondPermissionNeedsAnIdAndADecision) {
   v1::RespondPermissionRequest request;
   v1::RespondPermissionResponse response;
-  UnaryCall call;
-  tools_->RespondPermission(call.context(), &request, &response);
-  EXPECT_EQ(call.status().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  UnaryCall no_id;
+  request.set_decision(v1::PERMISSION_DECISION_ALLOW_ONCE);
+  tools_->RespondPermission(no_id.context(), &request, &response);
+  EXPECT_EQ(no_id.status().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(no_id.status().error_message(), HasSubstr("request_id is required"));
+  UnaryCall no_decision;
+  request.set_request_id("perm-1");
+  request.set_decision(v1::PERMISSION_DECISION_UNSPECIFIED);
+  tools_->RespondPermission(no_decision.context(), &request, &response);
+  EXPECT_EQ(no_decision.status().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(no_decision.status().error_message(), HasSubstr("decision is required"));
 }
 
 TEST_F(HandlersTest, SaveArtifactWithoutContentNeverReachesTheEngine) {

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/runtime/tool_context.h"
@@ -194,6 +195,63 @@ TEST_F(SessionTest, ChildSharesItsParentsWorkspaceHandles) {
   auto grandchild = sessions_.Open({.parent_session_id = (*child)->id()});
   ASSERT_TRUE(grandchild.ok()) << grandchild.status();
   EXPECT_EQ((*grandchild)->workspaces()[0].get(), root->get());
+}
+
+// Sessions belong to their owner: to anyone else, one does not exist.
+TEST_F(SessionTest, AnotherOwnerGetsTheSameNotFoundAsForNoSession) {
+  auto s = *sessions_.Open({.conversation_id = "c", .owner = "alice"});
+  EXPECT_TRUE(sessions_.Get(s->id(), "alice").ok());
+  auto other = sessions_.Get(s->id(), "bob");
+  auto none = sessions_.Get("s-nosuch", "bob");
+  ASSERT_TRUE(absl::IsNotFound(other.status()));
+  EXPECT_EQ(other.status().message(),
+            absl::StrCat("no open session '", s->id(), "'"));  // as for an unknown id:
+  EXPECT_EQ(none.status().message(), "no open session 's-nosuch'");
+  EXPECT_FALSE(sessions_.Get(s->id(), "").ok());
+  // A child is its parent's owner's, and only the owner may open one.
+  EXPECT_TRUE(absl::IsNotFound(
+      sessions_.Open({.parent_session_id = s->id(), .owner = "bob"}).status()));
+  auto child = sessions_.Open({.parent_session_id = s->id(), .owner = "alice"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ((*child)->owner(), "alice");
+}
+
+TEST_F(SessionTest, EachOwnerHasAQuotaAndClosingGivesItBack) {
+  SessionManager sessions(&registry_, {.max_sessions = 100, .max_sessions_per_owner = 2});
+  auto a1 = sessions.Open({.owner = "alice"});
+  ASSERT_TRUE(a1.ok());
+  ASSERT_TRUE(sessions.Open({.parent_session_id = (*a1)->id(), .owner = "alice"}).ok());
+  auto over = sessions.Open({.owner = "alice"});
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status()));
+  EXPECT_THAT(over.status().message(), HasSubstr("limits.max_sessions_per_caller"));
+  EXPECT_TRUE(sessions.Open({.owner = "bob"}).ok());
+  // Unauthenticated callers ("") share max_sessions only.
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(sessions.Open({}).ok());
+  // Closing the parent closes its child: both places come back.
+  ASSERT_TRUE(sessions.Close((*a1)->id(), {.discard = true}).ok());
+  EXPECT_TRUE(sessions.Open({.owner = "alice"}).ok());
+  EXPECT_TRUE(sessions.Open({.owner = "alice"}).ok());
+  EXPECT_FALSE(sessions.Open({.owner = "alice"}).ok());
+}
+
+// Naming another caller's conversation_id or user_id reaches none of its
+// artifacts; the same caller's sessions share them as before.
+TEST_F(SessionTest, ConversationsAndUsersAreTheirOwnersAlone) {
+  std::unique_ptr<ArtifactStore> store = NewInMemoryArtifactStore();
+  auto a1 = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "alice"});
+  auto a2 = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "alice"});
+  auto b = *sessions_.Open({.conversation_id = "c", .user_id = "u", .owner = "bob"});
+  auto anonymous = *sessions_.Open({.conversation_id = "c", .user_id = "u"});
+  Artifact text;
+  text.text = "alice's";
+  ASSERT_TRUE(a1->SaveArtifact(*store, "notes.txt", text).ok());
+  ASSERT_TRUE(a1->SaveArtifact(*store, "user:profile", text).ok());
+  for (const char* name : {"notes.txt", "user:profile"}) {
+    EXPECT_TRUE(store->Load(a2->artifact_scope(), name, 0).ok()) << name;
+    EXPECT_TRUE(absl::IsNotFound(store->Load(b->artifact_scope(), name, 0).status())) << name;
+    EXPECT_TRUE(absl::IsNotFound(store->Load(anonymous->artifact_scope(), name, 0).status()))
+        << name;
+  }
 }
 
 }  // namespace

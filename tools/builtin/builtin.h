@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,23 @@ struct BuiltinOptions {
   uint32_t web_search_max_uses = 0;  // 0 = not limited
 };
 
+// A tool whose work a program of the user's does, in any language (config
+// command_tools): its arguments arrive as JSON on stdin; what it prints on
+// stdout is the result (a JSON object as is, any other JSON or text as
+// {"result": ...}); a non-zero exit fails the call with the end of its
+// stderr. It runs as run_command's commands do (same supervisor, process
+// group, capture limits, rlimits and sandbox).
+struct CommandToolOptions {
+  std::string name;
+  std::string description;
+  std::string parameters_json;    // JSON Schema text; "" = an object of any properties
+  std::vector<std::string> argv;  // argv[0]: an absolute path or a name found on PATH
+  absl::Duration timeout = absl::ZeroDuration();  // zero = run_command's default timeout
+  std::vector<std::pair<std::string, std::string>> env;  // on top of the scrubbed environment
+  std::string working_dir;  // relative to the call's workspace; "" = its root
+  bool read_only = false;   // the read_only tag; otherwise destructive
+};
+
 absl::Status RegisterFileTools(ToolRegistry& registry, const BuiltinOptions& options);
 absl::Status RegisterSearchTools(ToolRegistry& registry, const BuiltinOptions& options);
 absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& options);
@@ -70,6 +88,11 @@ absl::Status RegisterControlTools(ToolRegistry& registry, const BuiltinOptions& 
 absl::Status RegisterDeclaredTools(ToolRegistry& registry, const BuiltinOptions& options);
 // The names RegisterDeclaredTools accepts.
 const std::vector<std::string>& DeclarableToolNames();
+
+// The configured command tools, in order, with source "config (command_tools)".
+// A program not found on PATH or an invalid schema is an error naming the tool.
+absl::Status RegisterConfiguredCommandTools(ToolRegistry& registry, const BuiltinOptions& options,
+                                            const std::vector<CommandToolOptions>& tools);
 
 // Every group above, in order.
 absl::Status RegisterBuiltinTools(ToolRegistry& registry, const BuiltinOptions& options);

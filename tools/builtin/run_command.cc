@@ -17,6 +17,7 @@
 #include "tools/builtin/command/command.h"
 #include "tools/builtin/command/command_run.h"
 #include "tools/builtin/command/environment.h"
+#include "tools/builtin/command/launch.h"
 #include "tools/builtin/command/reaper.h"
 #include "tools/builtin/command/result.h"
 #include "tools/builtin/command/sandbox.h"
@@ -190,43 +191,10 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
       overrides.emplace_back(std::move(name), std::move(value));
     }
   }
-  const std::string run_id = NewRunId();
-  overrides.emplace_back("TOOLEXEC_RUN_ID", run_id);
-
-  CommandSpec spec;
-  spec.env = MergeEnvironment(config_->base_env, overrides);
-  spec.marker = absl::StrCat("TOOLEXEC_RUN_ID=", run_id);
-  spec.cwd_fd = dir->get();
+  CommandSpec spec = MakeCommandSpec(*config_, ctx, *wp, dir->get(),
+                                     {"/bin/bash", "-c", command_line}, std::move(overrides));
   if (auto it = args.FindMember("stdin"); it != args.MemberEnd()) {
     spec.stdin_text = std::string(Str(it->value));
-  }
-  spec.capture_bytes = opt.command_capture_bytes;
-  spec.output_chars = ctx.info().model_content.TextChars();
-  spec.kill_grace = milliseconds(absl::ToInt64Milliseconds(opt.command_kill_grace));
-  if (opt.rlimit_cpu_seconds > 0) spec.rlimits.emplace_back(RLIMIT_CPU, opt.rlimit_cpu_seconds);
-  if (opt.rlimit_address_space_bytes > 0) {
-    spec.rlimits.emplace_back(RLIMIT_AS, opt.rlimit_address_space_bytes);
-  }
-  if (opt.rlimit_open_files > 0) spec.rlimits.emplace_back(RLIMIT_NOFILE, opt.rlimit_open_files);
-  spec.pids = config_->pids;
-
-  if (config_->bwrap_path.empty()) {
-    spec.argv = {"/bin/bash", "-c", command_line};
-  } else {
-    // Each root is bound by its handle, so the sandbox shows the directories
-    // the call was given even if their paths now name something else; the
-    // working directory is the one opened above, named inside its root's bind.
-    std::vector<SandboxBind> binds;
-    for (const auto& root : ctx.info().workspaces) {
-      binds.push_back({root->fd(), root->path()});
-      spec.inherit_fds.push_back(root->fd());
-    }
-    const std::string& bound = wp->root->path();
-    const std::string cwd =
-        wp->relative == "." ? bound
-                            : absl::StrCat(bound == "/" ? "" : bound, "/", wp->relative);
-    spec.argv = BwrapArgv(config_->bwrap_path, binds, cwd, opt.sandbox_network, command_line);
-    spec.sandboxed = true;
   }
 
   // --- timeouts ---
@@ -256,39 +224,14 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
     return out;
   }
 
-  // The call's own deadline is an outer bound: fit the command's timeout, its
-  // kill grace and the drain inside it, so the model gets the partial output
-  // as a result rather than a bare TIMEOUT.
-  bool shortened = false;
-  if (ctx.info().deadline != absl::InfiniteFuture()) {
-    const int64_t remaining =
-        std::max<int64_t>(0, absl::ToInt64Milliseconds(ctx.info().deadline - absl::Now()));
-    const int64_t margin = CommandRun::kDrainAfterExit.count() + 50;
-    const int64_t reserve = std::min<int64_t>(spec.kill_grace.count() + margin, remaining / 2);
-    spec.kill_grace =
-        milliseconds(std::clamp<int64_t>(reserve - margin, 0, spec.kill_grace.count()));
-    const int64_t fit = std::max<int64_t>(remaining - reserve, 1);
-    if (fit < timeout_ms) {
-      timeout_ms = fit;
-      shortened = true;
-    }
-  }
-  spec.wall_timeout = milliseconds(timeout_ms);
-
-  auto run = CommandRun::Start(std::move(spec));
+  auto run = RunForeground(std::move(spec), timeout_ms, ctx,
+                           [&ctx](bool is_stderr, absl::string_view text) {
+                             ctx.progress(is_stderr ? "stderr" : "stdout", text);
+                           });
   if (!run.ok()) return run.status();
-  dir->reset();  // the child has its own cwd now
-  CommandRun* r = run->get();
-  // ToolContext hands out the token as const, but AddCallback/RemoveCallback
-  // are not const; the runner's token itself is a mutable object, so this
-  // cast is well-defined. (Asked for a non-const accessor.)
-  const CancellationToken& token = ctx.cancellation();
-  int cb = token.AddCallback([r] { r->RequestStop(StopReason::kCancelled); });
-  CommandOutcome o = r->Wait([&ctx](bool is_stderr, absl::string_view text) {
-    ctx.progress(is_stderr ? "stderr" : "stdout", text);
-  });
-  token.RemoveCallback(cb);
-  run->reset();
+  const CommandOutcome& o = run->outcome;
+  timeout_ms = run->timeout_ms;
+  const bool shortened = run->shortened;
 
   Json out = MakeObject();
   SetExit(out, o.exit);

@@ -105,6 +105,14 @@ ArtifactScope Session::artifact_scope() const {
   scope.user_id = options_.user_id;
   scope.session_owned = child || options_.conversation_id.empty();
   scope.conversation = scope.session_owned ? id_ : options_.conversation_id;
+  // An authenticated caller's conversations and users are its own: another
+  // caller naming the same conversation_id or user_id reaches other spaces.
+  // (Length-prefixed, so no owner and name pair can spell another's.)
+  if (!options_.owner.empty()) {
+    const std::string prefix = absl::StrCat(options_.owner.size(), ":", options_.owner, "/");
+    if (!scope.user_id.empty()) scope.user_id = prefix + scope.user_id;
+    if (!scope.session_owned) scope.conversation = prefix + scope.conversation;
+  }
   if (child) scope.user_names = ArtifactScope::UserNames::kStaged;
   return scope;
 }
@@ -193,6 +201,15 @@ absl::Status Session::Send(absl::string_view text, absl::string_view tool_name) 
   return absl::OkStatus();
 }
 
+void Session::NotifyPermissionRequest(const PermissionRequestEvent& event) {
+  std::vector<std::shared_ptr<SessionListener>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, l] : listeners_) listeners.push_back(l);
+  }
+  for (const auto& l : listeners) l->OnPermissionRequest(event);
+}
+
 int Session::AddListener(std::shared_ptr<SessionListener> listener) {
   {
     absl::MutexLock lock(&mu_);
@@ -263,7 +280,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
   std::shared_ptr<Session> parent;
   if (!options.parent_session_id.empty()) {
     auto it = sessions_.find(options.parent_session_id);
-    if (it == sessions_.end()) {
+    if (it == sessions_.end() || it->second->owner() != options.owner) {
       return absl::NotFoundError(
           absl::StrCat("no open parent session '", options.parent_session_id, "'"));
     }
@@ -282,8 +299,16 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
           "): a child session belongs to its parent's user; leave user_id empty to inherit it"));
     }
     options.user_id = parent->user_id();
+    options.owner = parent->owner();
     if (options.conversation_id.empty()) options.conversation_id = parent->conversation_id();
     if (options.workspaces.empty()) options.workspaces = parent->workspaces();
+  }
+  if (!options.owner.empty() &&
+      per_owner_[options.owner] >= options_.max_sessions_per_owner) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "caller '", options.owner, "' has ", options_.max_sessions_per_owner,
+        " open sessions, the most one caller may have (limits.max_sessions_per_caller): close "
+        "the sessions you no longer need with CloseSession"));
   }
   std::vector<std::string> state_keys = options.state_keys;
   auto session = std::make_shared<Session>(id, std::move(options));
@@ -303,6 +328,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions opt
     parent->children_.push_back(id);
   }
   sessions_.emplace(id, session);
+  if (!session->owner().empty()) ++per_owner_[session->owner()];
   return session;
 }
 
@@ -313,6 +339,15 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(absl::string_view i
     return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
   }
   return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(absl::string_view id,
+                                                             absl::string_view owner) const {
+  auto session = Get(id);
+  if (session.ok() && (*session)->owner() != owner) {
+    return absl::NotFoundError(absl::StrCat("no open session '", id, "'"));
+  }
+  return session;
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_view id) {
@@ -330,6 +365,10 @@ std::vector<std::shared_ptr<Session>> SessionManager::DetachTree(absl::string_vi
     out.insert(out.end(), sub.begin(), sub.end());
   }
   sessions_.erase(session->id());
+  if (!session->owner().empty()) {
+    auto count = per_owner_.find(session->owner());
+    if (count != per_owner_.end() && --count->second == 0) per_owner_.erase(count);
+  }
   out.push_back(std::move(session));
   return out;
 }
@@ -484,6 +523,7 @@ void SessionManager::CloseAll() {
     absl::MutexLock lock(&mu_);
     closed_all_ = true;
     all.swap(sessions_);
+    per_owner_.clear();
   }
   for (auto& [id, s] : all) Finish(s);
 }

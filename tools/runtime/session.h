@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec {
@@ -92,6 +93,8 @@ class SessionListener {
   virtual void OnMessage(const ContextMessage& message) = 0;
   // The session closed (or the daemon is stopping); no more calls follow.
   virtual void OnSessionClosed() = 0;
+  // S12: a batch of this session waits for this answer. Default: ignored.
+  virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
 };
 
 struct SessionOptions {
@@ -110,6 +113,9 @@ struct SessionOptions {
   // Warnings to return to the caller (e.g. a dropped start_subagent).
   std::vector<std::string> warnings;
   std::string subagent;
+  // Who opened it (CallerIdentity::name; "" = an unauthenticated caller).
+  // Only that caller may use it; a child inherits its parent's owner.
+  std::string owner;
 };
 
 // S11: how a child's writes merge back into its parent on close.
@@ -140,12 +146,14 @@ class Session final {
   const std::string& parent_session_id() const { return options_.parent_session_id; }
   const std::vector<std::string>& warnings() const { return options_.warnings; }
   const std::string& subagent() const { return options_.subagent; }
+  const std::string& owner() const { return options_.owner; }
   // 0 for a top-level session, parent's depth + 1 for a child.
   int depth() const { return depth_; }
   // Whose artifacts this session sees (S10): a top-level session with a
   // conversation_id shares its conversation's; one without, and every child,
   // has a space of its own, freed when it closes. A child stages its "user:"
-  // saves there too until they merge into the parent on close (S11).
+  // saves there too until they merge into the parent on close (S11). The
+  // conversations and users of an owned session are its owner's alone.
   ArtifactScope artifact_scope() const;
   // Saves in this session's scope and notes the save for a child's merge.
   absl::StatusOr<int64_t> SaveArtifact(ArtifactStore& store, absl::string_view name,
@@ -176,6 +184,8 @@ class Session final {
 
   // Delivers to every listener; FailedPrecondition once the session is closed.
   absl::Status Send(absl::string_view text, absl::string_view tool_name);
+  // Delivers a permission request to every listener (none once closed).
+  void NotifyPermissionRequest(const PermissionRequestEvent& event);
 
   // Registers a listener. If the session is already closed, the listener's
   // OnSessionClosed runs at once and 0 is returned.
@@ -216,6 +226,8 @@ class SessionManager final {
  public:
   struct Options {
     size_t max_sessions = 10000;
+    // Open sessions per non-empty owner (children included).
+    size_t max_sessions_per_owner = 1000;
     int max_depth = 5;  // S11: how deep child sessions may nest
     // Sessions unused this long are closed by SweepIdle (0 = never).
     absl::Duration idle_ttl = kDefaultSessionIdleTtl;
@@ -233,6 +245,10 @@ class SessionManager final {
   absl::StatusOr<std::shared_ptr<Session>> Open(SessionOptions options);
   // NotFound for an unknown or closed id.
   absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id) const;
+  // The same, and the same NotFound for a session `owner` did not open: to
+  // another caller, someone else's session does not exist.
+  absl::StatusOr<std::shared_ptr<Session>> Get(absl::string_view id,
+                                               absl::string_view owner) const;
   // Closes a session: its children first (without merging), then every
   // tool's cleanup_session, then its listeners. A child's state writes and
   // artifacts merge into its parent under `merge` (S11); any violation merges
@@ -261,6 +277,8 @@ class SessionManager final {
   mutable absl::Mutex mu_;
   bool closed_all_ ABSL_GUARDED_BY(mu_) = false;  // shutting down: open no more
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  // Open sessions per non-empty owner, kept with sessions_.
+  absl::flat_hash_map<std::string, size_t> per_owner_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace toolexec

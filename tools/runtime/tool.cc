@@ -108,7 +108,7 @@ std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLe
   return {r};
 }
 
-std::string PathResource(absl::string_view path) {
+std::string NormalizePath(absl::string_view path) {
   if (path.empty()) return "";
   const bool absolute = path.front() == '/';
   std::vector<absl::string_view> parts;
@@ -121,8 +121,13 @@ std::string PathResource(absl::string_view path) {
     }
   }
   std::string joined = absl::StrJoin(parts, "/");
-  if (absolute) return absl::StrCat("path:/", joined);
-  return absl::StrCat("path:", joined.empty() ? "." : joined);
+  if (absolute) return absl::StrCat("/", joined);
+  return joined.empty() ? "." : joined;
+}
+
+std::string PathResource(absl::string_view path) {
+  if (path.empty()) return "";
+  return absl::StrCat("path:", NormalizePath(path));
 }
 
 std::string CommandResource(absl::string_view process_id) {

@@ -66,6 +66,24 @@ struct PermissionRequirement {
 std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
                                                   bool recursive = false);
 
+// S12: a question to the person behind the harness, sent on the batch stream
+// and to the session's watchers before any call of the batch starts
+// (mirrors toolexec.v1.PermissionRequest). `target` is the suggested grant.
+struct PermissionRequestEvent {
+  std::string request_id;
+  uint32_t index = 0;  // the first call of the batch that needs it
+  std::string tool_name;
+  PermissionRequirement target;
+  std::string description;
+  std::string reason;
+};
+
+// `path` with "." components, repeated and trailing '/' removed and ".."
+// folded lexically (no symbolic link is resolved): "a/./b", "a//b", "./a/b/"
+// and "a/c/../b" are all "a/b". A relative path keeps leading ".." and is "."
+// when empty; ".." above "/" is "/". "" stays "".
+std::string NormalizePath(absl::string_view path);
+
 // Resource keys (Tool::resources). PathResource normalizes the spelling, so
 // "a/./b", "a//b", "./a/b/" and "a/c/../b" are one key; it does not resolve
 // symbolic links (two spellings through a link are two keys, and such calls
@@ -232,6 +250,10 @@ class Tool {
   // call writes, CommandResource(id) for a background command it acts on;
   // any other string names a resource of your own. Default: none.
   virtual std::vector<std::string> resources(const JsonValue& /*input*/) const { return {}; }
+
+  // Why calls of this tool fail for now (an MCP tool whose server is down and
+  // being restarted), shown in ListTools; "" when it can be called.
+  virtual std::string unavailable_reason() const { return ""; }
 
   // Called once when a session closes, for every tool. Must not throw.
   virtual void cleanup_session(absl::string_view /*session_id*/) const {}

@@ -69,6 +69,9 @@ struct CallInfo {
   ArtifactStore* artifacts = nullptr;
   // How much text the result may carry for the model (model_content.h).
   ModelContentBudget model_content;
+  // The W3C traceparent to hand on (trace_context.h): the batch's trace, with
+  // the daemon's span as parent. Commands get it as TRACEPARENT; "" = none.
+  std::string traceparent;
 };
 
 class ToolContext final {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "tools/runtime/trace_context.h"
 
 namespace toolexec {
 namespace {
@@ -114,6 +115,20 @@ constexpr size_t kTrimAfterHeldBytes = size_t{32} << 20;
 // its calls freed back to the system: at most one trim per such pause.
 constexpr absl::Duration kIdleTrimDelay = absl::Seconds(1);
 
+// Counts a call as running (ToolRunner::running_calls) while it lives.
+class RunningCall final {
+ public:
+  explicit RunningCall(std::atomic<size_t>* running) : running_(running) {
+    running_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~RunningCall() { running_->fetch_sub(1, std::memory_order_relaxed); }
+  RunningCall(const RunningCall&) = delete;
+  RunningCall& operator=(const RunningCall&) = delete;
+
+ private:
+  std::atomic<size_t>* const running_;
+};
+
 std::string CancelMessage(CancelReason reason) {
   return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
                                            : "call cancelled by the client";
@@ -130,6 +145,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                           runner->options_.max_timeout)),
         start_(absl::Now()),
         budget_{EffectiveBudget(request.model_content_max_chars, runner->options_)},
+        traceparent_(std::move(request.traceparent)),
+        interceptor_(std::move(request.interceptor)),
         result_observer_(observer),
         holds_results_(observer->HoldsResults()),
         observer_(observer) {
@@ -226,6 +243,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
     }
+    // Reaches the hooks of calls already complete (see CallInterceptor).
+    hooks_cancel_.Cancel(reason);
     for (uint32_t i = 0; i < calls_.size(); ++i) {
       if (calls_[i]->done.load(std::memory_order_acquire)) continue;
       // Complete first, then wake the tool: the tool's own early return must
@@ -260,6 +279,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     std::atomic<int64_t> started_ns{0};
     std::atomic<uint64_t> progress_seq{0};
     absl::Mutex progress_mu;
+    // With an interceptor: the arguments the tool got (or would have got),
+    // for OnError/AfterCall on whichever thread completes the call.
+    std::shared_ptr<const Json> seen_args;
   };
 
   void ResolveResources(Call& c) {
@@ -431,6 +453,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   void RunCall(uint32_t i) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
+    ScopedTraceLog trace(traceparent_);  // the tool's log lines carry the batch's trace
+    RunningCall running(&runner_->running_calls_);
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
     const RegisteredTool* rt = c.tool;
@@ -444,7 +468,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       result = Failure(i, rt, ErrorCode::kToolFailed,
                        absl::StrCat("tool '", c.request.name, "' threw a non-standard exception"));
     }
-    Complete(i, std::move(result));
+    Complete(i, std::move(result), nullptr, true, /*on_call_thread=*/true);
   }
 
   // Said to the model, which cannot list the tools itself: the closest names
@@ -468,6 +492,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (rt == nullptr) {
       return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
     }
+    if (!req.refusal.ok()) return Failure(i, rt, ErrorCodeOf(req.refusal), req.refusal.message());
     if (session_ != nullptr && !session_->AllowsTool(req.name)) {
       return Failure(i, rt, ErrorCode::kDenied,
                      absl::StrCat("tool '", req.name, "' is not enabled in session ",
@@ -482,6 +507,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     c.args.reset();
     if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
     if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
+      if (interceptor_ != nullptr) SetSeenArgs(c, *args);
       return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
     }
     const Tool& tool = *rt->tool;
@@ -493,6 +519,13 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                   "its session_id in ExecuteBatch"),
                      &*args);
     }
+    // --- hooks (core/hooks.h): may deny the call or replace its arguments ---
+    if (interceptor_ != nullptr) {
+      absl::Status decided = interceptor_->BeforeCall(i, *rt, req, *args, c.token);
+      SetSeenArgs(c, *args);  // a denied call's arguments are audited too
+      if (!decided.ok()) return Failure(i, rt, ErrorCodeOf(decided), decided.message(), &*args);
+    }
+    // --- end hooks ---
     CallInfo info;
     info.call_id = req.id;
     info.tool_name = req.name;
@@ -500,6 +533,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     info.deadline = start_ + timeout_;
     info.artifacts = runner_->options_.artifacts;
     info.model_content = budget_;
+    info.traceparent = traceparent_;
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();
@@ -544,6 +578,34 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     auto parsed = ParseJson(req.args_json);
     if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("args_json: ", parsed.status().message()));
     return parsed;
+  }
+
+  static void SetSeenArgs(Call& c, const JsonValue& args) {
+    std::atomic_store(&c.seen_args, std::make_shared<const Json>(CopyJson(args)));
+  }
+
+  // The interceptor's view of a result that has just won its call's race.
+  void Intercept(uint32_t i, ToolCallResult& result, bool on_call_thread) {
+    Call& c = *calls_[i];
+    std::shared_ptr<const Json> args = std::atomic_load(&c.seen_args);
+    if (!result.ok()) {
+      std::optional<std::string> message =
+          interceptor_->OnError(i, c.request, args.get(), result, on_call_thread, hooks_cancel_);
+      if (message.has_value()) SetFailureMessage(result, *message);
+    }
+    interceptor_->AfterCall(i, c.request, args.get(), result, on_call_thread, hooks_cancel_);
+  }
+
+  // A failure told in other words; its status and code stay.
+  void SetFailureMessage(ToolCallResult& r, const std::string& message) const {
+    r.payload = MakeObject();
+    r.payload.AddMember("error", JsonValue(message, r.payload.GetAllocator()),
+                        r.payload.GetAllocator());
+    r.error_message = message;
+    r.error->message = message;
+    r.display.content = message;
+    r.display.full_length = message.size();
+    r.model_content = FailureModelContent(r.error->code, r.name, message, budget_.max_chars);
   }
 
   // A failed result (S3): payload {"error": msg}, error_message, structured error.
@@ -595,7 +657,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // `deliver_here` false: if this thread becomes the deliverer, it hands the
   // delivery to the runner's delivery thread.
   bool Complete(uint32_t i, ToolCallResult result, std::vector<uint32_t>* ready = nullptr,
-                bool deliver_here = true) {
+                bool deliver_here = true, bool on_call_thread = false) {
     Call& c = *calls_[i];
     {
       absl::WriterMutexLock lock(&observer_mu_);
@@ -610,6 +672,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.name = c.request.name;
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
+    if (MetricsSink* metrics = runner_->options_.metrics) {
+      metrics->CallCompleted(c.tool, result.status, result.duration);
+    }
+    if (interceptor_ != nullptr) Intercept(i, result, on_call_thread);
     const size_t bytes = ResultBytes(result);
     std::vector<uint32_t> own_ready;
     bool deliver;
@@ -694,6 +760,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   const absl::Duration timeout_;
   const absl::Time start_;
   const ModelContentBudget budget_;
+  const std::string traceparent_;
+  const std::shared_ptr<CallInterceptor> interceptor_;  // may be null
+  // Tripped by CancelAll: reaches hooks running for calls already complete.
+  CancellationToken hooks_cancel_;
   BatchObserver* const result_observer_;  // used only by the single deliverer
   const bool holds_results_;
   std::vector<std::unique_ptr<Call>> calls_;
@@ -809,6 +879,22 @@ void ToolRunner::WakeBatchesWaiting() {
   for (auto& weak : waiting) {
     if (auto batch = weak.lock()) batch->RoomFreed();
   }
+}
+
+absl::string_view ResultStatusName(ResultStatus status) {
+  switch (status) {
+    case ResultStatus::kSuccess:
+      return "success";
+    case ResultStatus::kError:
+      return "error";
+    case ResultStatus::kTimeout:
+      return "timeout";
+    case ResultStatus::kCancelled:
+      return "cancelled";
+    case ResultStatus::kDenied:
+      return "denied";
+  }
+  return "error";
 }
 
 void ToolRunner::TrimHeap() {

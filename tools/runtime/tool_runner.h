@@ -75,6 +75,12 @@
 // batches, and joins the executor and the delivery thread. WaitIdle waits on
 // a condition that the last ending call signals.
 //
+// Measurement: the winning completion of each call reports it to
+// Options::metrics (on the completing thread, no lock held but the sink's
+// own atomics); running_calls() counts tool code running. A call's thread
+// carries the batch's traceparent on its log lines (ScopedTraceLog) while
+// the tool runs.
+//
 // Lock order: Batch::mu_ / Batch::observer_mu_ may be held while calling into
 // the TimerQueue, CancellationToken and the runner's room_mu_ / idle_mu_,
 // never the other way round; the executor and other batches are called with
@@ -92,9 +98,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/timer_queue.h"
 #include "tools/runtime/tool.h"
@@ -105,6 +113,10 @@ namespace toolexec {
 
 // Mirrors toolexec.v1.ResultStatus.
 enum class ResultStatus { kSuccess, kError, kTimeout, kCancelled, kDenied };
+
+// "success", "error", "timeout", "cancelled" or "denied": a status as the
+// audit log, hooks' events and metric labels name it.
+absl::string_view ResultStatusName(ResultStatus status);
 
 // S3: the structured error on a failed result.
 struct ToolCallError {
@@ -146,6 +158,43 @@ struct CallRequest {
   std::optional<Json> args;
   std::string args_json;
   absl::Status args_error;
+  // Set by whoever decides what runs (the engine's policy, S12): the call
+  // fails with this status (its ErrorCode and message) without running.
+  absl::Status refusal;
+};
+
+// Sees every call of a batch before its tool runs and every result before it
+// is delivered: how the engine's hooks (core/hooks.h) reach the runner. One
+// per batch; the batch holds it until its last task and timer have let go.
+//
+// Threads: BeforeCall runs on the executor thread running the call. OnError
+// and AfterCall run exactly once per call, for the result that completes it
+// (never for a result that lost the race, see "Completion" above), on the
+// thread that completes it: the call's executor thread (`on_call_thread`
+// true: it may block, bounded, and must honour `cancel`, tripped when the
+// batch is cancelled or the runner shuts down), or a timer, delivery or
+// cancelling thread (false: it must not block; hand slow work elsewhere).
+class CallInterceptor {
+ public:
+  virtual ~CallInterceptor() = default;
+  // After the arguments are prepared (S4) and the context checked, right
+  // before Tool::Call. May replace `args` (and then validates them itself).
+  // A non-OK status fails the call with that status's ErrorCode and message.
+  // `cancel` is the call's own token (client cancel, timeout, shutdown).
+  virtual absl::Status BeforeCall(uint32_t index, const RegisteredTool& tool,
+                                  const CallRequest& call, Json& args,
+                                  const CancellationToken& cancel) = 0;
+  // A failed result: a new model-facing message, or nullopt to keep it. The
+  // status and error code stay what they are.
+  virtual std::optional<std::string> OnError(uint32_t index, const CallRequest& call,
+                                             const JsonValue* args,
+                                             const ToolCallResult& result, bool on_call_thread,
+                                             const CancellationToken& cancel) = 0;
+  // Every result, failures included, after OnError. `args`: the arguments
+  // the tool got (or would have got), null when they never parsed.
+  virtual void AfterCall(uint32_t index, const CallRequest& call, const JsonValue* args,
+                         const ToolCallResult& result, bool on_call_thread,
+                         const CancellationToken& cancel) = 0;
 };
 
 struct BatchRequest {
@@ -155,6 +204,11 @@ struct BatchRequest {
   // Characters of model_content per call; 0 = the runner's default. Capped
   // at the runner's maximum, raised to kMinModelContentChars.
   size_t model_content_max_chars = 0;
+  // The batch's W3C traceparent, handed to every call (CallInfo) and on its
+  // threads' log lines; "" = none.
+  std::string traceparent;
+  // The engine's hooks for this batch; null = none.
+  std::shared_ptr<CallInterceptor> interceptor;
 };
 
 struct ProgressEvent {
@@ -175,6 +229,10 @@ class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
   virtual void OnProgress(ProgressEvent event) = 0;
+  // S12: a question the batch waits on before any of its calls starts (from
+  // the engine, not the runner: always before the first result, on the thread
+  // that started the batch). Default: ignored.
+  virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
   // In call order, each exactly once, except the batch's last result, which
   // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;
@@ -242,6 +300,8 @@ class ToolRunner final {
     // and the most a batch may ask for.
     size_t model_content_default_chars = kDefaultModelContentChars;
     size_t model_content_max_chars = kDefaultModelContentMaxChars;
+    // Told of every completed call (may be null); must outlive the runner.
+    MetricsSink* metrics = nullptr;
   };
 
   // `registry` must outlive the runner.
@@ -275,6 +335,8 @@ class ToolRunner final {
   void Shutdown();
 
   size_t pending_calls() const { return pending_calls_.load(); }
+  // Calls whose tool code is running now (the rest of pending_calls() wait).
+  size_t running_calls() const { return running_calls_.load(std::memory_order_relaxed); }
   // Bytes (about) of completed results not yet released, across batches.
   size_t held_result_bytes() const { return held_result_bytes_.load(); }
   const ToolRegistry& registry() const { return *registry_; }
@@ -301,6 +363,7 @@ class ToolRunner final {
   const ToolRegistry* registry_;
   const Options options_;
   std::atomic<size_t> pending_calls_{0};
+  std::atomic<size_t> running_calls_{0};
   // Held by CallsEnded when pending_calls_ reaches 0, so WaitIdle wakes.
   mutable absl::Mutex idle_mu_;
   std::atomic<size_t> held_result_bytes_{0};

@@ -21,8 +21,8 @@ except ImportError as e:  # a source checkout whose stubs were never generated
 from ._batch import harness_result, normalize_call
 from .aio import AsyncClient, AsyncSession, AsyncWatch
 from .client import Client, Session, Watch
-from .errors import (HarnessCallError, InvalidArgumentsError, NoContextError,
-                     NotExecutableHereError, RpcError, ServerUnavailableError,
+from .errors import (AuthenticationError, HarnessCallError, InvalidArgumentsError,
+                     NoContextError, NotExecutableHereError, RpcError, ServerUnavailableError,
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncSession", "AsyncWatch", "Client", "Session", "Watch",
     "harness_result", "normalize_call",
-    "ToolexecError", "RpcError", "HarnessCallError", "ToolCallError", "UnknownToolError",
+    "ToolexecError", "RpcError", "AuthenticationError", "HarnessCallError", "ToolCallError", "UnknownToolError",
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
     "anthropic_tool_result", "gemini_function_response", "openai_tool_message",

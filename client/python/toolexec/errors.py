@@ -1,7 +1,8 @@
 """The exceptions the toolexec client raises.
 
 ToolexecError
-├── RpcError              the RPC itself failed (unknown session, auth, draining, ...)
+├── RpcError              the RPC itself failed (unknown session, draining, ...)
+│   └── AuthenticationError   UNAUTHENTICATED: no token, or one the daemon does not accept
 ├── HarnessCallError      a harness tool was called with nothing to run it
 └── ToolCallError         a tool call came back with a status other than success
     ├── UnknownToolError, InvalidArgumentsError, NoContextError, ToolDeniedError,
@@ -26,6 +27,17 @@ class RpcError(ToolexecError):
         name = code.name if isinstance(code, grpc.StatusCode) else str(code)
         where = f"{method}: " if method else ""
         super().__init__(f"{where}{name}: {details}")
+
+
+class AuthenticationError(RpcError):
+    """The daemon did not accept the caller (UNAUTHENTICATED): no bearer token was
+    sent, or one its token file does not list (wrong, or revoked since)."""
+
+    HINT = ("send a token from the daemon's token file: Client(token=...) or "
+            "$TOOLEXEC_TOKEN")
+
+    def __init__(self, code, details, method=""):
+        super().__init__(code, f"{details} ({self.HINT})" if details else self.HINT, method)
 
 
 class HarnessCallError(ToolexecError):
@@ -106,4 +118,5 @@ def rpc_error(err, method=""):
     """Converts a grpc.RpcError (sync or aio) into RpcError."""
     code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
     details = err.details() if callable(getattr(err, "details", None)) else str(err)
-    return RpcError(code, details or "", method)
+    kind = AuthenticationError if code == grpc.StatusCode.UNAUTHENTICATED else RpcError
+    return kind(code, details or "", method)

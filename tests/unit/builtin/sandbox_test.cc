@@ -37,7 +37,8 @@ TEST(BwrapArgv, IsolatesEveryCommand) {
                                      "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                                      "--unshare-net", "--die-with-parent", "--new-session"));
   std::vector<std::string> argv =
-      command::BwrapArgv("/usr/bin/bwrap", {{7, "/ws"}}, "/ws", /*network=*/false, "true");
+      command::BwrapArgv("/usr/bin/bwrap", {{7, "/ws"}}, "/ws", /*network=*/false,
+                         {"/bin/bash", "-c", "true"});
   EXPECT_NE(std::search(argv.begin(), argv.end(), flags.begin(), flags.end()), argv.end());
   // The workspace is bound by its handle, not by its path.
   const std::vector<std::string> bind = {"--bind-fd", "7", "/ws"};

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/builtin/command/output_capture.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/tool.h"
 #include "tools/runtime/utf8.h"
 
@@ -116,9 +117,18 @@ CommandRun::CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
       child_(std::move(child)),
       wake_(wake_fd),
       pid_(child_->pid()),
-      started_(Clock::now()) {}
+      started_(Clock::now()) {
+  ProcessCounters().commands_running.fetch_add(1, std::memory_order_relaxed);
+}
 
-CommandRun::~CommandRun() = default;
+CommandRun::~CommandRun() { CountEnded(); }
+
+void CommandRun::CountEnded() {
+  if (counted_running_) {
+    counted_running_ = false;
+    ProcessCounters().commands_running.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
 
 void CommandRun::RequestStop(StopReason reason) {
   StopReason expected = StopReason::kNone;
@@ -255,6 +265,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       if (n > 0) {
         last_output = now;
         s->bytes += n;
+        ProcessCounters().command_output_bytes.fetch_add(n, std::memory_order_relaxed);
         text.clear();
         s->utf8.Feed(absl::string_view(buf.get(), n), &text);
         emit(*s, text);
@@ -289,7 +300,10 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       if (!child_->supervised_to_the_end()) SweepAdopted(spec_.marker);
       // Nothing of the tree is left in its pids cgroup (a background
       // command's entry outlives its processes; its cgroup does not).
-      if (child_->reaped()) cgroup_.reset();
+      if (child_->reaped()) {
+        cgroup_.reset();
+        CountEnded();
+      }
       exited = true;
       drain_deadline = now + kDrainAfterExit;
       child_->stdin_fd().reset();
@@ -315,6 +329,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   o.stdout_bytes = out.bytes;
   o.stderr_bytes = err.bytes;
   o.truncated = cut[0] || cut[1] || cut[2];
+  o.stdout_truncated = cut[0];
   o.invalid_utf8_bytes = out.utf8.invalid_bytes() + err.utf8.invalid_bytes();
   o.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   return o;

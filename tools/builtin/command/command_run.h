@@ -74,6 +74,7 @@ struct CommandOutcome {
   uint64_t stdout_bytes = 0;  // bytes the command wrote (before UTF-8 repair)
   uint64_t stderr_bytes = 0;
   bool truncated = false;  // some text left out of stdout_text, stderr_text or combined
+  bool stdout_truncated = false;  // some text left out of stdout_text
   uint64_t invalid_utf8_bytes = 0;
   std::chrono::milliseconds duration{0};
   // The leader exited but something kept the pipes open past the drain time.
@@ -112,6 +113,9 @@ class CommandRun final {
  private:
   CommandRun(CommandSpec spec, std::unique_ptr<CommandCgroup> cgroup,
              std::unique_ptr<ChildProcess> child, int wake_fd);
+  // The tree is reaped (or about to be, by the destructor): no longer counted
+  // in ProcessCounters().commands_running. Once.
+  void CountEnded();
 
   const CommandSpec spec_;
   // Removed by Wait() once the tree is reaped; else, declared before
@@ -122,6 +126,7 @@ class CommandRun final {
   const pid_t pid_;
   const Clock::time_point started_;
   std::atomic<StopReason> stop_{StopReason::kNone};
+  bool counted_running_ = true;  // Wait()'s thread, then the destructor
 };
 
 }  // namespace toolexec::command

@@ -34,7 +34,7 @@ void AppendIsolationFlags(bool network, std::vector<std::string>* argv) {
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
                                    const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
-                                   const std::string& command_line) {
+                                   const std::vector<std::string>& program) {
   // Order matters: later mounts go on top, so /tmp is made private before the
   // workspaces are bound (a workspace under /tmp stays visible).
   std::vector<std::string> argv = {bwrap,  "--ro-bind", "/",     "/",       "--dev",
@@ -44,7 +44,8 @@ std::vector<std::string> BwrapArgv(const std::string& bwrap,
   }
   AppendIsolationFlags(network, &argv);
   if (!cwd.empty()) argv.insert(argv.end(), {"--chdir", cwd});
-  argv.insert(argv.end(), {"--", "/bin/bash", "-c", command_line});
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
   return argv;
 }
 

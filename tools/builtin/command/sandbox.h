@@ -51,7 +51,7 @@ struct SandboxBind {
   std::string path;  // absolute
 };
 
-// bwrap's argv for running `command_line` with /bin/bash -c: / read-only,
+// bwrap's argv for running `program` (an argv): / read-only,
 // each of `workspaces` bound read-write by its handle (--bind-fd) at its
 // path, so the sandbox shows the directory the handle holds whatever is at
 // that path now; private /tmp, fresh /dev and /proc, isolated by
@@ -60,7 +60,7 @@ struct SandboxBind {
 std::vector<std::string> BwrapArgv(const std::string& bwrap,
                                    const std::vector<SandboxBind>& workspaces,
                                    const std::string& cwd, bool network,
-                                   const std::string& command_line);
+                                   const std::vector<std::string>& program);
 
 }  // namespace toolexec::command
 

@@ -1,0 +1,70 @@
+// The audit log: one JSON line per tool call, appended to a file.
+//
+// A line: {"time", "call_id", "tool", "server_name", "session", "identity",
+// "decision" ("allowed": the pre-call round let it run; "denied": a hook, the
+// policy or the session refused it; "not_run": it failed before that, e.g.
+// an unknown tool or invalid arguments, or was cancelled or timed out
+// first), "decided_by" (for a denial: "hook <name>", else "daemon"), "args"
+// (secrets redacted, long strings cut), "status", "error", "duration_ms"}.
+//
+// Redaction reuses run_command's rule for secret environment names
+// (command::LooksSecret): an object member whose key looks secret, a
+// "NAME=value" string whose name does, and a URL with a password in it are
+// replaced by "[redacted]"; strings longer than kMaxStringChars are cut.
+//
+// Writing: the file is opened with O_APPEND at start-up; each line is one
+// write(2) under a mutex, so lines never interleave, neither with each other
+// nor (O_APPEND) with another process appending to the file. A failed write
+// is logged (the first, then every 1000th) and never fails a call or the
+// daemon. Thread-safe.
+#ifndef TOOLEXEC_CORE_AUDIT_LOG_H_
+#define TOOLEXEC_CORE_AUDIT_LOG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/hooks.h"
+#include "tools/runtime/file_io.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec {
+
+// The audit line's "decision": who let the call run, or refused it.
+struct AuditDecision {
+  enum class Kind { kAllowed, kDenied, kNotRun } kind = Kind::kNotRun;
+  std::string by;  // for kDenied
+};
+
+class AuditLog final {
+ public:
+  static constexpr size_t kMaxStringChars = 256;
+
+  // Opens (creating, mode 0600) `path` for appending.
+  static absl::StatusOr<std::unique_ptr<AuditLog>> Open(const std::string& path);
+
+  // The line for one call, newline included.
+  static std::string Line(const HookCall& call, const JsonValue* args,
+                          const ToolCallResult& result, const AuditDecision& decision);
+  // `args` with secrets redacted and long strings cut.
+  static Json Redact(const JsonValue& args);
+
+  // Appends `line` in one write; logs a failure.
+  void Write(const std::string& line);
+
+ private:
+  AuditLog(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+
+  const std::string path_;
+  absl::Mutex mu_;
+  UniqueFd fd_ ABSL_GUARDED_BY(mu_);
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_CORE_AUDIT_LOG_H_

@@ -1,0 +1,799 @@
+#include "core/policy.h"
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "spdlog/spdlog.h"
+#include "tools/builtin/fs/confined.h"
+#include "tools/builtin/search/glob.h"
+#include "tools/runtime/executor.h"
+#include "tools/runtime/model_content.h"
+#include "tools/runtime/timer_queue.h"
+
+namespace toolexec {
+
+absl::string_view PolicyDecisionName(PolicyDecision d) {
+  switch (d) {
+    case PolicyDecision::kAllow:
+      return "allow";
+    case PolicyDecision::kAsk:
+      return "ask";
+    case PolicyDecision::kDeny:
+      return "deny";
+  }
+  return "unknown";
+}
+
+std::string PolicyVerdict::Explain() const {
+  if (rule.empty()) return absl::StrCat("the default decision of policy '", policy, "'");
+  return absl::StrCat("rule '", rule, "' of policy '", policy, "'");
+}
+
+// ---- Policy ----
+
+namespace {
+
+enum class Bucket { kSpecific = 0, kPrefix = 1, kGlobal = 2 };
+
+bool IsBuiltinProfile(absl::string_view name) {
+  return name == kProfileDefault || name == kProfileAllowAll || name == kProfileReadOnly ||
+         name == kProfileWorkspaceOnly;
+}
+
+absl::Status CheckRule(absl::string_view policy, const PolicyRuleOptions& r) {
+  const std::string where =
+      absl::StrCat("policy '", policy, "': rule '", r.name.empty() ? "(unnamed)" : r.name, "'");
+  if (r.name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy '", policy, "': a rule has no name; name every rule (denials and "
+                                          "questions quote it)"));
+  }
+  if (r.tool.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has no tool; give a tool name, \"<server>/*\" or \"*\""));
+  }
+  absl::string_view head = r.tool;
+  if (absl::EndsWith(head, "/*")) head.remove_suffix(2);
+  if (r.tool != "*" && (head.empty() || absl::StrContains(head, '*') ||
+                        absl::StrContains(head, '/'))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": tool \"", r.tool, "\" is neither a tool name, \"<server>/*\" nor \"*\""));
+  }
+  if (!r.path_glob.empty()) {
+    if (auto g = search::ParseUserGlob(r.path_glob); !g.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": path_glob: ", g.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProfileOptions(const PolicyProfileOptions& p) {
+  for (const PolicyRuleOptions& r : p.rules) {
+    if (absl::Status s = CheckRule(p.name, r); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidatePolicyOptions(const PolicyOptions& options) {
+  PolicyProfileOptions base{std::string(kProfileDefault), options.default_decision,
+                            options.rules};
+  if (absl::Status s = CheckProfileOptions(base); !s.ok()) return s;
+  std::set<std::string> names;
+  for (const PolicyProfileOptions& p : options.profiles) {
+    if (p.name.empty()) return absl::InvalidArgumentError("a policy profile has no name");
+    if (IsBuiltinProfile(p.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy profile '", p.name, "' is built in; give yours another name (built in: ",
+          kProfileDefault, ", ", kProfileAllowAll, ", ", kProfileReadOnly, ", ",
+          kProfileWorkspaceOnly, ")"));
+    }
+    if (!names.insert(p.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy profile '", p.name, "' is declared twice"));
+    }
+    if (absl::Status s = CheckProfileOptions(p); !s.ok()) return s;
+  }
+  if (options.ask_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("policy.ask_timeout_ms must be positive");
+  }
+  return absl::OkStatus();
+}
+
+struct Policy::Rule {
+  PolicyRuleOptions options;
+  Bucket bucket = Bucket::kGlobal;
+  std::string server;  // kPrefix: the server name
+  std::unique_ptr<search::GlobSet> glob;
+};
+
+Policy::~Policy() = default;
+
+absl::StatusOr<std::shared_ptr<const Policy>> Policy::Create(
+    const PolicyProfileOptions& options) {
+  if (absl::Status s = CheckProfileOptions(options); !s.ok()) return s;
+  std::shared_ptr<Policy> p(new Policy());
+  p->name_ = options.name;
+  p->default_decision_ = options.default_decision.value_or(PolicyDecision::kAllow);
+  for (const PolicyRuleOptions& r : options.rules) {
+    Rule rule;
+    rule.options = r;
+    if (r.tool == "*") {
+      rule.bucket = Bucket::kGlobal;
+    } else if (absl::EndsWith(r.tool, "/*")) {
+      rule.bucket = Bucket::kPrefix;
+      rule.server = r.tool.substr(0, r.tool.size() - 2);
+    } else {
+      rule.bucket = Bucket::kSpecific;
+    }
+    if (!r.path_glob.empty()) {
+      auto g = search::ParseUserGlob(r.path_glob);
+      if (!g.ok()) return g.status();
+      std::vector<search::GlobPattern> patterns{*std::move(g)};
+      auto set = search::GlobSet::Create(std::move(patterns), /*skip_invalid=*/false);
+      if (!set.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("policy '", options.name, "': rule '",
+                                                       r.name, "': path_glob: ",
+                                                       set.status().message()));
+      }
+      rule.glob = *std::move(set);
+    }
+    p->rules_.push_back(std::move(rule));
+  }
+  p->allows_everything_ = p->rules_.empty() && p->default_decision_ == PolicyDecision::kAllow;
+  return std::shared_ptr<const Policy>(std::move(p));
+}
+
+namespace {
+
+// Where `path` (absolute, normalized) lies: relative to the workspace that
+// holds it, or "" when none does.
+std::optional<std::string> InsideWorkspace(const std::string& path,
+                                           const std::vector<std::string>& workspaces) {
+  for (const std::string& root : workspaces) {
+    if (!PathCovers(root, /*grant_recursive=*/true, path, /*path_recursive=*/false)) continue;
+    std::string rel = path.size() > root.size() ? path.substr(root.size()) : "";
+    while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+    return rel.empty() ? "." : rel;
+  }
+  return std::nullopt;
+}
+
+bool AnyNeed(const CallFacts& call, PermissionRequirement::Kind kind,
+             const std::function<bool(const PermissionRequirement&)>& test) {
+  for (const PermissionRequirement& n : call.needs) {
+    if (n.kind == kind && test(n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
+  PolicyVerdict verdict;
+  verdict.policy = name_;
+  verdict.decision = default_decision_;
+  const Rule* best = nullptr;
+  using Kind = PermissionRequirement::Kind;
+  for (const Rule& rule : rules_) {
+    const PolicyRuleOptions& r = rule.options;
+    switch (rule.bucket) {
+      case Bucket::kSpecific:
+        if (r.tool != call.tool) continue;
+        break;
+      case Bucket::kPrefix:
+        if (call.server_name != rule.server) continue;
+        break;
+      case Bucket::kGlobal:
+        break;
+    }
+    if (best != nullptr && rule.bucket > best->bucket) continue;
+    if (rule.glob != nullptr &&
+        !AnyNeed(call, Kind::kPath, [&](const PermissionRequirement& n) {
+          std::optional<std::string> rel = InsideWorkspace(n.value, call.workspaces);
+          std::string target = rel.has_value() ? *rel : n.value.substr(1);
+          return rule.glob->Match(target, /*is_dir=*/false) != nullptr;
+        })) {
+      continue;
+    }
+    if (!r.command_pattern.empty() &&
+        !AnyNeed(call, Kind::kCommand, [&](const PermissionRequirement& n) {
+          return CommandCovers(r.command_pattern, n.value);
+        })) {
+      continue;
+    }
+    if (!r.domain.empty() && !AnyNeed(call, Kind::kDomain, [&](const PermissionRequirement& n) {
+          return DomainCovers(r.domain, n.value);
+        })) {
+      continue;
+    }
+    if (r.outside_workspace && !AnyNeed(call, Kind::kPath, [&](const PermissionRequirement& n) {
+          return !InsideWorkspace(n.value, call.workspaces).has_value();
+        })) {
+      continue;
+    }
+    // A more specific bucket wins; within one, the stricter decision.
+    if (best == nullptr || rule.bucket < best->bucket || r.decision > best->options.decision) {
+      best = &rule;
+    }
+  }
+  if (best != nullptr) {
+    verdict.decision = best->options.decision;
+    verdict.rule = best->options.name;
+  }
+  return verdict;
+}
+
+PolicyVerdict EvaluateChain(const PolicyChain& chain, const CallFacts& call) {
+  PolicyVerdict out;
+  bool first = true;
+  for (const auto& p : chain) {
+    PolicyVerdict v = p->Evaluate(call);
+    if (first || v.decision > out.decision) out = std::move(v);
+    first = false;
+  }
+  return out;
+}
+
+// ---- PolicyEngine ----
+
+struct PolicyEngine::Shared {
+  const ToolRegistry* registry = nullptr;
+  std::string default_workspace;
+  absl::Duration ask_timeout;
+  std::map<std::string, std::shared_ptr<const Policy>> profiles;
+  std::shared_ptr<const Policy> default_policy;
+  uint64_t id_prefix = 0;
+
+  struct SessionEntry {
+    std::weak_ptr<Session> session;
+    PolicyChain chain;
+    std::shared_ptr<GrantSet> grants = std::make_shared<GrantSet>();
+  };
+
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, SessionEntry> sessions ABSL_GUARDED_BY(mu);
+  size_t sessions_at_prune ABSL_GUARDED_BY(mu) = 0;
+  absl::flat_hash_map<std::string, std::shared_ptr<PendingAsk>> asks ABSL_GUARDED_BY(mu);
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+  // Started with the first question: most daemons never ask.
+  std::unique_ptr<TimerQueue> timers ABSL_GUARDED_BY(mu);
+  // Timeouts resolve here, not on the timer thread.
+  Executor work{Executor::Options{/*min_threads=*/0, /*max_threads=*/2}};
+
+  absl::StatusOr<std::shared_ptr<const Policy>> Profile(const std::string& name) const {
+    auto it = profiles.find(name);
+    if (it != profiles.end()) return it->second;
+    std::vector<std::string> known;
+    for (const auto& [n, p] : profiles) known.push_back(n);
+    return absl::InvalidArgumentError(absl::StrCat("unknown policy profile '", name,
+                                                   "'; the profiles are: ",
+                                                   absl::StrJoin(known, ", ")));
+  }
+
+  void Forget(const std::vector<std::string>& request_ids) {
+    absl::MutexLock lock(&mu);
+    for (const auto& id : request_ids) asks.erase(id);
+  }
+
+  void CancelTimer(TimerQueue::TimerId id) {
+    absl::MutexLock lock(&mu);
+    if (timers != nullptr && id != 0) timers->Cancel(id);
+  }
+};
+
+// A batch waiting for answers; see the header comment.
+class PolicyEngine::PendingAsk final : public BatchHandle,
+                                       public std::enable_shared_from_this<PendingAsk> {
+ public:
+  PendingAsk(std::shared_ptr<Shared> shared, BatchRequest batch, BatchObserver* observer,
+             StartFn start, std::shared_ptr<GrantSet> grants)
+      : session_id(batch.session != nullptr ? batch.session->id() : ""),
+        shared_(std::move(shared)),
+        batch_(std::move(batch)),
+        observer_(observer),
+        start_(std::move(start)),
+        grants_(std::move(grants)) {}
+
+  void AddRequest(const std::string& id, PermissionRequirement target) {
+    absl::MutexLock lock(&mu_);
+    waiting_.emplace(id, std::move(target));
+    request_ids_.push_back(id);
+  }
+  void SetTimer(TimerQueue::TimerId id) {
+    absl::MutexLock lock(&mu_);
+    timer_ = id;
+  }
+
+  void Cancel() override {
+    std::shared_ptr<BatchHandle> inner;
+    {
+      absl::MutexLock lock(&mu_);
+      if (resolved_) {
+        if (inner_ == nullptr) {
+          cancel_after_start_ = true;
+          return;
+        }
+        inner = inner_;
+      }
+    }
+    if (inner != nullptr) return inner->Cancel();
+    Resolve(ToolError(ErrorCode::kCancelled,
+                      "the batch was cancelled while it waited for a permission answer"));
+  }
+
+  void ResultsReleased(size_t count) override {
+    std::shared_ptr<BatchHandle> inner;
+    {
+      absl::MutexLock lock(&mu_);
+      if (inner_ == nullptr) {
+        released_before_start_ += count;
+        return;
+      }
+      inner = inner_;
+    }
+    inner->ResultsReleased(count);
+  }
+
+  absl::Status Answer(const std::string& request_id, PermissionAnswer answer,
+                      const std::string& reason) {
+    bool all_allowed = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = waiting_.find(request_id);
+      if (resolved_ || it == waiting_.end()) {
+        return absl::NotFoundError(absl::StrCat("permission request '", request_id,
+                                                "' is not pending (answered, timed out or "
+                                                "cancelled)"));
+      }
+      if (answer == PermissionAnswer::kAllowSession && grants_ != nullptr) {
+        grants_->Add(PermissionGrant{it->second});
+      }
+      waiting_.erase(it);
+      all_allowed = waiting_.empty();
+    }
+    if (answer == PermissionAnswer::kDeny) {
+      std::string message = "Permission denied by user";
+      if (!reason.empty()) absl::StrAppend(&message, ": ", reason);
+      Resolve(ToolError(ErrorCode::kDenied, message));
+    } else if (all_allowed) {
+      Resolve(absl::OkStatus());
+    }
+    return absl::OkStatus();
+  }
+
+  // Starts the batch: as decided when `refusal` is OK, otherwise with every
+  // call refused. Exactly once.
+  void Resolve(absl::Status refusal) {
+    BatchRequest batch;
+    StartFn start;
+    TimerQueue::TimerId timer = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (resolved_) return;
+      resolved_ = true;
+      batch = std::move(batch_);
+      start = std::move(start_);
+      timer = timer_;
+    }
+    shared_->Forget(request_ids_);
+    shared_->CancelTimer(timer);
+    if (!refusal.ok()) {
+      for (CallRequest& c : batch.calls) c.refusal = refusal;
+    }
+    auto handle = start(std::move(batch), observer_);
+    if (!handle.ok()) return FailWithoutRunner(handle.status());
+    size_t released = 0;
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      inner_ = *handle;
+      released = released_before_start_;
+      cancel = cancel_after_start_;
+    }
+    if (released > 0) (*handle)->ResultsReleased(released);
+    if (cancel) (*handle)->Cancel();
+  }
+
+ private:
+  // The runner refused the batch after it had been announced (it was shut
+  // down meanwhile, or is full): every call still gets its result.
+  void FailWithoutRunner(const absl::Status& status) {
+    spdlog::warn("a batch that waited for a permission answer could not start: {}",
+                 status.ToString());
+    const size_t n = call_names_.size();
+    for (size_t i = 0; i < n; ++i) {
+      ToolCallResult r;
+      r.index = static_cast<uint32_t>(i);
+      r.id = call_ids_[i];
+      r.name = call_names_[i];
+      r.status = ResultStatus::kError;
+      std::string message = absl::StrCat("the batch could not start: ", status.message());
+      r.payload = MakeObject();
+      r.payload.AddMember("error", JsonValue(message, r.payload.GetAllocator()),
+                          r.payload.GetAllocator());
+      r.error_message = message;
+      r.error = ToolCallError{message, r.name, "", ErrorCode::kServerUnavailable};
+      r.compact_summary = absl::StrCat("[", r.name, ": error]");
+      r.model_content =
+          FailureModelContent(ErrorCode::kServerUnavailable, r.name, message,
+                              kDefaultModelContentChars);
+      if (i + 1 < n) {
+        observer_->OnResult(std::move(r));
+      } else {
+        observer_->OnLastResult(std::move(r));
+      }
+    }
+  }
+
+ public:
+  const std::string session_id;  // "" = none
+  // The caller whose batch asks; only it may answer. Set before the ask is
+  // published in Shared::asks, never changed after.
+  std::string caller_name_;
+  // Kept for FailWithoutRunner (the batch itself moves into the runner).
+  std::vector<std::string> call_ids_;
+  std::vector<std::string> call_names_;
+  std::vector<std::string> request_ids_;
+
+ private:
+  const std::shared_ptr<Shared> shared_;
+  absl::Mutex mu_;
+  bool resolved_ ABSL_GUARDED_BY(mu_) = false;
+  BatchRequest batch_ ABSL_GUARDED_BY(mu_);
+  BatchObserver* const observer_;
+  StartFn start_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<GrantSet> grants_;
+  std::map<std::string, PermissionRequirement> waiting_ ABSL_GUARDED_BY(mu_);
+  TimerQueue::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<BatchHandle> inner_ ABSL_GUARDED_BY(mu_);
+  size_t released_before_start_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancel_after_start_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+absl::StatusOr<std::unique_ptr<PolicyEngine>> PolicyEngine::Create(PolicyOptions options,
+                                                                   const ToolRegistry* registry,
+                                                                   std::string default_workspace) {
+  if (absl::Status s = ValidatePolicyOptions(options); !s.ok()) return s;
+  auto shared = std::make_shared<Shared>();
+  shared->registry = registry;
+  shared->default_workspace = std::move(default_workspace);
+  shared->ask_timeout = options.ask_timeout;
+  shared->id_prefix = absl::BitGen()();
+
+  std::vector<PolicyProfileOptions> all;
+  all.push_back({std::string(kProfileDefault), options.default_decision, options.rules});
+  all.push_back({std::string(kProfileAllowAll), PolicyDecision::kAllow, {}});
+  PolicyProfileOptions read_only{std::string(kProfileReadOnly), PolicyDecision::kDeny, {}};
+  for (const auto& t : registry->tools()) {
+    if (!t->tool->spec().read_only) continue;
+    PolicyRuleOptions r;
+    r.name = "read-only tool";
+    r.tool = t->name;
+    r.decision = PolicyDecision::kAllow;
+    read_only.rules.push_back(std::move(r));
+  }
+  all.push_back(std::move(read_only));
+  PolicyRuleOptions outside;
+  outside.name = "path outside the workspace";
+  outside.tool = "*";
+  outside.decision = PolicyDecision::kDeny;
+  outside.outside_workspace = true;
+  all.push_back({std::string(kProfileWorkspaceOnly), PolicyDecision::kAllow, {outside}});
+  for (auto& p : options.profiles) all.push_back(std::move(p));
+  for (const PolicyProfileOptions& p : all) {
+    auto policy = Policy::Create(p);
+    if (!policy.ok()) return policy.status();
+    shared->profiles.emplace(p.name, *std::move(policy));
+  }
+  shared->default_policy = shared->profiles.at(std::string(kProfileDefault));
+  return std::unique_ptr<PolicyEngine>(new PolicyEngine(std::move(shared)));
+}
+
+PolicyEngine::~PolicyEngine() {
+  CancelAll();
+  std::unique_ptr<TimerQueue> timers;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    timers = std::move(shared_->timers);
+  }
+  timers.reset();  // joins its thread (outside the lock: a callback may take it)
+  shared_->work.Shutdown();
+}
+
+absl::Status PolicyEngine::CheckProfile(const std::string& name) const {
+  return shared_->Profile(name).status();
+}
+
+absl::StatusOr<PolicyChain> PolicyEngine::ChainForSession(const std::string& parent_session_id,
+                                                          const std::string& caller_profile,
+                                                          const std::string& requested) const {
+  PolicyChain chain;
+  if (!parent_session_id.empty()) {
+    absl::MutexLock lock(&shared_->mu);
+    auto it = shared_->sessions.find(parent_session_id);
+    if (it != shared_->sessions.end()) chain = it->second.chain;
+  }
+  for (const std::string* name : {&caller_profile, &requested}) {
+    if (name->empty()) continue;
+    auto p = shared_->Profile(*name);
+    if (!p.ok()) return p.status();
+    if (std::find(chain.begin(), chain.end(), *p) == chain.end()) chain.push_back(*p);
+  }
+  return chain;
+}
+
+void PolicyEngine::AttachSession(const std::shared_ptr<Session>& session, PolicyChain chain) {
+  absl::MutexLock lock(&shared_->mu);
+  auto& sessions = shared_->sessions;
+  // Forget closed sessions now and then (amortized over the opens).
+  if (sessions.size() >= 2 * shared_->sessions_at_prune + 64) {
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      if (it->second.session.expired()) {
+        sessions.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    shared_->sessions_at_prune = sessions.size();
+  }
+  Shared::SessionEntry entry;
+  entry.session = session;
+  entry.chain = std::move(chain);
+  sessions[session->id()] = std::move(entry);
+}
+
+void PolicyEngine::DetachSession(const std::string& session_id) {
+  std::vector<std::shared_ptr<PendingAsk>> asks;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->sessions.erase(session_id);
+    for (const auto& [id, ask] : shared_->asks) {
+      if (ask->session_id == session_id) asks.push_back(ask);
+    }
+  }
+  for (const auto& ask : asks) ask->Cancel();
+}
+
+size_t PolicyEngine::pending_asks() const {
+  absl::MutexLock lock(&shared_->mu);
+  std::set<const PendingAsk*> distinct;
+  for (const auto& [id, ask] : shared_->asks) distinct.insert(ask.get());
+  return distinct.size();
+}
+
+void PolicyEngine::CancelAll() {
+  std::vector<std::shared_ptr<PendingAsk>> asks;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    for (const auto& [id, ask] : shared_->asks) asks.push_back(ask);
+  }
+  for (const auto& ask : asks) ask->Cancel();
+}
+
+absl::Status PolicyEngine::Respond(const std::string& caller_name, const std::string& request_id,
+                                   PermissionAnswer answer, const std::string& reason) {
+  std::shared_ptr<PendingAsk> ask;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    auto it = shared_->asks.find(request_id);
+    if (it != shared_->asks.end()) ask = it->second;
+  }
+  // Another caller's question is as unknown to this one as its sessions.
+  if (ask == nullptr || ask->caller_name_ != caller_name) {
+    return absl::NotFoundError(absl::StrCat(
+        "permission request '", request_id,
+        "' is not pending (answered, timed out, cancelled, or never sent by this daemon)"));
+  }
+  return ask->Answer(request_id, answer, reason);
+}
+
+namespace {
+
+// The call's arguments as JSON: parsed from args_json once here (and handed
+// to the runner parsed), or null when the runner will refuse them anyway.
+const JsonValue* ParsedArgs(CallRequest& call) {
+  const bool has_text = !absl::StripAsciiWhitespace(call.args_json).empty();
+  if (call.args.has_value()) return has_text ? nullptr : &*call.args;
+  if (!call.args_error.ok()) return nullptr;
+  if (!has_text) {
+    call.args = MakeObject();
+    call.args_json.clear();
+    return &*call.args;
+  }
+  auto parsed = ParseJson(call.args_json);
+  if (!parsed.ok()) return nullptr;
+  call.args = *std::move(parsed);
+  call.args_json.clear();
+  return &*call.args;
+}
+
+std::string Describe(const PermissionRequirement& target, const std::vector<std::string>& tools,
+                     const std::vector<std::string>& values) {
+  std::string out = absl::StrCat(absl::StrJoin(tools, ", "), " needs ",
+                                 PermissionLevelName(target.level), " permission on ",
+                                 PermissionKindName(target.kind), " ", target.value);
+  if (target.recursive) absl::StrAppend(&out, " (and everything beneath it)");
+  constexpr size_t kShown = 5;
+  std::vector<std::string> shown(values.begin(),
+                                 values.begin() + std::min(values.size(), kShown));
+  absl::StrAppend(&out, ": ", absl::StrJoin(shown, "; "));
+  if (values.size() > kShown) absl::StrAppend(&out, "; and ", values.size() - kShown, " more");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
+    const std::string& caller_name, const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
+    StartFn start) {
+  PolicyChain chain;
+  std::shared_ptr<GrantSet> grants;
+  if (batch.session != nullptr) {
+    absl::MutexLock lock(&shared_->mu);
+    auto it = shared_->sessions.find(batch.session->id());
+    if (it != shared_->sessions.end()) {
+      chain = it->second.chain;
+      grants = it->second.grants;
+    }
+  } else if (!caller_profile.empty()) {
+    auto p = shared_->Profile(caller_profile);
+    if (!p.ok()) return p.status();
+    chain.push_back(*p);
+  }
+  if (chain.empty()) chain.push_back(shared_->default_policy);
+  if (std::all_of(chain.begin(), chain.end(),
+                  [](const auto& p) { return p->allows_everything(); })) {
+    return start(std::move(batch), observer);  // nothing to decide
+  }
+
+  std::vector<std::string> workspaces;
+  if (batch.session != nullptr) {
+    for (const auto& w : batch.session->workspaces()) workspaces.push_back(w->path());
+  }
+  if (workspaces.empty() && !shared_->default_workspace.empty()) {
+    workspaces.push_back(shared_->default_workspace);
+  }
+  std::vector<std::string> chain_names;
+  for (const auto& p : chain) chain_names.push_back(p->name());
+
+  // Needs to ask about, with the call and verdict each came from.
+  std::vector<PermissionRequirement> asked;
+  std::vector<uint32_t> asked_index;
+  std::vector<std::string> asked_reason;
+  const absl::Time now = absl::Now();
+  for (uint32_t i = 0; i < batch.calls.size(); ++i) {
+    CallRequest& call = batch.calls[i];
+    const RegisteredTool* rt = shared_->registry->Find(call.name);
+    // What the runner refuses anyway (unknown tool, not enabled, run
+    // elsewhere, unreadable arguments) is its to explain.
+    if (rt == nullptr || rt->tool->spec().executor != ToolExecutor::kDaemon) continue;
+    if (batch.session != nullptr && !batch.session->AllowsTool(call.name)) continue;
+    const JsonValue* args = ParsedArgs(call);
+    if (args == nullptr) continue;
+    const Tool& tool = *rt->tool;
+    CallFacts facts;
+    facts.tool = call.name;
+    facts.server_name = rt->server_name;
+    facts.workspaces = workspaces;
+    try {
+      if (!tool.handles_own_permissions()) facts.needs = tool.required_permissions(*args);
+    } catch (const std::exception& e) {
+      call.refusal = ToolError(
+          ErrorCode::kDenied,
+          absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),
+                       "' could not evaluate the call (its permissions could not be read: ",
+                       e.what(), "); denied"));
+      continue;
+    } catch (...) {
+      call.refusal = ToolError(ErrorCode::kDenied,
+                               absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),
+                                            "' could not evaluate the call; denied"));
+      continue;
+    }
+    if (facts.needs.empty() && !tool.handles_own_permissions()) {
+      PermissionRequirement r;
+      r.kind = PermissionRequirement::Kind::kTool;
+      r.value = call.name;
+      r.level = tool.spec().read_only ? PermissionLevel::kRead : PermissionLevel::kExecute;
+      facts.needs.push_back(std::move(r));
+    }
+    for (PermissionRequirement& n : facts.needs) {
+      if (n.kind != PermissionRequirement::Kind::kPath) continue;
+      std::string value = n.value.empty() ? "." : n.value;
+      if (value.front() != '/' && !workspaces.empty()) {
+        value = absl::StrCat(workspaces.front(), "/", value);
+      }
+      n.value = NormalizePath(value);
+    }
+    PolicyVerdict verdict = EvaluateChain(chain, facts);
+    if (verdict.decision == PolicyDecision::kDeny) {
+      call.refusal = ToolError(ErrorCode::kDenied, absl::StrCat("denied by ", verdict.Explain()));
+      continue;
+    }
+    if (verdict.decision != PolicyDecision::kAsk) continue;
+    for (PermissionRequirement& n : facts.needs) {
+      if (grants != nullptr && grants->Covers(n, now)) continue;
+      asked.push_back(std::move(n));
+      asked_index.push_back(i);
+      asked_reason.push_back(absl::StrCat("asked by ", verdict.Explain()));
+    }
+  }
+  if (asked.empty()) return start(std::move(batch), observer);
+
+  // Ask: park the batch, register its requests, then announce them.
+  std::shared_ptr<Session> session = batch.session;
+  std::vector<std::string> call_ids, call_names;
+  for (const CallRequest& c : batch.calls) {
+    call_ids.push_back(c.id);
+    call_names.push_back(c.name);
+  }
+  std::vector<std::string> tool_of_call = call_names;
+  auto ask = std::make_shared<PendingAsk>(shared_, std::move(batch), observer, std::move(start),
+                                          grants);
+  ask->caller_name_ = caller_name;
+  ask->call_ids_ = std::move(call_ids);
+  ask->call_names_ = std::move(call_names);
+  std::vector<PermissionRequestEvent> events;
+  for (SuggestedGrant& s : SuggestGrants(asked)) {
+    PermissionRequestEvent e;
+    std::vector<std::string> tools, values;
+    for (size_t m : s.members) {
+      const std::string& t = tool_of_call[asked_index[m]];
+      if (std::find(tools.begin(), tools.end(), t) == tools.end()) tools.push_back(t);
+      values.push_back(asked[m].value);
+    }
+    e.index = asked_index[s.members.front()];
+    e.tool_name = tool_of_call[e.index];
+    e.reason = asked_reason[s.members.front()];
+    e.description = Describe(s.target, tools, values);
+    e.target = std::move(s.target);
+    events.push_back(std::move(e));
+  }
+  {
+    absl::MutexLock lock(&shared_->mu);
+    for (PermissionRequestEvent& e : events) {
+      e.request_id = absl::StrFormat("perm-%016x-%d", shared_->id_prefix, shared_->next_id++);
+      shared_->asks.emplace(e.request_id, ask);
+      ask->AddRequest(e.request_id, e.target);
+    }
+    if (shared_->timers == nullptr) shared_->timers = std::make_unique<TimerQueue>();
+    std::weak_ptr<PendingAsk> weak = ask;
+    const int64_t ms = absl::ToInt64Milliseconds(shared_->ask_timeout);
+    std::shared_ptr<Shared> shared = shared_;
+    ask->SetTimer(shared_->timers->Schedule(absl::Now() + shared_->ask_timeout, [weak, shared,
+                                                                                  ms] {
+      auto timed_out = [weak, ms] {
+        if (auto a = weak.lock()) {
+          a->Resolve(ToolError(
+              ErrorCode::kDenied,
+              absl::StrCat("Permission denied: the permission request was not answered within ",
+                           ms, " ms (policy.ask_timeout_ms)")));
+        }
+      };
+      if (!shared->work.Submit(timed_out).ok()) timed_out();
+    }));
+  }
+  for (const PermissionRequestEvent& e : events) {
+    spdlog::info("permission request {}: {} ({})", e.request_id, e.description, e.reason);
+    observer->OnPermissionRequest(e);
+    if (session != nullptr) session->NotifyPermissionRequest(e);
+  }
+  return std::shared_ptr<BatchHandle>(ask);
+}
+
+}  // namespace toolexec

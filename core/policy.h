@@ -1,0 +1,229 @@
+// Policies and asking (S12): which calls of a batch run, which are DENIED, and
+// which wait for a person's answer.
+//
+// Design
+// ------
+// Who decides: the engine's StartBatch hands every batch to
+// PolicyEngine::StartBatch before the runner sees it (and before hooks). The
+// decision is made there, on the caller's thread (a gRPC thread), and is
+// pure CPU: per call, find the tool, read its requirements
+// (Tool::required_permissions on the parsed arguments; a tool that declares
+// none needs its own name; a tool that handles its own permissions is never
+// asked about), and evaluate the session's policies. Nothing blocks.
+//
+// Policies: a session carries a chain of policies: its parent's chain, then
+// the caller's credential profile (CallerIdentity::profile), then the profile
+// it asked for at OpenSession. A call's decision is the strictest of the
+// chain's decisions (deny > ask > allow), so a child or a credential can
+// narrow what runs and never widen it. An empty chain is the config's own
+// policy, "default". Within one policy, rules naming the tool beat
+// "<server>/*" rules beat "*" rules; within the winning bucket deny beats ask
+// beats allow; no matching rule: the policy's default decision.
+//
+// Outcomes per call: ALLOW runs; DENY completes the call as DENIED naming the
+// rule and the policy (CallRequest::refusal), the other calls still run; ASK
+// looks up the session's grants, and the needs no grant covers are asked.
+// Any evaluation error (a tool's requirements throw) denies the call naming
+// the policy (fail closed).
+//
+// How an ask waits: the uncovered needs of the whole batch are grouped into
+// suggested grants (permissions.h), each sent as one PermissionRequest to the
+// batch's observer (the ExecuteBatch stream) and to the session's watchers.
+// The batch is then parked in a PendingAsk, which is the BatchHandle the
+// caller holds: no call of the batch starts and no thread waits. It is
+// resolved exactly once, by whichever comes first:
+// - RespondPermission (any gRPC thread): ALLOW_SESSION keeps the grant for
+//   the session; once every request of the batch is allowed the batch starts
+//   on the runner, on that thread (Start never blocks). One DENY makes every
+//   call of the batch DENIED ("Permission denied by user").
+// - the ask timeout (a TimerQueue thread, handing the work to this module's
+//   small executor): every call DENIED.
+// - Cancel (the stream was cancelled or broke, the drain's grace ran out,
+//   Stop, or the session closed): every call CANCELLED.
+// A resolved batch always goes through the runner (refused calls never run,
+// but their results are delivered in call order as any other), so the
+// observer's contract is the runner's. After resolution the handle forwards
+// Cancel and ResultsReleased to the runner's handle.
+//
+// Threads and ownership: PolicyEngine is owned by the engine and outlives the
+// batches it parks only through shared_ptr (a PendingAsk holds a shared_ptr
+// to the shared state it needs); its destructor cancels what is still
+// pending. All methods are thread-safe.
+#ifndef TOOLEXEC_CORE_POLICY_H_
+#define TOOLEXEC_CORE_POLICY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/permissions.h"
+#include "tools/runtime/session.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec {
+
+// Mirrors toolexec.v1.Decision; declared from the most permissive to the
+// strictest, so the stricter of two is the larger.
+enum class PolicyDecision { kAllow, kAsk, kDeny };
+
+absl::string_view PolicyDecisionName(PolicyDecision d);
+
+// One rule: it matches a call when `tool` matches (the tool's name,
+// "<server>/*" for an MCP server's tools, or "*") and every condition it sets
+// holds for some need of the call.
+struct PolicyRuleOptions {
+  std::string name;
+  std::string tool;
+  PolicyDecision decision = PolicyDecision::kAllow;
+  // A path the call touches matches this glob (find_file's syntax; relative
+  // to the workspace for paths inside it, without '/' matching the name).
+  std::string path_glob;
+  // The command matches (CommandCovers).
+  std::string command_pattern;
+  // A domain the call reaches matches (DomainCovers).
+  std::string domain;
+  // A path the call touches lies outside every workspace of the call.
+  bool outside_workspace = false;
+};
+
+struct PolicyProfileOptions {
+  std::string name;
+  std::optional<PolicyDecision> default_decision;  // unset = allow
+  std::vector<PolicyRuleOptions> rules;
+};
+
+struct PolicyOptions {
+  std::optional<PolicyDecision> default_decision;  // unset = allow
+  std::vector<PolicyRuleOptions> rules;
+  std::vector<PolicyProfileOptions> profiles;
+  absl::Duration ask_timeout = absl::Seconds(60);
+};
+
+// Profiles every daemon has, beside "default" (the config's own policy).
+inline constexpr absl::string_view kProfileDefault = "default";
+inline constexpr absl::string_view kProfileAllowAll = "allow_all";
+inline constexpr absl::string_view kProfileReadOnly = "read_only";
+inline constexpr absl::string_view kProfileWorkspaceOnly = "workspace_only";
+
+// Checks names, decisions and globs; InvalidArgument naming the rule or
+// profile and what to change. PolicyEngine::Create runs it too.
+absl::Status ValidatePolicyOptions(const PolicyOptions& options);
+
+// What the person answered (mirrors toolexec.v1.PermissionDecision).
+enum class PermissionAnswer { kAllowOnce, kAllowSession, kDeny };
+
+class Policy;
+using PolicyChain = std::vector<std::shared_ptr<const Policy>>;
+
+// One call's facts, as a policy sees them.
+struct CallFacts {
+  std::string tool;
+  std::string server_name;
+  // Paths normalized and absolute (relative ones joined to the first
+  // workspace).
+  std::vector<PermissionRequirement> needs;
+  std::vector<std::string> workspaces;  // real paths of the call's roots
+};
+
+struct PolicyVerdict {
+  PolicyDecision decision = PolicyDecision::kAllow;
+  std::string policy;  // the policy that decided
+  std::string rule;    // its rule, "" for its default decision
+  // Why, for a person: "rule 'x' of policy 'y'" or "the default decision of
+  // policy 'y'".
+  std::string Explain() const;
+};
+
+// One compiled policy (a profile). Immutable, thread-safe.
+class Policy final {
+ public:
+  static absl::StatusOr<std::shared_ptr<const Policy>> Create(const PolicyProfileOptions& options);
+  ~Policy();
+  const std::string& name() const { return name_; }
+  // True when nothing can be denied or asked (no rules, default allow).
+  bool allows_everything() const { return allows_everything_; }
+  PolicyVerdict Evaluate(const CallFacts& call) const;
+
+ private:
+  struct Rule;
+  Policy() = default;
+  std::string name_;
+  PolicyDecision default_decision_ = PolicyDecision::kAllow;
+  std::vector<Rule> rules_;
+  bool allows_everything_ = true;
+};
+
+// The strictest verdict of `chain` for `call` (the config's policy when the
+// chain is empty is the caller's job: pass it in the chain).
+PolicyVerdict EvaluateChain(const PolicyChain& chain, const CallFacts& call);
+
+class PolicyEngine final {
+ public:
+  // Starts a (possibly refused) batch on the runner.
+  using StartFn = std::function<absl::StatusOr<std::shared_ptr<BatchHandle>>(BatchRequest,
+                                                                               BatchObserver*)>;
+
+  // `registry` must outlive the engine; read_only is built from its tools
+  // that declare themselves read-only. `default_workspace`: where calls
+  // without a session resolve relative paths.
+  static absl::StatusOr<std::unique_ptr<PolicyEngine>> Create(PolicyOptions options,
+                                                              const ToolRegistry* registry,
+                                                              std::string default_workspace);
+  // Cancels every pending ask (their batches complete as CANCELLED).
+  ~PolicyEngine();
+  PolicyEngine(const PolicyEngine&) = delete;
+  PolicyEngine& operator=(const PolicyEngine&) = delete;
+
+  // InvalidArgument naming the known profiles when `name` is not one.
+  absl::Status CheckProfile(const std::string& name) const;
+
+  // The chain a new session gets (see the header comment): its parent's (if
+  // the parent is open and known), then `caller_profile`, then `requested`.
+  absl::StatusOr<PolicyChain> ChainForSession(const std::string& parent_session_id,
+                                              const std::string& caller_profile,
+                                              const std::string& requested) const;
+  // Remembers `session`'s chain (and, from now on, its grants).
+  void AttachSession(const std::shared_ptr<Session>& session, PolicyChain chain);
+  // Cancels the session's pending asks and forgets it.
+  void DetachSession(const std::string& session_id);
+
+  // Decides `batch` and starts it through `start`, now or once asked.
+  // Errors: InvalidArgument for an unknown caller profile; `start`'s error
+  // when it starts now.
+  // `caller_name` owns the questions the batch asks: only the same caller
+  // can answer them (Respond).
+  absl::StatusOr<std::shared_ptr<BatchHandle>> StartBatch(const std::string& caller_name,
+                                                          const std::string& caller_profile,
+                                                          BatchRequest batch,
+                                                          BatchObserver* observer,
+                                                          StartFn start);
+
+  // Answers one PermissionRequest. NotFound when `request_id` is not pending
+  // (answered, timed out or cancelled) or another caller's batch asked it.
+  absl::Status Respond(const std::string& caller_name, const std::string& request_id,
+                       PermissionAnswer answer,
+                       const std::string& reason);
+
+  // Cancels every pending ask (drain, stop).
+  void CancelAll();
+
+  size_t pending_asks() const;
+
+ private:
+  struct Shared;
+  class PendingAsk;
+  explicit PolicyEngine(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_CORE_POLICY_H_

@@ -1,0 +1,217 @@
+// Connection over an in-memory transport: the handshake, correlation,
+// progress, cancellation and the transport's end, without a process.
+#include "tools/mcp/connection.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "tools/mcp/http_transport.h"
+
+namespace toolexec::mcp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A server scripted by the test: every message the client sends is recorded
+// and passed to `respond`, which may answer through Deliver().
+class FakeTransport final : public Transport {
+ public:
+  std::function<void(FakeTransport&, const Message&)> respond;
+
+  absl::Status Start(TransportCallbacks callbacks) override {
+    callbacks_ = std::move(callbacks);
+    return absl::OkStatus();
+  }
+  absl::Status Send(const std::string& message, absl::Time) override {
+    auto msg = ParseMessage(message);
+    EXPECT_TRUE(msg.ok()) << message;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return absl::UnavailableError("closed");
+      sent_.push_back(message);
+    }
+    if (respond) respond(*this, *msg);
+    return absl::OkStatus();
+  }
+  void Close() override {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  std::string Describe() const override { return "fake"; }
+
+  // Delivers a message from the "server" on the calling thread.
+  void Deliver(const std::string& text) { callbacks_.on_message(*ParseMessage(text)); }
+  void End(absl::Status why) { callbacks_.on_closed(std::move(why)); }
+  std::vector<std::string> sent() {
+    absl::MutexLock lock(&mu_);
+    return sent_;
+  }
+
+ private:
+  TransportCallbacks callbacks_;
+  absl::Mutex mu_;
+  std::vector<std::string> sent_;
+  bool closed_ = false;
+};
+
+std::string Reply(const Message& m, const std::string& result) {
+  return R"({"jsonrpc":"2.0","id":)" + m.id.DebugString() + R"(,"result":)" + result + "}";
+}
+
+// Answers initialize with `version`.
+void Handshake(FakeTransport& t, const Message& m, const std::string& version) {
+  if (m.method == "initialize") {
+    t.Deliver(Reply(m, R"({"protocolVersion":")" + version +
+                           R"(","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}})"));
+  }
+}
+
+TEST(ConnectionTest, HandshakeNegotiatesAndListsWithCursors) {
+  auto transport = std::make_unique<FakeTransport>();
+  FakeTransport* t = transport.get();
+  t->respond = [](FakeTransport& t, const Message& m) {
+    Handshake(t, m, "2025-06-18");
+    if (m.method == "tools/list") {
+      bool second = m.params.HasMember("cursor");
+      t.Deliver(Reply(m, second ? R"({"tools":[{"name":"b"}]})"
+                                : R"({"tools":[{"name":"a"}],"nextCursor":"p2"})"));
+    }
+  };
+  Connection c("fake", std::move(transport));
+  auto info = c.Open({}, absl::Now() + absl::Seconds(5));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->protocol_version, "2025-06-18");
+  EXPECT_TRUE(info->tools_list_changed);
+  auto tools = c.ListTools(absl::Now() + absl::Seconds(5));
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  ASSERT_EQ(tools->size(), 2u);
+  EXPECT_STREQ((*tools)[1]["name"].GetString(), "b");
+  auto sent = t->sent();
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_THAT(sent[0], HasSubstr(R"("protocolVersion":"2025-11-25")"));
+  EXPECT_EQ(sent[1], R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+}
+
+TEST(ConnectionTest, RefusesAnUnknownProtocolVersion) {
+  auto transport = std::make_unique<FakeTransport>();
+  transport->respond = [](FakeTransport& t, const Message& m) { Handshake(t, m, "1999-01-01"); };
+  Connection c("fake", std::move(transport));
+  auto info = c.Open({}, absl::Now() + absl::Seconds(5));
+  ASSERT_FALSE(info.ok());
+  EXPECT_THAT(info.status().message(), HasSubstr("1999-01-01"));
+}
+
+TEST(ConnectionTest, ProgressThenResultAndErrors) {
+  auto transport = std::make_unique<FakeTransport>();
+  transport->respond = [](FakeTransport& t, const Message& m) {
+    Handshake(t, m, "2025-11-25");
+    if (m.method == "tools/call") {
+      int64_t token = m.params["_meta"]["progressToken"].GetInt64();
+      std::string p = R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":)" +
+                      std::to_string(token);
+      // In order, from one thread, as a stream would carry them.
+      std::string reply = Reply(m, R"({"content":[]})");
+      std::thread([&t, p, reply] {
+        t.Deliver(p + R"(,"progress":1,"total":2}})");
+        absl::SleepFor(absl::Milliseconds(20));
+        t.Deliver(p + R"(,"progress":2,"message":"halfway"}})");
+        absl::SleepFor(absl::Milliseconds(20));
+        t.Deliver(reply);
+      }).detach();
+    }
+    if (m.method == "bad") {
+      t.Deliver(R"({"jsonrpc":"2.0","id":)" + m.id.DebugString() +
+                R"(,"error":{"code":-32602,"message":"no such tool"}})");
+    }
+  };
+  Connection c("fake", std::move(transport));
+  ASSERT_TRUE(c.Open({}, absl::Now() + absl::Seconds(5)).ok());
+  std::vector<std::string> progress;
+  absl::Mutex mu;
+  auto r = c.Request("tools/call", Json(rapidjson::kObjectType), absl::Now() + absl::Seconds(5),
+                     nullptr, [&](absl::string_view text) {
+                       absl::MutexLock lock(&mu);
+                       progress.emplace_back(text);
+                     });
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(progress, ElementsAre("1/2", "halfway"));
+  auto bad = c.Request("bad", Json(rapidjson::kObjectType), absl::Now() + absl::Seconds(5));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("no such tool"));
+}
+
+TEST(ConnectionTest, CancellationSendsNotificationsCancelled) {
+  auto transport = std::make_unique<FakeTransport>();
+  FakeTransport* t = transport.get();
+  transport->respond = [](FakeTransport& t, const Message& m) { Handshake(t, m, "2025-11-25"); };
+  Connection c("fake", std::move(transport));
+  ASSERT_TRUE(c.Open({}, absl::Now() + absl::Seconds(5)).ok());
+  CancellationToken token;
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    token.Cancel(CancelReason::kCancelled);
+  });
+  auto r = c.Request("tools/call", Json(rapidjson::kObjectType), absl::Now() + absl::Seconds(30),
+                     &token);
+  canceller.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  auto sent = t->sent();
+  ASSERT_FALSE(sent.empty());
+  auto last = ParseMessage(sent.back());
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->method, "notifications/cancelled");
+  auto call = ParseMessage(sent[sent.size() - 2]);
+  ASSERT_TRUE(call.ok());
+  EXPECT_EQ(last->params["requestId"].GetInt64(), call->id.number());
+
+  // A deadline cancels too.
+  auto late = c.Request("tools/call", Json(rapidjson::kObjectType),
+                        absl::Now() + absl::Milliseconds(50));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(t->sent().back(), HasSubstr("notifications/cancelled"));
+}
+
+TEST(ConnectionTest, TheTransportsEndFailsWaitingRequestsUnavailable) {
+  auto transport = std::make_unique<FakeTransport>();
+  FakeTransport* t = transport.get();
+  transport->respond = [](FakeTransport& t, const Message& m) { Handshake(t, m, "2025-11-25"); };
+  Connection c("fake", std::move(transport));
+  absl::Notification closed;
+  Connection::Callbacks callbacks;
+  callbacks.on_closed = [&](absl::Status) { closed.Notify(); };
+  ASSERT_TRUE(c.Open(std::move(callbacks), absl::Now() + absl::Seconds(5)).ok());
+  std::thread ender([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    t->End(absl::UnavailableError("the MCP server process exited with code 3"));
+  });
+  auto r = c.Request("tools/call", Json(rapidjson::kObjectType), absl::Now() + absl::Seconds(30));
+  ender.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(r.status().message(), HasSubstr("MCP server 'fake' is unavailable"));
+  EXPECT_THAT(r.status().message(), HasSubstr("exited with code 3"));
+  EXPECT_TRUE(closed.HasBeenNotified());
+  EXPECT_EQ(c.end_reason(), "the MCP server process exited with code 3");
+  // And later requests fail at once.
+  EXPECT_EQ(c.Request("x", Json(rapidjson::kObjectType), absl::Now() + absl::Seconds(30)).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(SseParserTest, EventsAcrossChunks) {
+  std::vector<std::string> events;
+  SseParser p(100, [&](absl::string_view d) { events.emplace_back(d); });
+  p.Feed("id: 1\r\nevent: message\r\ndata: {\"a\"");
+  p.Feed(":1}\r\n\r\n: keep-alive\n\ndata:x\ndata: y\n\n");
+  p.Feed("id: 2\n\n");  // an event without data is nothing
+  p.Feed("data: " + std::string(200, 'z') + "\n\ndata: ok\n\n");  // too long: dropped
+  EXPECT_THAT(events, ElementsAre("{\"a\":1}", "x\ny", "ok"));
+}
+
+}  // namespace
+}  // namespace toolexec::mcp

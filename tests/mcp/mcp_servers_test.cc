@@ -1,0 +1,344 @@
+// The MCP client against real third-party MCP servers from npm
+// (tests/mcp/package.json; scripts/test.sh installs them): a daemon on
+// 127.0.0.1:0 registers their tools, and the client library drives it.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "google/protobuf/util/json_util.h"
+#include "server/daemon.h"
+#include "spdlog/spdlog.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kModules = std::string(TOOLEXEC_MCP_NODE_MODULES) + "/@modelcontextprotocol";
+const std::string kEverything = kModules + "/server-everything/dist/index.js";
+const std::string kFilesystem = kModules + "/server-filesystem/dist/index.js";
+
+mcp::McpServerOptions Everything(const std::string& name = "everything") {
+  mcp::McpServerOptions o;
+  o.name = name;
+  o.command = {"node", kEverything, "stdio"};
+  o.startup_timeout = absl::Seconds(30);
+  return o;
+}
+
+mcp::McpServerOptions Filesystem(const std::string& root, bool prefix) {
+  mcp::McpServerOptions o;
+  o.name = "fs";
+  o.command = {"node", kFilesystem, root};
+  o.prefix_tool_names = prefix;
+  o.startup_timeout = absl::Seconds(30);
+  return o;
+}
+
+std::string PayloadJson(const v1::ToolResult& r) {
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(r.payload(), &out);
+  return out;
+}
+
+// The pids whose command line holds every one of `parts`.
+std::vector<pid_t> FindProcesses(const std::vector<std::string>& parts) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(entry.path() / "cmdline");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string cmdline = ss.str();
+    bool all = !cmdline.empty();
+    for (const auto& p : parts) all = all && absl::StrContains(cmdline, p);
+    if (all) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+class McpServersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(kEverything))
+        << "run `npm install` in tests/mcp (scripts/test.sh does)";
+    root_ = std::filesystem::temp_directory_path() / absl::StrCat("mcp_test_", getpid());
+    std::filesystem::create_directories(root_);
+    std::ofstream(root_ / "hello.txt") << "hello from the filesystem server\n";
+  }
+  void TearDown() override {
+    if (daemon_) daemon_->Shutdown();
+    std::filesystem::remove_all(root_);
+  }
+
+  absl::Status StartDaemon(std::vector<mcp::McpServerOptions> servers) {
+    DaemonOptions options;
+    options.server.listen = "127.0.0.1:0";
+    options.engine.workspace = root_.string();
+    options.engine.mcp_servers = std::move(servers);
+    auto d = Daemon::Create(options);
+    if (!d.ok()) return d.status();
+    daemon_ = std::move(*d);
+    if (absl::Status s = daemon_->Start(); !s.ok()) return s;
+    client_ = Client::Create(daemon_->address());
+    return absl::OkStatus();
+  }
+
+  const v1::ToolDeclaration* FindTool(const v1::ListToolsResponse& list, const std::string& name) {
+    for (const auto& t : list.tools()) {
+      if (t.name() == name) return &t;
+    }
+    return nullptr;
+  }
+
+  v1::ListToolsResponse List() {
+    auto list = client_->ListTools(v1::ListToolsRequest());
+    EXPECT_TRUE(list.ok()) << list.status();
+    return list.ok() ? *list : v1::ListToolsResponse();
+  }
+
+  // Runs one call; collects its progress texts in `progress` when given.
+  v1::ToolResult Call(const std::string& name, const std::string& args,
+                      std::vector<std::string>* progress = nullptr,
+                      absl::Duration timeout = absl::Seconds(60)) {
+    v1::ExecuteBatchRequest req;
+    auto call = MakeCall("1", name, args);
+    EXPECT_TRUE(call.ok()) << call.status();
+    *req.add_calls() = *call;
+    req.mutable_timeout()->set_seconds(absl::ToInt64Seconds(timeout));
+    v1::ToolResult result;
+    absl::Status s = client_->ExecuteBatch(req, [&](const v1::ExecuteBatchResponse& e) {
+      if (e.has_result()) result = e.result();
+      if (e.has_progress() && progress != nullptr) progress->push_back(e.progress().text());
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return result;
+  }
+
+  std::filesystem::path root_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(McpServersTest, StdioToolsAreListedAndCalled) {
+  ASSERT_TRUE(StartDaemon({Everything(), Filesystem(root_.string(), /*prefix=*/true)}).ok());
+  v1::ListToolsResponse list = List();
+  const v1::ToolDeclaration* echo = FindTool(list, "echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_EQ(echo->server_name(), "everything");
+  EXPECT_TRUE(echo->read_only());  // readOnlyHint
+  EXPECT_THAT(echo->tags(), testing::Contains("idempotent"));
+  EXPECT_THAT(echo->parameters_json(), HasSubstr("message"));
+  EXPECT_EQ(echo->unavailable_reason(), "");
+  const v1::ToolDeclaration* read = FindTool(list, "fs__read_text_file");
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->server_name(), "fs");
+  // The built-ins come first, then each server's tools in config order.
+  EXPECT_EQ(list.tools(0).server_name(), "");
+
+  v1::ToolResult r = Call("echo", R"({"message":"hi"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_EQ(PayloadJson(r), R"({"result":"Echo: hi"})");
+
+  r = Call("get-structured-content", R"({"location":"New York"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("\"temperature\""));  // structuredContent as-is
+
+  r = Call("get-tiny-image", "{}");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr(R"("mime_type":"image/png")"));
+  EXPECT_THAT(PayloadJson(r), HasSubstr(R"("data":"iVBOR)"));
+
+  r = Call("fs__read_text_file", absl::StrCat(R"({"path":")", (root_ / "hello.txt").string(), "\"}"));
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("hello from the filesystem server"));
+
+  // The server's isError: a failure naming the server.
+  r = Call("fs__read_text_file", R"({"path":"/etc/passwd"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_ERROR);
+  EXPECT_EQ(r.exception().code(), v1::ERROR_CODE_TOOL_FAILED);
+  EXPECT_EQ(r.exception().server_name(), "fs");
+  EXPECT_EQ(r.exception().tool_name(), "fs__read_text_file");
+  EXPECT_THAT(r.error_message(), HasSubstr("outside allowed directories"));
+}
+
+TEST_F(McpServersTest, ProgressAndCancellation) {
+  ASSERT_TRUE(StartDaemon({Everything()}).ok());
+  std::vector<std::string> progress;
+  v1::ToolResult r = Call("trigger-long-running-operation", R"({"duration":1,"steps":3})", &progress);
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(progress, testing::ElementsAre("1/3", "2/3", "3/3"));
+
+  // The batch's timeout reaches the server as notifications/cancelled; the
+  // server goes on serving.
+  absl::Time start = absl::Now();
+  r = Call("trigger-long-running-operation", R"({"duration":30,"steps":30})", nullptr,
+           absl::Seconds(1));
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_TIMEOUT);
+  EXPECT_EQ(r.exception().server_name(), "everything");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  r = Call("echo", R"({"message":"still here"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+}
+
+TEST_F(McpServersTest, KilledServerIsUnavailableThenRestarted) {
+  ASSERT_TRUE(StartDaemon({Everything()}).ok());
+  auto kill_server = [] {
+    auto pids = FindProcesses({kEverything, "stdio"});
+    ASSERT_FALSE(pids.empty());
+    for (pid_t p : pids) kill(p, SIGKILL);
+  };
+  // A read-only, idempotent call in flight is sent again once the server is back.
+  std::vector<std::string> progress;
+  std::thread killer([&] {
+    absl::SleepFor(absl::Milliseconds(1500));
+    kill_server();
+  });
+  v1::ToolResult r = Call("trigger-long-running-operation", R"({"duration":3,"steps":3})", &progress);
+  killer.join();
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("completed"));
+
+  // While it is down: ListTools says so and a call fails SERVER_UNAVAILABLE.
+  kill_server();
+  std::string reason;
+  for (int i = 0; i < 200 && reason.empty(); ++i) {
+    v1::ListToolsResponse list = List();
+    const v1::ToolDeclaration* t = FindTool(list, "toggle-simulated-logging");
+    ASSERT_NE(t, nullptr);
+    reason = t->unavailable_reason();
+    if (reason.empty()) absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_THAT(reason, HasSubstr("MCP server 'everything' is unavailable"));
+  r = Call("toggle-simulated-logging", "{}");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_ERROR);
+  EXPECT_EQ(r.exception().code(), v1::ERROR_CODE_SERVER_UNAVAILABLE);
+  EXPECT_EQ(r.exception().server_name(), "everything");
+
+  // Restarted with backoff: calls work again.
+  bool recovered = false;
+  for (int i = 0; i < 300 && !recovered; ++i) {
+    recovered = Call("echo", R"({"message":"back"})").status() == v1::RESULT_STATUS_SUCCESS;
+    if (!recovered) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(recovered);
+  v1::ListToolsResponse list = List();
+  ASSERT_NE(FindTool(list, "echo"), nullptr);
+  EXPECT_EQ(FindTool(list, "echo")->unavailable_reason(), "");
+}
+
+TEST_F(McpServersTest, NameCollisionIsAStartupErrorNamingBothSources) {
+  // server-filesystem has edit_file and list_directory, as toolexec does.
+  absl::Status s = StartDaemon({Filesystem(root_.string(), /*prefix=*/false)});
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(s.message()), testing::ContainsRegex("duplicate tool name '(edit_file|list_directory)'"));
+  EXPECT_THAT(s.message(), HasSubstr("built-in"));
+  EXPECT_THAT(s.message(), HasSubstr("MCP server 'fs'"));
+  EXPECT_THAT(s.message(), HasSubstr("prefix_tool_names"));
+}
+
+TEST_F(McpServersTest, ToolFilterAndSlowServerDoNotBlockStartup) {
+  mcp::McpServerOptions fs = Filesystem(root_.string(), /*prefix=*/false);
+  fs.enabled_tools = {"read_text_file"};
+  mcp::McpServerOptions dead;
+  dead.name = "dead";
+  dead.command = {"sleep", "600"};  // never answers initialize
+  dead.startup_timeout = absl::Milliseconds(500);
+  absl::Time start = absl::Now();
+  ASSERT_TRUE(StartDaemon({fs, dead}).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(25));
+  v1::ListToolsResponse list = List();
+  ASSERT_NE(FindTool(list, "read_text_file"), nullptr);
+  EXPECT_EQ(FindTool(list, "write_file"), nullptr);
+  for (const auto& t : list.tools()) EXPECT_NE(t.server_name(), "dead");
+}
+
+// The streamable HTTP transport, against server-everything's HTTP mode.
+class McpHttpTest : public McpServersTest {
+ protected:
+  void SetUp() override {
+    McpServersTest::SetUp();
+    int port = FreePort();
+    server_pid_ = fork();
+    if (server_pid_ == 0) {
+      setenv("PORT", std::to_string(port).c_str(), 1);
+      execlp("node", "node", kEverything.c_str(), "streamableHttp", nullptr);
+      _exit(127);
+    }
+    url_ = absl::StrCat("http://127.0.0.1:", port, "/mcp");
+    for (int i = 0; i < 200 && !Listening(port); ++i) absl::SleepFor(absl::Milliseconds(50));
+    ASSERT_TRUE(Listening(port)) << "server-everything streamableHttp did not listen";
+  }
+  void TearDown() override {
+    McpServersTest::TearDown();
+    if (server_pid_ > 0) {
+      kill(server_pid_, SIGKILL);
+      waitpid(server_pid_, nullptr, 0);
+    }
+  }
+  static int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    socklen_t len = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+  }
+  static bool Listening(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    return ok;
+  }
+  pid_t server_pid_ = -1;
+  std::string url_;
+};
+
+TEST_F(McpHttpTest, ToolsOverStreamableHttp) {
+  mcp::McpServerOptions web;
+  web.name = "web";
+  web.url = url_;
+  web.headers = {{"X-Test", "1"}};
+  web.prefix_tool_names = true;
+  ASSERT_TRUE(StartDaemon({web}).ok());
+  v1::ListToolsResponse list = List();
+  const v1::ToolDeclaration* echo = FindTool(list, "web__echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_EQ(echo->server_name(), "web");
+  v1::ToolResult r = Call("web__echo", R"({"message":"over http"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_EQ(PayloadJson(r), R"({"result":"Echo: over http"})");
+  std::vector<std::string> progress;
+  r = Call("web__trigger-long-running-operation", R"({"duration":1,"steps":2})", &progress);
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(progress, testing::ElementsAre("1/2", "2/2"));
+  r = Call("web__get-sum", R"({"a":2,"b":3})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("5"));
+}
+
+}  // namespace
+}  // namespace toolexec

@@ -1,0 +1,194 @@
+// `toolexec mcp`'s mappings and message handling, without processes: a
+// ToolDeclaration as an MCP Tool, a ToolResult as a CallToolResult, version
+// negotiation, and the answers to requests that need no daemon.
+#include "client/mcp_server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+
+Json Parse(const std::string& text) {
+  auto parsed = ParseJson(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return parsed.ok() ? *std::move(parsed) : Json();
+}
+
+v1::ToolResult ResultFromJson(const std::string& json) {
+  v1::ToolResult result;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &result).ok()) << json;
+  return result;
+}
+
+TEST(McpProtocolVersion, ClientsVersionWhenServedElseTheNewest) {
+  EXPECT_EQ(NegotiateMcpProtocolVersion("2024-11-05"), "2024-11-05");
+  EXPECT_EQ(NegotiateMcpProtocolVersion("2025-06-18"), "2025-06-18");
+  EXPECT_EQ(NegotiateMcpProtocolVersion("2025-11-25"), "2025-11-25");
+  EXPECT_EQ(NegotiateMcpProtocolVersion("2099-01-01"), "2025-11-25");
+  EXPECT_EQ(NegotiateMcpProtocolVersion(""), "2025-11-25");
+}
+
+TEST(McpToolFromDeclaration, SchemaAsDeclaredAndAnnotationsFromTags) {
+  v1::ToolDeclaration tool;
+  tool.set_name("edit_file");
+  tool.set_description("Edits a file.");
+  tool.set_display_name("Edit file");
+  tool.set_parameters_json(R"({"type":"object","properties":{"b":{"type":"string"},"a":{}}})");
+  tool.add_tags("destructive");
+  Json mcp = McpToolFromDeclaration(tool);
+  EXPECT_EQ(ToJsonString(mcp),
+            R"({"name":"edit_file","title":"Edit file","description":"Edits a file.",)"
+            R"("inputSchema":{"type":"object","properties":{"b":{"type":"string"},"a":{}}},)"
+            R"("annotations":{"readOnlyHint":false,"destructiveHint":true}})");
+
+  v1::ToolDeclaration reader;
+  reader.set_name("view_file");
+  reader.set_display_name("view_file");
+  reader.set_read_only(true);
+  reader.add_tags("read_only");
+  // No parameters_json: the Struct; no "type": MCP needs an object schema.
+  (*reader.mutable_parameters()->mutable_fields())["properties"].mutable_struct_value();
+  Json r = McpToolFromDeclaration(reader);
+  EXPECT_FALSE(r.HasMember("title"));
+  EXPECT_EQ(ToJsonString(r["inputSchema"]), R"({"properties":{},"type":"object"})");
+  EXPECT_EQ(ToJsonString(r["annotations"]), R"({"readOnlyHint":true})");
+
+  v1::ToolDeclaration plain;  // neither read-only nor tagged destructive
+  plain.set_name("get_weather");
+  EXPECT_EQ(ToJsonString(McpToolFromDeclaration(plain)["annotations"]),
+            R"({"readOnlyHint":false,"destructiveHint":false})");
+}
+
+TEST(McpCallResultFromToolResult, SuccessCarriesModelContentAndStructuredContent) {
+  Json r = McpCallResultFromToolResult(ResultFromJson(
+      R"({"status":"RESULT_STATUS_SUCCESS","payload":{"total_lines":2},"model_content":"1\tfirst\n2\tsecond"})"));
+  EXPECT_EQ(ToJsonString(r), R"({"content":[{"type":"text","text":"1\tfirst\n2\tsecond"}],)"
+                             R"("structuredContent":{"total_lines":2}})");
+}
+
+TEST(McpCallResultFromToolResult, WithoutModelContentThePayloadIsTheText) {
+  Json r = McpCallResultFromToolResult(
+      ResultFromJson(R"({"status":"RESULT_STATUS_SUCCESS","payload":{"result":42}})"));
+  EXPECT_EQ(ToJsonString(r["content"][0]["text"]), R"("{\"result\":42}")");
+  EXPECT_EQ(ToJsonString(r["structuredContent"]), R"({"result":42})");
+}
+
+TEST(McpCallResultFromToolResult, FailureIsErrorWithoutStructuredContent) {
+  for (const char* status : {"RESULT_STATUS_ERROR", "RESULT_STATUS_TIMEOUT",
+                             "RESULT_STATUS_CANCELLED", "RESULT_STATUS_DENIED"}) {
+    Json r = McpCallResultFromToolResult(ResultFromJson(absl::StrCat(
+        R"({"status":")", status,
+        R"(","payload":{"error":"boom"},"error_message":"boom","model_content":"Error from x (ERROR_CODE_TOOL_FAILED): boom"})")));
+    EXPECT_TRUE(r["isError"].GetBool()) << status;
+    EXPECT_FALSE(r.HasMember("structuredContent")) << status;
+    EXPECT_THAT(std::string(r["content"][0]["text"].GetString()), HasSubstr("boom"));
+  }
+}
+
+// Requests answered without the daemon: the client is never used.
+class McpServerMessages : public ::testing::Test {
+ protected:
+  McpServerMessages()
+      : server_(nullptr, {"", "", "9.9"},
+                [this](absl::string_view m) { sent_.push_back(Parse(std::string(m))); }) {}
+  McpServer server_;
+  std::vector<Json> sent_;
+};
+
+TEST_F(McpServerMessages, InitializePingUnknownMethodAndParseError) {
+  server_.HandleLine(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  server_.HandleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  server_.HandleLine(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  server_.HandleLine(R"({"jsonrpc":"2.0","id":3,"method":"prompts/list"})");
+  server_.HandleLine(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}})");
+  server_.HandleLine("{oops");
+  ASSERT_EQ(sent_.size(), 5u);
+  EXPECT_EQ(ToJsonString(sent_[0]),
+            R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26",)"
+            R"("capabilities":{"tools":{"listChanged":false}},)"
+            R"("serverInfo":{"name":"toolexec","version":"9.9"}}})");
+  EXPECT_EQ(ToJsonString(sent_[1]), R"({"jsonrpc":"2.0","id":"p","result":{}})");
+  EXPECT_EQ(sent_[2]["error"]["code"].GetInt(), -32601);
+  EXPECT_EQ(sent_[3]["error"]["code"].GetInt(), -32602);
+  EXPECT_EQ(sent_[4]["error"]["code"].GetInt(), -32700);
+  EXPECT_TRUE(sent_[4]["id"].IsNull());
+}
+
+// A daemon that never answers: a socket that listens but never accepts (the
+// kernel completes the connection, nobody speaks HTTP/2), so every call
+// stays in flight until it is cancelled.
+class SilentDaemon {
+ public:
+  SilentDaemon() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(listen(fd_, 16), 0);
+    EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    target_ = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  }
+  ~SilentDaemon() { close(fd_); }
+  const std::string& target() const { return target_; }
+
+ private:
+  int fd_ = -1;
+  std::string target_;
+};
+
+std::string CallLine(int id) {
+  return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id,
+                      R"(,"method":"tools/call","params":{"name":"wait","arguments":{}}})");
+}
+
+TEST(McpServerCalls, InFlightCallsAreCappedCancelledAndJoined) {
+  SilentDaemon daemon;
+  std::unique_ptr<Client> client = Client::Create(daemon.target());
+  absl::Mutex mu;
+  std::vector<std::string> sent;
+  McpServer::Options options;
+  options.max_calls_in_flight = 2;
+  {
+    McpServer server(client.get(), options, [&](absl::string_view m) {
+      absl::MutexLock lock(&mu);
+      sent.emplace_back(m);
+    });
+    server.HandleLine(CallLine(1));
+    server.HandleLine(CallLine(2));
+    server.HandleLine(CallLine(3));  // over the cap: refused at once
+    {
+      absl::MutexLock lock(&mu);
+      ASSERT_EQ(sent.size(), 1u);
+      Json refused = Parse(sent[0]);
+      EXPECT_EQ(refused["id"].GetInt(), 3);
+      EXPECT_THAT(std::string(refused["error"]["message"].GetString()),
+                  HasSubstr("too many tool calls in flight (2)"));
+    }
+    // MCP: a cancelled request gets no response; its slot is freed.
+    server.HandleLine(
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})");
+    // Shutdown cancels call 2 and joins both threads.
+    server.Shutdown();
+  }
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(sent.size(), 1u) << sent.back();
+}
+
+}  // namespace
+}  // namespace toolexec

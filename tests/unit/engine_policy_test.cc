@@ -1,0 +1,414 @@
+// S12 through the Engine, no transport: DENY rules, asking (allow once, for
+// the session, deny, timeout, cancel, drain), profiles and inheritance.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/engine.h"
+#include "tests/unit/builtin/file_test_util.h"
+#include "tests/unit/engine_test_util.h"
+
+namespace toolexec {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records a batch's questions and results; waits for either.
+class Recorder final : public BatchObserver {
+ public:
+  void OnProgress(ProgressEvent) override {}
+  void OnPermissionRequest(const PermissionRequestEvent& e) override {
+    absl::MutexLock lock(&mu_);
+    requests_.push_back(e);
+  }
+  void OnResult(ToolCallResult result) override {
+    absl::MutexLock lock(&mu_);
+    results_.push_back(std::move(result));
+  }
+  void OnBatchDone() override { done_.Notify(); }
+
+  bool Wait(absl::Duration d = absl::Seconds(30)) {
+    return done_.WaitForNotificationWithTimeout(d);
+  }
+  std::vector<PermissionRequestEvent> requests() {
+    absl::MutexLock lock(&mu_);
+    return requests_;
+  }
+  // Once Wait() has returned (nothing writes them after that).
+  std::vector<ToolCallResult>& results() ABSL_NO_THREAD_SAFETY_ANALYSIS { return results_; }
+  size_t result_count() {
+    absl::MutexLock lock(&mu_);
+    return results_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<PermissionRequestEvent> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<ToolCallResult> results_ ABSL_GUARDED_BY(mu_);
+  absl::Notification done_;
+};
+
+class Listener final : public SessionListener {
+ public:
+  void OnMessage(const ContextMessage&) override {}
+  void OnSessionClosed() override {}
+  void OnPermissionRequest(const PermissionRequestEvent& e) override {
+    absl::MutexLock lock(&mu_);
+    ids.push_back(e.request_id);
+  }
+  absl::Mutex mu_;
+  std::vector<std::string> ids;
+};
+
+using testing::Call;
+using testing::Rule;
+
+class EnginePolicyTest : public ::testing::Test {
+ protected:
+  void Start(PolicyOptions policy) {
+    EngineOptions options;
+    options.workspace = tree_.path();
+    options.example_tools = true;
+    options.policy = std::move(policy);
+    auto engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+  }
+
+  // A policy that asks before create_file and run_command, denies rm, and
+  // lets everything else run.
+  static PolicyOptions AskingPolicy() {
+    PolicyOptions p;
+    p.rules.push_back(Rule("writes need a yes", "create_file", PolicyDecision::kAsk));
+    p.rules.push_back(Rule("commands need a yes", "run_command", PolicyDecision::kAsk));
+    PolicyRuleOptions rm = Rule("never rm", "run_command", PolicyDecision::kDeny);
+    rm.command_pattern = "rm *";
+    p.rules.push_back(rm);
+    return p;
+  }
+
+  BatchSpec Writes(std::string session_id = "") {
+    BatchSpec spec;
+    spec.session_id = std::move(session_id);
+    spec.calls.push_back(Call("w1", "create_file", R"({"file_path":"out/a.txt","contents":"A"})"));
+    spec.calls.push_back(Call("w2", "create_file", R"({"file_path":"out/b.txt","contents":"B"})"));
+    spec.calls.push_back(Call("g", "get_weather", R"({"city":"Paris"})"));
+    return spec;
+  }
+
+  // Waits (bounded) until `r` has seen `n` requests.
+  static std::vector<PermissionRequestEvent> AwaitRequests(Recorder& r, size_t n) {
+    for (int i = 0; i < 3000 && r.requests().size() < n; ++i) absl::SleepFor(absl::Milliseconds(1));
+    return r.requests();
+  }
+
+  testing::TempTree tree_;
+  std::unique_ptr<Engine> engine_;
+  CallerIdentity caller_;
+};
+
+TEST_F(EnginePolicyTest, DenyRuleFailsOnlyItsCallNamingTheRule) {
+  Start(AskingPolicy());
+  BatchSpec spec;
+  spec.calls.push_back(Call("1", "run_command", R"({"command_line":"rm -rf out"})"));
+  spec.calls.push_back(Call("2", "get_weather", R"({"city":"Paris"})"));
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, ResultStatus::kDenied);
+  ASSERT_TRUE(results[0].error.has_value());
+  EXPECT_EQ(results[0].error->code, ErrorCode::kDenied);
+  EXPECT_THAT(results[0].error_message, HasSubstr("rule 'never rm' of policy 'default'"));
+  EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+  EXPECT_TRUE(r.requests().empty());  // a denial asks nothing
+}
+
+TEST_F(EnginePolicyTest, AskAllowOnceRunsTheBatchAndAsksAgainNextTime) {
+  Start(AskingPolicy());
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(), &r);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  auto requests = AwaitRequests(r, 1);
+  // Both writes share a directory: one suggested grant on it.
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target.kind, PermissionRequirement::Kind::kPath);
+  EXPECT_EQ(requests[0].target.value, tree_.Abs("out"));
+  EXPECT_EQ(requests[0].target.level, PermissionLevel::kWrite);
+  EXPECT_EQ(requests[0].tool_name, "create_file");
+  EXPECT_THAT(requests[0].reason, HasSubstr("writes need a yes"));
+  // Nothing runs while the question is open.
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(r.result_count(), 0u);
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+  EXPECT_EQ(engine_->in_flight_batches(), 1);
+
+  // Only the caller whose batch asked can answer: to another it is unknown.
+  EXPECT_EQ(engine_->RespondPermission(CallerIdentity{"someone else", ""},
+                                       requests[0].request_id, PermissionAnswer::kAllowOnce, "")
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.result_count(), 0u);
+  ASSERT_TRUE(engine_
+                  ->RespondPermission(caller_, requests[0].request_id,
+                                      PermissionAnswer::kAllowOnce, "")
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& res : results) EXPECT_TRUE(res.ok()) << res.error_message;
+  EXPECT_EQ(tree_.Read("out/a.txt"), "A");
+  // Answered: a second answer finds nothing.
+  EXPECT_EQ(engine_->RespondPermission(caller_, requests[0].request_id,
+                                       PermissionAnswer::kAllowOnce, "")
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  Recorder again;
+  auto second = engine_->StartBatch(caller_, Writes(), &again);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(AwaitRequests(again, 1).size(), 1u);  // once means once
+  (*second)->Cancel();
+  ASSERT_TRUE(again.Wait());
+}
+
+TEST_F(EnginePolicyTest, AllowForTheSessionDoesNotAskAgain) {
+  Start(AskingPolicy());
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto listener = std::make_shared<Listener>();
+  auto watch = engine_->Watch(caller_, session->session_id, listener);
+  ASSERT_TRUE(watch.ok());
+
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(session->session_id), &r);
+  ASSERT_TRUE(batch.ok());
+  auto requests = AwaitRequests(r, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  {
+    absl::MutexLock lock(&listener->mu_);  // WatchSession sees it too
+    EXPECT_THAT(listener->ids, ::testing::ElementsAre(requests[0].request_id));
+  }
+  ASSERT_TRUE(engine_
+                  ->RespondPermission(caller_, requests[0].request_id,
+                                      PermissionAnswer::kAllowSession, "")
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+  for (const auto& res : r.results()) EXPECT_TRUE(res.ok()) << res.error_message;
+
+  // Same directory, same session: covered, so no question.
+  BatchSpec more;
+  more.session_id = session->session_id;
+  more.calls.push_back(Call("w3", "create_file", R"({"file_path":"out/c.txt","contents":"C"})"));
+  Recorder r2;
+  auto second = engine_->StartBatch(caller_, std::move(more), &r2);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(r2.Wait());
+  EXPECT_TRUE(r2.requests().empty());
+  ASSERT_EQ(r2.results().size(), 1u);
+  EXPECT_TRUE(r2.results()[0].ok());
+  // Another directory is not covered.
+  BatchSpec elsewhere;
+  elsewhere.session_id = session->session_id;
+  elsewhere.calls.push_back(Call("w4", "create_file", R"({"file_path":"x/d.txt","contents":"D"})"));
+  Recorder r3;
+  auto third = engine_->StartBatch(caller_, std::move(elsewhere), &r3);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(AwaitRequests(r3, 1).size(), 1u);
+  (*third)->Cancel();
+  ASSERT_TRUE(r3.Wait());
+}
+
+TEST_F(EnginePolicyTest, DenyFailsEveryCallOfTheBatch) {
+  Start(AskingPolicy());
+  BatchSpec spec = Writes();
+  spec.calls.push_back(Call("c", "run_command", R"({"command_line":"git status"})"));
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &r);
+  ASSERT_TRUE(batch.ok());
+  auto requests = AwaitRequests(r, 2);
+  ASSERT_EQ(requests.size(), 2u);  // the directory, and "git *"
+  EXPECT_EQ(requests[1].target.value, "git *");
+  ASSERT_TRUE(engine_->RespondPermission(caller_, requests[0].request_id,
+                                         PermissionAnswer::kAllowOnce, "")
+                  .ok());
+  EXPECT_FALSE(r.Wait(absl::Milliseconds(50)));  // still waiting for the other
+  ASSERT_TRUE(
+      engine_->RespondPermission(caller_, requests[1].request_id, PermissionAnswer::kDeny, "")
+          .ok());
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& res : results) {
+    EXPECT_EQ(res.status, ResultStatus::kDenied) << res.id;
+    EXPECT_EQ(res.error_message, "Permission denied by user");
+  }
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+}
+
+TEST_F(EnginePolicyTest, UnansweredRequestTimesOutAsDenied) {
+  PolicyOptions p = AskingPolicy();
+  p.ask_timeout = absl::Milliseconds(100);
+  Start(std::move(p));
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(), &r);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& res : results) {
+    EXPECT_EQ(res.status, ResultStatus::kDenied);
+    EXPECT_THAT(res.error_message, HasSubstr("not answered within 100 ms"));
+  }
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+  auto requests = r.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(engine_->RespondPermission(caller_, requests[0].request_id,
+                                       PermissionAnswer::kAllowOnce, "")
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(EnginePolicyTest, CancelEndsTheQuestionAndTheBatch) {
+  Start(AskingPolicy());
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(), &r);
+  ASSERT_TRUE(batch.ok());
+  auto requests = AwaitRequests(r, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  (*batch)->Cancel();
+  ASSERT_TRUE(r.Wait());
+  for (const auto& res : r.results()) EXPECT_EQ(res.status, ResultStatus::kCancelled);
+  EXPECT_EQ(engine_->RespondPermission(caller_, requests[0].request_id,
+                                       PermissionAnswer::kAllowOnce, "")
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+}
+
+TEST_F(EnginePolicyTest, ClosingTheSessionCancelsItsQuestions) {
+  Start(AskingPolicy());
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok());
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(session->session_id), &r);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(AwaitRequests(r, 1).size(), 1u);
+  absl::Notification closed;
+  engine_->CloseSession(caller_, session->session_id, {},
+                        [&](absl::StatusOr<MergeResult>) { closed.Notify(); });
+  closed.WaitForNotification();
+  ASSERT_TRUE(r.Wait(absl::Seconds(10)));  // long before the 60 s ask timeout
+  for (const auto& res : r.results()) EXPECT_EQ(res.status, ResultStatus::kCancelled);
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+}
+
+TEST_F(EnginePolicyTest, DrainCancelsAPendingQuestionAfterItsGrace) {
+  Start(AskingPolicy());
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(), &r);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(AwaitRequests(r, 1).size(), 1u);
+  std::thread deliverer([&] {
+    r.Wait();
+    batch->reset();
+  });
+  EXPECT_FALSE(engine_->Drain(absl::Now() + absl::Milliseconds(100)));
+  deliverer.join();
+  for (const auto& res : r.results()) EXPECT_EQ(res.status, ResultStatus::kCancelled);
+  EXPECT_EQ(engine_->in_flight_batches(), 0);
+  EXPECT_TRUE(engine_->Stop());
+}
+
+TEST_F(EnginePolicyTest, ProfilesSelectNarrowAndAreInherited) {
+  PolicyOptions p;  // the default policy allows everything
+  PolicyProfileOptions no_weather{"no_weather", std::nullopt,
+                                  {Rule("no weather", "get_weather", PolicyDecision::kDeny)}};
+  p.profiles.push_back(no_weather);
+  Start(std::move(p));
+  auto run = [&](const std::string& session_id, const std::string& tool,
+                 const std::string& args, const CallerIdentity* caller = nullptr) {
+    BatchSpec spec;
+    spec.session_id = session_id;
+    spec.calls.push_back(Call("1", tool, args));
+    Recorder r;
+    auto batch = engine_->StartBatch(caller ? *caller : caller_, std::move(spec), &r);
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    EXPECT_TRUE(r.Wait());
+    return std::move(r.results().at(0));
+  };
+  const std::string weather = R"({"city":"Paris"})";
+  EXPECT_TRUE(run("", "get_weather", weather).ok());
+
+  OpenSessionSpec unknown;
+  unknown.policy_profile = "nope";
+  auto bad = engine_->OpenSession(caller_, unknown);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown policy profile 'nope'"));
+
+  OpenSessionSpec narrow;
+  narrow.policy_profile = "no_weather";
+  auto parent = engine_->OpenSession(caller_, narrow);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  auto denied = run(parent->session_id, "get_weather", weather);
+  EXPECT_EQ(denied.status, ResultStatus::kDenied);
+  EXPECT_THAT(denied.error_message, HasSubstr("rule 'no weather' of policy 'no_weather'"));
+
+  // A child inherits its parent's profile and cannot loosen it.
+  OpenSessionSpec child;
+  child.parent_session_id = parent->session_id;
+  child.policy_profile = "allow_all";
+  auto kid = engine_->OpenSession(caller_, child);
+  ASSERT_TRUE(kid.ok()) << kid.status();
+  EXPECT_EQ(run(kid->session_id, "get_weather", weather).status, ResultStatus::kDenied);
+
+  // read_only: only tools declared read-only run.
+  OpenSessionSpec ro;
+  ro.policy_profile = "read_only";
+  auto reader = engine_->OpenSession(caller_, ro);
+  ASSERT_TRUE(reader.ok());
+  tree_.Write("a.txt", "hello\n");
+  EXPECT_TRUE(run(reader->session_id, "view_file", R"({"file_path":"a.txt"})").ok());
+  auto write = run(reader->session_id, "create_file", R"({"file_path":"b.txt","contents":"x"})");
+  EXPECT_EQ(write.status, ResultStatus::kDenied);
+  EXPECT_THAT(write.error_message, HasSubstr("policy 'read_only'"));
+  EXPECT_FALSE(tree_.Exists("b.txt"));
+
+  // A credential's profile applies when the session names none.
+  CallerIdentity bound{"ci", "read_only"};
+  auto by_caller = engine_->OpenSession(bound, {});
+  ASSERT_TRUE(by_caller.ok());
+  // (the session is the credential's own: another caller would not find it)
+  EXPECT_EQ(run(by_caller->session_id, "create_file", R"({"file_path":"c.txt","contents":"x"})",
+                &bound)
+                .status,
+            ResultStatus::kDenied);
+}
+
+TEST_F(EnginePolicyTest, WorkspaceOnlyDeniesPathsOutsideTheWorkspace) {
+  PolicyOptions p;
+  p.default_decision = PolicyDecision::kAllow;
+  Start(std::move(p));
+  OpenSessionSpec spec;
+  spec.policy_profile = "workspace_only";
+  auto session = engine_->OpenSession(caller_, spec);
+  ASSERT_TRUE(session.ok());
+  BatchSpec batch;
+  batch.session_id = session->session_id;
+  batch.calls.push_back(Call("1", "view_file", R"({"file_path":"/etc/hostname"})"));
+  Recorder r;
+  auto started = engine_->StartBatch(caller_, std::move(batch), &r);
+  ASSERT_TRUE(started.ok());
+  ASSERT_TRUE(r.Wait());
+  ASSERT_EQ(r.results().size(), 1u);
+  EXPECT_EQ(r.results()[0].status, ResultStatus::kDenied);
+  EXPECT_THAT(r.results()[0].error_message, HasSubstr("policy 'workspace_only'"));
+}
+
+}  // namespace
+}  // namespace toolexec

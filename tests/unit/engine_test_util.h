@@ -1,0 +1,25 @@
+// Helpers for tests that drive the Engine's policy without a transport (Call
+// and Collector are in tests/common/test_tools.h).
+#ifndef TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
+#define TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
+
+#include <string>
+#include <utility>
+
+#include "core/policy.h"
+#include "tests/common/test_tools.h"
+#include "tools/runtime/tool_runner.h"
+
+namespace toolexec::testing {
+
+inline PolicyRuleOptions Rule(std::string name, std::string tool, PolicyDecision d) {
+  PolicyRuleOptions r;
+  r.name = std::move(name);
+  r.tool = std::move(tool);
+  r.decision = d;
+  return r;
+}
+
+}  // namespace toolexec::testing
+
+#endif  // TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_

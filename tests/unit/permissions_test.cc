@@ -1,0 +1,229 @@
+// S12: permission coverage, grants, suggested grants, and policy evaluation
+// (buckets, deny > ask > allow, conditions, profiles), without an engine.
+#include "core/permissions.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/policy.h"
+#include "tests/unit/engine_test_util.h"
+
+namespace toolexec {
+namespace {
+
+using Kind = PermissionRequirement::Kind;
+using ::testing::HasSubstr;
+
+PermissionRequirement Need(Kind kind, std::string value, PermissionLevel level,
+                           bool recursive = false) {
+  PermissionRequirement r;
+  r.kind = kind;
+  r.value = std::move(value);
+  r.level = level;
+  r.recursive = recursive;
+  return r;
+}
+
+TEST(PermissionLevelTest, OrderedNoneReadWriteExecuteAdmin) {
+  EXPECT_LT(PermissionLevel::kNone, PermissionLevel::kRead);
+  EXPECT_LT(PermissionLevel::kRead, PermissionLevel::kWrite);
+  EXPECT_LT(PermissionLevel::kWrite, PermissionLevel::kExecute);
+  EXPECT_LT(PermissionLevel::kExecute, PermissionLevel::kAdmin);
+  // A grant covers its level and below, never above.
+  auto write = Need(Kind::kPath, "/ws", PermissionLevel::kWrite, true);
+  EXPECT_TRUE(Covers(write, Need(Kind::kPath, "/ws/a", PermissionLevel::kRead)));
+  EXPECT_TRUE(Covers(write, Need(Kind::kPath, "/ws/a", PermissionLevel::kWrite)));
+  EXPECT_FALSE(Covers(write, Need(Kind::kPath, "/ws/a", PermissionLevel::kExecute)));
+}
+
+TEST(PathCoversTest, WholeComponentsOnly) {
+  EXPECT_TRUE(PathCovers("/a/b", true, "/a/b/c", false));
+  EXPECT_FALSE(PathCovers("/a/b", true, "/a/bc", false));
+  EXPECT_FALSE(PathCovers("/ws", true, "/ws-evil/x", false));
+  EXPECT_FALSE(PathCovers("/ws", false, "/ws-evil", false));
+  EXPECT_FALSE(PathCovers("/a/b", true, "/a", false));
+}
+
+TEST(PathCoversTest, RecursiveCoversDescendantsOtherwiseItselfAndDirectChildren) {
+  EXPECT_TRUE(PathCovers("/a", false, "/a", false));
+  EXPECT_TRUE(PathCovers("/a", false, "/a/b", false));
+  EXPECT_FALSE(PathCovers("/a", false, "/a/b/c", false));
+  EXPECT_TRUE(PathCovers("/a", true, "/a/b/c/d", false));
+  // A need on a whole tree is covered only by a recursive grant above it.
+  EXPECT_FALSE(PathCovers("/a", false, "/a/b", true));
+  EXPECT_TRUE(PathCovers("/a", true, "/a/b", true));
+  // Spelling does not matter; ".." cannot climb out of the grant.
+  EXPECT_TRUE(PathCovers("/a/", false, "/a/./b", false));
+  EXPECT_FALSE(PathCovers("/a", true, "/a/../etc/passwd", false));
+  EXPECT_FALSE(PathCovers("a", true, "/a/b", false));  // relative vs absolute
+}
+
+TEST(DomainCoversTest, WildcardCoversDomainAndSubdomains) {
+  EXPECT_TRUE(DomainCovers("*.example.com", "example.com"));
+  EXPECT_TRUE(DomainCovers("*.example.com", "api.example.com"));
+  EXPECT_TRUE(DomainCovers("*.example.com", "a.b.EXAMPLE.com"));
+  EXPECT_FALSE(DomainCovers("*.example.com", "badexample.com"));
+  EXPECT_FALSE(DomainCovers("*.example.com", "example.com.evil.org"));
+  EXPECT_TRUE(DomainCovers("example.com", "example.com"));
+  EXPECT_FALSE(DomainCovers("example.com", "api.example.com"));
+  EXPECT_TRUE(DomainCovers("*", "anything.org"));
+}
+
+TEST(CommandCoversTest, StarCoversTheCommandAndItsArguments) {
+  EXPECT_TRUE(CommandCovers("git *", "git"));
+  EXPECT_TRUE(CommandCovers("git *", "git status"));
+  EXPECT_TRUE(CommandCovers("git *", "  git log -1 "));
+  EXPECT_FALSE(CommandCovers("git *", "gitk"));
+  EXPECT_FALSE(CommandCovers("git", "git status"));
+  EXPECT_TRUE(CommandCovers("git", "git"));
+  EXPECT_TRUE(CommandCovers("git status *", "git status --short"));
+  EXPECT_FALSE(CommandCovers("git status *", "git stash"));
+  EXPECT_TRUE(CommandCovers("*", "rm -rf /tmp/x"));
+}
+
+TEST(CoversTest, ToolTargetsAndKindsMustAgree) {
+  EXPECT_TRUE(Covers(Need(Kind::kTool, "get_weather", PermissionLevel::kExecute),
+                     Need(Kind::kTool, "get_weather", PermissionLevel::kExecute)));
+  EXPECT_FALSE(Covers(Need(Kind::kTool, "get_weather", PermissionLevel::kExecute),
+                      Need(Kind::kTool, "counter", PermissionLevel::kRead)));
+  EXPECT_FALSE(Covers(Need(Kind::kCommand, "*", PermissionLevel::kAdmin),
+                      Need(Kind::kTool, "run_command", PermissionLevel::kRead)));
+}
+
+TEST(GrantSetTest, ExpiredGrantsStopCovering) {
+  GrantSet grants;
+  absl::Time now = absl::Now();
+  grants.Add({Need(Kind::kCommand, "git *", PermissionLevel::kExecute), now + absl::Seconds(10)});
+  auto need = Need(Kind::kCommand, "git status", PermissionLevel::kExecute);
+  EXPECT_TRUE(grants.Covers(need, now));
+  EXPECT_FALSE(grants.Covers(need, now + absl::Seconds(11)));
+  EXPECT_FALSE(grants.Covers(need, now));  // dropped
+}
+
+TEST(SuggestGrantsTest, PathsByParentCommandsByFirstWord) {
+  std::vector<PermissionRequirement> needs = {
+      Need(Kind::kPath, "/ws/src/a.cc", PermissionLevel::kRead),
+      Need(Kind::kCommand, "git status", PermissionLevel::kExecute),
+      Need(Kind::kPath, "/ws/src/b.cc", PermissionLevel::kWrite),
+      Need(Kind::kCommand, "git log -1", PermissionLevel::kExecute),
+      Need(Kind::kPath, "/ws/docs", PermissionLevel::kRead, /*recursive=*/true),
+  };
+  auto grants = SuggestGrants(needs);
+  ASSERT_EQ(grants.size(), 3u);
+  EXPECT_EQ(grants[0].target.value, "/ws/src");
+  EXPECT_FALSE(grants[0].target.recursive);
+  EXPECT_EQ(grants[0].target.level, PermissionLevel::kWrite);  // the highest member
+  EXPECT_THAT(grants[0].members, ::testing::ElementsAre(0u, 2u));
+  EXPECT_EQ(grants[1].target.value, "git *");
+  EXPECT_THAT(grants[1].members, ::testing::ElementsAre(1u, 3u));
+  EXPECT_EQ(grants[2].target.value, "/ws/docs");
+  EXPECT_TRUE(grants[2].target.recursive);
+  // Each suggestion covers what it groups.
+  for (const auto& g : grants) {
+    for (size_t m : g.members) EXPECT_TRUE(Covers(g.target, needs[m])) << needs[m].value;
+  }
+}
+
+// ---- policies ----
+
+using testing::Rule;
+
+std::shared_ptr<const Policy> Make(std::vector<PolicyRuleOptions> rules,
+                                   std::optional<PolicyDecision> def = std::nullopt) {
+  auto p = Policy::Create({"test", def, std::move(rules)});
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+CallFacts Facts(std::string tool, std::vector<PermissionRequirement> needs = {},
+                std::string server = "") {
+  CallFacts f;
+  f.tool = std::move(tool);
+  f.server_name = std::move(server);
+  f.needs = std::move(needs);
+  f.workspaces = {"/ws"};
+  return f;
+}
+
+TEST(PolicyTest, DefaultIsAllowWithoutRules) {
+  auto p = Make({});
+  EXPECT_TRUE(p->allows_everything());
+  EXPECT_EQ(p->Evaluate(Facts("run_command")).decision, PolicyDecision::kAllow);
+  auto deny = Make({}, PolicyDecision::kDeny);
+  PolicyVerdict v = deny->Evaluate(Facts("x"));
+  EXPECT_EQ(v.decision, PolicyDecision::kDeny);
+  EXPECT_EQ(v.Explain(), "the default decision of policy 'test'");
+}
+
+TEST(PolicyTest, SpecificBeatsPrefixBeatsGlobal) {
+  auto p = Make({Rule("all", "*", PolicyDecision::kDeny),
+                 Rule("github", "github/*", PolicyDecision::kAsk),
+                 Rule("issues", "list_issues", PolicyDecision::kAllow)});
+  EXPECT_EQ(p->Evaluate(Facts("list_issues", {}, "github")).rule, "issues");
+  EXPECT_EQ(p->Evaluate(Facts("list_issues", {}, "github")).decision, PolicyDecision::kAllow);
+  EXPECT_EQ(p->Evaluate(Facts("create_issue", {}, "github")).decision, PolicyDecision::kAsk);
+  EXPECT_EQ(p->Evaluate(Facts("run_command")).decision, PolicyDecision::kDeny);
+  EXPECT_EQ(p->Evaluate(Facts("run_command")).rule, "all");
+}
+
+TEST(PolicyTest, WithinABucketDenyBeatsAskBeatsAllow) {
+  auto p = Make({Rule("a", "run_command", PolicyDecision::kAllow),
+                 Rule("q", "run_command", PolicyDecision::kAsk),
+                 Rule("d", "run_command", PolicyDecision::kDeny)});
+  EXPECT_EQ(p->Evaluate(Facts("run_command")).rule, "d");
+  auto p2 = Make({Rule("a", "*", PolicyDecision::kAllow), Rule("q", "*", PolicyDecision::kAsk)});
+  EXPECT_EQ(p2->Evaluate(Facts("x")).decision, PolicyDecision::kAsk);
+}
+
+TEST(PolicyTest, ConditionsNarrowARule) {
+  PolicyRuleOptions rm = Rule("no rm", "run_command", PolicyDecision::kDeny);
+  rm.command_pattern = "rm *";
+  PolicyRuleOptions env = Rule("no env files", "*", PolicyDecision::kDeny);
+  env.path_glob = "*.env";
+  PolicyRuleOptions out = Rule("outside", "*", PolicyDecision::kAsk);
+  out.outside_workspace = true;
+  PolicyRuleOptions web = Rule("web", "*", PolicyDecision::kAsk);
+  web.domain = "*.example.com";
+  auto p = Make({rm, env, out, web});
+  auto cmd = [](std::string c) { return Need(Kind::kCommand, c, PermissionLevel::kExecute); };
+  auto path = [](std::string v) { return Need(Kind::kPath, v, PermissionLevel::kRead); };
+  EXPECT_EQ(p->Evaluate(Facts("run_command", {cmd("rm -rf x")})).rule, "no rm");
+  EXPECT_EQ(p->Evaluate(Facts("run_command", {cmd("ls")})).decision, PolicyDecision::kAllow);
+  EXPECT_EQ(p->Evaluate(Facts("view_file", {path("/ws/app/prod.env")})).rule, "no env files");
+  EXPECT_EQ(p->Evaluate(Facts("view_file", {path("/ws/app/main.cc")})).decision,
+            PolicyDecision::kAllow);
+  // Antigravity's case: /ws-evil is not inside /ws.
+  EXPECT_EQ(p->Evaluate(Facts("view_file", {path("/ws-evil/x")})).rule, "outside");
+  EXPECT_EQ(p->Evaluate(Facts("fetch", {Need(Kind::kDomain, "api.example.com",
+                                             PermissionLevel::kRead)})).rule,
+            "web");
+}
+
+TEST(PolicyTest, ChainTakesTheStrictestDecision) {
+  PolicyChain chain = {Make({Rule("ok", "*", PolicyDecision::kAllow)}),
+                       Make({Rule("ask shell", "run_command", PolicyDecision::kAsk)})};
+  EXPECT_EQ(EvaluateChain(chain, Facts("run_command")).decision, PolicyDecision::kAsk);
+  EXPECT_EQ(EvaluateChain(chain, Facts("view_file")).decision, PolicyDecision::kAllow);
+}
+
+TEST(PolicyOptionsTest, InvalidRulesAndProfilesAreRefusedByName) {
+  PolicyOptions o;
+  o.rules.push_back(Rule("", "*", PolicyDecision::kDeny));
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("has no name"));
+  o.rules = {Rule("r", "git*hub", PolicyDecision::kDeny)};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("rule 'r'"));
+  PolicyRuleOptions glob = Rule("g", "*", PolicyDecision::kDeny);
+  glob.path_glob = "[unclosed";
+  o.rules = {glob};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("path_glob"));
+  o.rules = {};
+  o.profiles = {{"read_only", std::nullopt, {}}};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("built in"));
+  o.profiles = {{"ci", std::nullopt, {}}, {"ci", std::nullopt, {}}};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("declared twice"));
+  o.profiles = {{"ci", std::nullopt, {}}};
+  EXPECT_TRUE(ValidatePolicyOptions(o).ok());
+}
+
+}  // namespace
+}  // namespace toolexec

@@ -1,0 +1,329 @@
+#include "tools/mcp/http_transport.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "spdlog/spdlog.h"
+#include "tools/runtime/executor.h"
+
+namespace toolexec::mcp {
+namespace {
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// What one POST's answer holds so far.
+struct Answer {
+  HttpTransport* transport = nullptr;
+  std::function<void(absl::string_view)> deliver;
+  const std::atomic<bool>* closing = nullptr;
+  size_t max_bytes = 0;
+  std::string content_type;
+  std::string session_id;
+  std::string body;  // a JSON answer (or an error's text)
+  bool too_big = false;
+  std::unique_ptr<SseParser> sse;
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* a = static_cast<Answer*>(user);
+  absl::string_view line(data, size * n);
+  size_t colon = line.find(':');
+  if (colon != absl::string_view::npos) {
+    absl::string_view name = absl::StripAsciiWhitespace(line.substr(0, colon));
+    absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
+    if (absl::EqualsIgnoreCase(name, "content-type")) a->content_type = absl::AsciiStrToLower(value);
+    if (absl::EqualsIgnoreCase(name, "mcp-session-id")) a->session_id = std::string(value);
+  } else if (absl::StartsWith(line, "HTTP/")) {
+    a->content_type.clear();  // a new response (after a redirect or 100)
+  }
+  return size * n;
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* a = static_cast<Answer*>(user);
+  absl::string_view bytes(data, size * n);
+  if (absl::StartsWith(a->content_type, "text/event-stream")) {
+    if (a->sse == nullptr) a->sse = std::make_unique<SseParser>(a->max_bytes, a->deliver);
+    a->sse->Feed(bytes);
+  } else if (a->body.size() + bytes.size() <= a->max_bytes) {
+    a->body.append(bytes.data(), bytes.size());
+  } else {
+    a->too_big = true;
+    return 0;  // aborts the transfer
+  }
+  return size * n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<Answer*>(user)->closing->load() ? 1 : 0;
+}
+
+// Transfer errors that mean the server cannot be reached any more.
+bool ConnectionLost(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void SseParser::Feed(absl::string_view bytes) {
+  while (!bytes.empty()) {
+    size_t newline = bytes.find('\n');
+    absl::string_view piece = bytes.substr(0, newline);
+    if (line_.size() + piece.size() <= max_event_bytes_) {
+      line_.append(piece.data(), piece.size());
+    } else {
+      too_long_ = true;  // the event this line belongs to is dropped
+      line_.clear();
+    }
+    if (newline == absl::string_view::npos) return;
+    bytes.remove_prefix(newline + 1);
+    absl::string_view line = line_;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    Line(line);
+    line_.clear();
+  }
+}
+
+void SseParser::Line(absl::string_view line) {
+  if (line.empty()) {  // the end of an event
+    if (has_data_ && !too_long_) on_data_(data_);
+    data_.clear();
+    has_data_ = false;
+    too_long_ = false;
+    return;
+  }
+  if (line.front() == ':') return;  // a comment (keep-alive)
+  size_t colon = line.find(':');
+  absl::string_view field = line.substr(0, colon);
+  absl::string_view value = colon == absl::string_view::npos ? "" : line.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (field != "data") return;  // event, id, retry
+  if (data_.size() + value.size() + 1 > max_event_bytes_) {
+    too_long_ = true;
+    return;
+  }
+  if (has_data_) data_.push_back('\n');
+  data_.append(value.data(), value.size());
+  has_data_ = true;
+}
+
+HttpTransport::HttpTransport(HttpOptions options) : options_(std::move(options)) { GlobalInit(); }
+
+absl::Status HttpTransport::Start(TransportCallbacks callbacks) {
+  callbacks_ = std::move(callbacks);
+  return absl::OkStatus();
+}
+
+void HttpTransport::SetProtocolVersion(const std::string& version) {
+  absl::MutexLock lock(&mu_);
+  protocol_version_ = version;
+}
+
+void HttpTransport::ReapWorkers() {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if ((*it)->done.load()) {
+      (*it)->thread.join();
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void HttpTransport::Deliver(absl::string_view text) {
+  // An event without data primes the client for resumption: nothing to read.
+  if (closing_.load() || ended_.load() || absl::StripAsciiWhitespace(text).empty()) return;
+  auto msg = ParseMessage(text);
+  if (!msg.ok()) {
+    spdlog::warn("MCP server '{}': {}", options_.server_name, std::string(msg.status().message()));
+    return;
+  }
+  callbacks_.on_message(*std::move(msg));
+}
+
+void HttpTransport::Ended(absl::Status why) {
+  if (ended_.exchange(true)) return;
+  callbacks_.on_closed(std::move(why));
+}
+
+absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline) {
+  if (closing_.load() || ended_.load()) {
+    return absl::UnavailableError(absl::StrCat("the HTTP session with ", options_.url, " ended"));
+  }
+  auto parsed = ParseMessage(message);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->kind != Message::Kind::kRequest) {
+    Post(message, RequestId(), deadline);
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  ReapWorkers();
+  auto worker = std::make_unique<Worker>();
+  Worker* w = worker.get();
+  RequestId id = parsed->id;
+  auto thread = StartThread([this, w, message, id, deadline] {
+    Post(message, id, deadline);
+    w->done.store(true);
+  });
+  if (!thread.ok()) return thread.status();
+  worker->thread = std::move(*thread);
+  workers_.push_back(std::move(worker));
+  return absl::OkStatus();
+}
+
+void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Time deadline) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return;
+  struct curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Content-Type: application/json");
+  headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
+  {
+    absl::MutexLock lock(&mu_);
+    if (!session_id_.empty()) {
+      headers = curl_slist_append(headers, absl::StrCat("Mcp-Session-Id: ", session_id_).c_str());
+    }
+    if (!protocol_version_.empty()) {
+      headers = curl_slist_append(
+          headers, absl::StrCat("MCP-Protocol-Version: ", protocol_version_).c_str());
+    }
+  }
+  for (const auto& [name, value] : options_.headers) {
+    headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
+  }
+  Answer answer;
+  answer.transport = this;
+  answer.closing = &closing_;
+  answer.max_bytes = options_.max_message_bytes;
+  answer.deliver = [this](absl::string_view text) { Deliver(text); };
+  curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &answer);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
+  // The caller gives up at its deadline (and cancels); the transfer ends soon after.
+  int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now()) + 1000;
+  if (deadline != absl::InfiniteFuture()) {
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<int64_t>(ms, 1000)));
+  }
+  CURLcode code = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (closing_.load()) return;
+
+  if (!answer.session_id.empty()) {
+    absl::MutexLock lock(&mu_);
+    if (session_id_.empty()) session_id_ = answer.session_id;
+  }
+  auto fail_request = [&](const std::string& text) {
+    if (id.is_none()) {
+      spdlog::warn("MCP server '{}': {}", options_.server_name, text);
+      return;
+    }
+    Deliver(BuildError(id, kInternalError, text));
+  };
+  if (code != CURLE_OK) {
+    std::string text = absl::StrCat("HTTP POST to ", options_.url, " failed: ",
+                                    curl_easy_strerror(code));
+    if (answer.too_big) {
+      text = absl::StrCat("an answer from ", options_.url, " exceeded ",
+                          options_.max_message_bytes, " bytes");
+    }
+    if (ConnectionLost(code)) {
+      Ended(absl::UnavailableError(text));
+    } else {
+      fail_request(text);
+    }
+    return;
+  }
+  bool has_session;
+  {
+    absl::MutexLock lock(&mu_);
+    has_session = !session_id_.empty();
+  }
+  if (status == 404 && has_session) {
+    Ended(absl::UnavailableError(absl::StrCat("the server ended the MCP session (HTTP 404 from ",
+                                              options_.url, ")")));
+    return;
+  }
+  if (status < 200 || status >= 300) {
+    // A JSON-RPC error in the body answers the request as it is.
+    auto msg = ParseMessage(answer.body);
+    if (msg.ok() && msg->kind == Message::Kind::kError && !id.is_none()) {
+      Deliver(BuildError(id, msg->error.code, msg->error.message));
+      return;
+    }
+    fail_request(absl::StrCat("HTTP ", status, " from ", options_.url, ": ",
+                              answer.body.substr(0, 300)));
+    return;
+  }
+  if (!absl::StartsWith(answer.content_type, "text/event-stream") && !answer.body.empty()) {
+    Deliver(answer.body);
+  }
+}
+
+void HttpTransport::Close() {
+  absl::MutexLock close_lock(&close_mu_);
+  if (closing_.exchange(true)) return;
+  std::list<std::unique_ptr<Worker>> workers;
+  std::string session;
+  {
+    absl::MutexLock lock(&mu_);
+    workers.swap(workers_);
+    session = session_id_;
+  }
+  for (auto& w : workers) w->thread.join();
+  if (!session.empty() && !ended_.load()) {
+    // Ends the session on the server (best effort; 405 means it keeps none).
+    CURL* curl = curl_easy_init();
+    if (curl != nullptr) {
+      struct curl_slist* headers = nullptr;
+      headers = curl_slist_append(headers, absl::StrCat("Mcp-Session-Id: ", session).c_str());
+      for (const auto& [name, value] : options_.headers) {
+        headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
+      }
+      curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+      curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+      curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+      curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 2000L);
+      curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION,
+                       +[](char*, size_t size, size_t n, void*) { return size * n; });
+      (void)curl_easy_perform(curl);
+      curl_slist_free_all(headers);
+      curl_easy_cleanup(curl);
+    }
+  }
+  if (!ended_.exchange(true) && callbacks_.on_closed) callbacks_.on_closed(absl::OkStatus());
+}
+
+}  // namespace toolexec::mcp

@@ -1,0 +1,99 @@
+// The streamable HTTP transport (libcurl): every message is a POST to the
+// server's MCP endpoint with the config's headers, the Mcp-Session-Id the
+// server assigned at initialize, and MCP-Protocol-Version once negotiated. A
+// request's answer is one JSON body or a server-sent event stream carrying
+// the server's progress and other messages before the response; both reach
+// on_message as they arrive. A failed connection or an expired session (404)
+// ends the transport (the server is then reconnected by its supervisor); any
+// other HTTP error answers that request with a JSON-RPC error. Close() sends
+// DELETE to end the session. The optional GET stream for messages the server
+// sends unprompted is not opened: list_changed and logs sent on request
+// streams are seen.
+//
+// Threads: one thread per request in flight (its POST may stream for as long
+// as the call runs); notifications are posted on the caller's thread.
+// Close() aborts the transfers and joins the threads.
+#ifndef TOOLEXEC_TOOLS_MCP_HTTP_TRANSPORT_H_
+#define TOOLEXEC_TOOLS_MCP_HTTP_TRANSPORT_H_
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tools/mcp/transport.h"
+
+namespace toolexec::mcp {
+
+struct HttpOptions {
+  std::string server_name;
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  size_t max_message_bytes = 16 << 20;
+  absl::Duration connect_timeout = absl::Seconds(10);
+};
+
+// Splits a text/event-stream into events and hands each event's data (its
+// "data:" lines joined with "\n") to `on_data`. Comments, "event:", "id:" and
+// "retry:" fields are read and ignored. Memory is bounded by `max_event_bytes`
+// (a longer event is dropped).
+class SseParser {
+ public:
+  SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data)
+      : max_event_bytes_(max_event_bytes), on_data_(std::move(on_data)) {}
+  void Feed(absl::string_view bytes);
+
+ private:
+  void Line(absl::string_view line);
+  size_t max_event_bytes_;
+  std::string line_;
+  std::function<void(absl::string_view)> on_data_;
+  std::string data_;
+  bool has_data_ = false;
+  bool too_long_ = false;
+};
+
+class HttpTransport final : public Transport {
+ public:
+  explicit HttpTransport(HttpOptions options);
+  ~HttpTransport() override { Close(); }
+
+  absl::Status Start(TransportCallbacks callbacks) override;
+  absl::Status Send(const std::string& message, absl::Time deadline) override;
+  void Close() override;
+  std::string Describe() const override { return options_.url; }
+  void SetProtocolVersion(const std::string& version) override;
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+  // One POST; messages in the answer go to on_message. `id` is the request's
+  // (kNone for a notification or response).
+  void Post(const std::string& body, const RequestId& id, absl::Time deadline);
+  void Ended(absl::Status why);
+  void ReapWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Deliver(absl::string_view text);
+
+  const HttpOptions options_;
+  TransportCallbacks callbacks_;
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> ended_{false};
+  absl::Mutex close_mu_;
+
+  mutable absl::Mutex mu_;
+  std::string session_id_ ABSL_GUARDED_BY(mu_);
+  std::string protocol_version_ ABSL_GUARDED_BY(mu_);
+  std::list<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace toolexec::mcp
+
+#endif  // TOOLEXEC_TOOLS_MCP_HTTP_TRANSPORT_H_

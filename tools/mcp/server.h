@@ -1,0 +1,108 @@
+// One configured MCP server, supervised: toolexecd connects to it (spawning
+// it for stdio), keeps the list of its tools, restarts it when it dies, and
+// forwards tool calls to it.
+//
+// States: starting -> ready <-> degraded. A connection that fails (cannot
+// start, handshake error, the process exits, the HTTP session ends) makes the
+// server degraded; the supervisor then reconnects after a backoff of 1 s,
+// doubling to 30 s, reset once a connection has lasted 30 s. Calls in flight
+// on a connection that ends fail SERVER_UNAVAILABLE naming the server, unless
+// their tool is read-only or idempotent: those wait for the next connection
+// (within their deadline) and are sent again, once.
+//
+// Threads: one supervisor thread per server owns connecting, listing and
+// reconnecting; tools/list_changed wakes it to list again. CallTool runs on
+// the caller's thread (a runner thread) and only reads the current
+// connection under the mutex. Stop() ends the supervisor and the connection
+// (killing a stdio server's process tree) and joins.
+#ifndef TOOLEXEC_TOOLS_MCP_SERVER_H_
+#define TOOLEXEC_TOOLS_MCP_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tools/mcp/connection.h"
+#include "tools/mcp/options.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::mcp {
+
+inline constexpr absl::Duration kMinRestartBackoff = absl::Seconds(1);
+inline constexpr absl::Duration kMaxRestartBackoff = absl::Seconds(30);
+
+class McpServer final {
+ public:
+  // `base_env` is the scrubbed environment a stdio server starts from.
+  McpServer(McpServerOptions options, std::vector<std::string> base_env);
+  ~McpServer();
+  McpServer(const McpServer&) = delete;
+  McpServer& operator=(const McpServer&) = delete;
+
+  const McpServerOptions& options() const { return options_; }
+  const std::string& name() const { return options_.name; }
+
+  // Starts the supervisor thread (the first connection attempt begins at once).
+  absl::Status Start();
+  // Waits until the server is ready or `deadline`; true if ready.
+  bool WaitReady(absl::Time deadline);
+  // The server's tools (MCP Tool objects) from its latest tools/list, filtered
+  // by enabled_tools/disabled_tools; empty before the first connection.
+  std::vector<Json> tools() const;
+  // How often the server's tools were listed (each list_changed adds one).
+  uint64_t list_generation() const;
+  // "" when ready; otherwise why calls fail ("the MCP server process exited
+  // with code 1; restarting in 2s").
+  std::string unavailable_reason() const;
+  // How many connections were made (1 = never restarted).
+  uint64_t connections() const;
+
+  // Calls `tool` (the server's own name) with `args`; `retryable` for
+  // read-only/idempotent tools. Progress goes to ctx.progress("progress", ..).
+  // Failures: SERVER_UNAVAILABLE (the server is down or went down), the
+  // server's error response, DeadlineExceeded, Cancelled.
+  absl::StatusOr<Json> CallTool(const std::string& tool, const JsonValue& args, ToolContext& ctx,
+                                bool retryable);
+
+  // Ends the supervisor and the connection; idempotent.
+  void Stop();
+
+ private:
+  void Supervise();
+  std::unique_ptr<Transport> MakeTransport() const;
+  // Connects, handshakes and lists; the connection on success.
+  absl::StatusOr<std::shared_ptr<Connection>> Connect(absl::Time deadline);
+  absl::Status Relist(Connection& connection);
+  bool Allowed(const std::string& tool) const;
+  absl::StatusOr<std::shared_ptr<Connection>> CurrentConnection(absl::Time deadline,
+                                                                const CancellationToken& cancel,
+                                                                bool wait);
+
+  const McpServerOptions options_;
+  const std::vector<std::string> base_env_;
+  std::thread supervisor_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // state, stop, relist
+  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+  std::vector<Json> tools_ ABSL_GUARDED_BY(mu_);
+  uint64_t list_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t connections_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string unavailable_ ABSL_GUARDED_BY(mu_) = "the MCP server is starting";
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool relist_ ABSL_GUARDED_BY(mu_) = false;
+  bool connection_ended_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace toolexec::mcp
+
+#endif  // TOOLEXEC_TOOLS_MCP_SERVER_H_

@@ -1,0 +1,79 @@
+// The stdio transport: toolexecd spawns the MCP server and exchanges
+// newline-delimited JSON-RPC messages over its stdin and stdout. The process
+// is started the way run_command starts commands (command/child_process.h):
+// a session and process group of its own under a supervisor that ends the
+// whole tree when the server exits, when Close() kills it, or when the
+// daemon's thread that spawned it dies. Its environment is the daemon's
+// scrubbed one (no secrets) plus what the config's env sets. Each line it
+// writes on stderr goes to the daemon's log, at most kStderrLinesPerSecond a
+// second (the rest are counted and reported).
+//
+// Threads: one reader thread per transport spawns the process (so the
+// process dies with it), reads stdout and stderr, delivers messages, and
+// reaps the process; Close() wakes it, it kills the tree, and Close() joins
+// it. Send() writes under a mutex, waiting for the pipe at most until its
+// deadline.
+#ifndef TOOLEXEC_TOOLS_MCP_STDIO_TRANSPORT_H_
+#define TOOLEXEC_TOOLS_MCP_STDIO_TRANSPORT_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "tools/mcp/transport.h"
+#include "tools/runtime/file_io.h"
+
+namespace toolexec::mcp {
+
+struct StdioOptions {
+  std::string server_name;  // for the log
+  // argv[0]: a name looked up on the PATH of `env`, or a path (relative to
+  // `cwd`).
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "NAME=value": the whole environment
+  std::string cwd;               // "" = the daemon's
+  size_t max_message_bytes = 16 << 20;
+};
+
+inline constexpr int kStderrLinesPerSecond = 20;
+
+class StdioTransport final : public Transport {
+ public:
+  explicit StdioTransport(StdioOptions options) : options_(std::move(options)) {}
+  ~StdioTransport() override { Close(); }
+
+  // Spawns the process; fails naming the program when it cannot be started.
+  absl::Status Start(TransportCallbacks callbacks) override;
+  absl::Status Send(const std::string& message, absl::Time deadline) override;
+  void Close() override;
+  std::string Describe() const override;
+
+ private:
+  void ReaderLoop(absl::Notification* spawned, absl::Status* spawn_status);
+  void LogStderr(absl::string_view line);
+
+  const StdioOptions options_;
+  TransportCallbacks callbacks_;
+  std::thread reader_;
+  UniqueFd wake_;  // eventfd: Close() -> reader
+  std::atomic<int> pid_{-1};
+  std::atomic<bool> closing_{false};
+  absl::Mutex close_mu_;  // serializes Close()
+
+  absl::Mutex write_mu_;
+  UniqueFd stdin_ ABSL_GUARDED_BY(write_mu_);
+
+  // stderr rate limit (reader thread only).
+  int64_t stderr_second_ = 0;
+  int stderr_lines_ = 0;
+  int stderr_dropped_ = 0;
+};
+
+}  // namespace toolexec::mcp
+
+#endif  // TOOLEXEC_TOOLS_MCP_STDIO_TRANSPORT_H_
