@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/reader.h"
@@ -25,8 +26,24 @@ class DepthLimitedHandler {
   bool Int64(int64_t i) { return doc_.Int64(i); }
   bool Uint64(uint64_t u) { return doc_.Uint64(u); }
   bool Double(double d) { return doc_.Double(d); }
+  // Numbers arrive as their text (kParseNumbersAsStringsFlag) and are
+  // converted here, by RapidJSON as before, except one case: RapidJSON
+  // 1.1.0's full-precision conversion takes clz(0) when every digit is zero
+  // and the exponent is far from 0, so "0.0e40" became -1.5e228 and "0e-30"
+  // 9.6e-240. Such a number is a zero.
   bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
-    return doc_.RawNumber(s, n, copy);
+    absl::string_view text(s, n);
+    const size_t exponent = text.find_first_of("eE");
+    const absl::string_view digits = text.substr(0, exponent);
+    if (digits.find_first_not_of("-0.") == absl::string_view::npos &&
+        (exponent != absl::string_view::npos || absl::StrContains(digits, '.'))) {
+      return doc_.Double(absl::StartsWith(text, "-") ? -0.0 : 0.0);
+    }
+    rapidjson::MemoryStream ms(s, n);
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+    rapidjson::Reader reader;
+    number_error_ = reader.Parse<rapidjson::kParseFullPrecisionFlag>(is, doc_).Code();
+    return number_error_ == rapidjson::kParseErrorNone;
   }
   bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
   bool StartObject() { return Enter() && doc_.StartObject(); }
@@ -42,6 +59,8 @@ class DepthLimitedHandler {
   }
 
   bool too_deep() const { return too_deep_; }
+  // Why the last number was refused (kParseErrorNone if it was not).
+  rapidjson::ParseErrorCode number_error() const { return number_error_; }
 
  private:
   bool Enter() {
@@ -56,6 +75,7 @@ class DepthLimitedHandler {
   int max_depth_;
   int depth_ = 0;
   bool too_deep_ = false;
+  rapidjson::ParseErrorCode number_error_ = rapidjson::kParseErrorNone;
 };
 
 }  // namespace
@@ -66,15 +86,17 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
   rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
   rapidjson::Reader reader;
   bool too_deep = false;
+  rapidjson::ParseErrorCode number_error = rapidjson::kParseErrorNone;
   rapidjson::ParseResult result;
   // Populate() feeds the document through our depth-counting handler and
   // finalizes it only when the generator reports success.
   auto generate = [&](Json& handler) {
     DepthLimitedHandler limited(handler, max_depth);
     result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
-                          rapidjson::kParseStopWhenDoneFlag | rapidjson::kParseFullPrecisionFlag>(
-        is, limited);
+                          rapidjson::kParseStopWhenDoneFlag |
+                          rapidjson::kParseNumbersAsStringsFlag>(is, limited);
     too_deep = limited.too_deep();
+    number_error = limited.number_error();
     return !result.IsError();
   };
   doc.Populate(generate);
@@ -83,9 +105,10 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
         absl::StrCat("JSON nests deeper than ", max_depth, " levels"));
   }
   if (result.IsError()) {
+    const rapidjson::ParseErrorCode code =
+        number_error != rapidjson::kParseErrorNone ? number_error : result.Code();
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON at offset ", result.Offset(),
-                                                   ": ",
-                                                   rapidjson::GetParseError_En(result.Code())));
+                                                   ": ", rapidjson::GetParseError_En(code)));
   }
   // kParseStopWhenDoneFlag leaves trailing text to us: only whitespace may follow.
   for (size_t i = is.Tell(); i < text.size(); ++i) {
