@@ -93,6 +93,22 @@ TEST(ParseJsonTest, ZeroWithAnyExponentIsZero) {
   EXPECT_THAT(std::string(big.status().message()), ::testing::HasSubstr("offset 4: Number too big"));
 }
 
+// A lone surrogate would decode to bytes that are not UTF-8: refused, where
+// the string ends. A pair is one character; "\u0000" is a character too.
+TEST(ParseJsonTest, RefusesLoneSurrogates) {
+  for (const char* text : {R"(["\udc00"])", R"({"\ude00x": 1})", R"(["\ud71d\ude00"])",
+                           R"(["\ud800"])", R"(["\ud800x"])"}) {
+    auto doc = ParseJson(text);
+    ASSERT_FALSE(doc.ok()) << text;
+    EXPECT_THAT(std::string(doc.status().message()), HasSubstr("surrogate")) << text;
+  }
+  auto pair = ParseJson(R"(["\ud83d\ude00", "a\u0000b"])");
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_EQ(std::string((*pair)[0].GetString()), "\xF0\x9F\x98\x80");
+  EXPECT_EQ((*pair)[1].GetStringLength(), 3u);
+  EXPECT_TRUE(ParseJson(ToJsonString(*pair)).ok());
+}
+
 TEST(IntegralNumbersTest, IntegralDoublesBecomeIntegers) {
   Json doc = *ParseJson(R"({"a":1.0,"b":[1e2,-0.0,2.5,9007199254740992.0,1e300],"c":3})");
   EXPECT_TRUE(HasIntegralNonIntegers(doc));

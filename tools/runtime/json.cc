@@ -9,6 +9,7 @@
 #include "rapidjson/reader.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -42,12 +43,19 @@ class DepthLimitedHandler {
     rapidjson::MemoryStream ms(s, n);
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
     rapidjson::Reader reader;
-    number_error_ = reader.Parse<rapidjson::kParseFullPrecisionFlag>(is, doc_).Code();
-    return number_error_ == rapidjson::kParseErrorNone;
+    refusal_ = reader.Parse<rapidjson::kParseFullPrecisionFlag>(is, doc_).Code();
+    return refusal_ == rapidjson::kParseErrorNone;
   }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  // RapidJSON 1.1.0 decodes a lone low surrogate ("\udc00") into bytes that
+  // are not UTF-8, which nothing downstream (protobuf strings, our own
+  // writer read back) accepts: refused, as newer RapidJSON does.
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    return ValidText(s, n) && doc_.String(s, n, copy);
+  }
   bool StartObject() { return Enter() && doc_.StartObject(); }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) {
+    return ValidText(s, n) && doc_.Key(s, n, copy);
+  }
   bool EndObject(rapidjson::SizeType n) {
     --depth_;
     return doc_.EndObject(n);
@@ -59,10 +67,16 @@ class DepthLimitedHandler {
   }
 
   bool too_deep() const { return too_deep_; }
-  // Why the last number was refused (kParseErrorNone if it was not).
-  rapidjson::ParseErrorCode number_error() const { return number_error_; }
+  // Why a number or string was refused (kParseErrorNone if none was).
+  rapidjson::ParseErrorCode refusal() const { return refusal_; }
 
  private:
+  bool ValidText(const char* s, rapidjson::SizeType n) {
+    if (IsValidUtf8(absl::string_view(s, n))) return true;
+    refusal_ = rapidjson::kParseErrorStringUnicodeSurrogateInvalid;
+    return false;
+  }
+
   bool Enter() {
     if (++depth_ > max_depth_) {
       too_deep_ = true;
@@ -75,7 +89,7 @@ class DepthLimitedHandler {
   int max_depth_;
   int depth_ = 0;
   bool too_deep_ = false;
-  rapidjson::ParseErrorCode number_error_ = rapidjson::kParseErrorNone;
+  rapidjson::ParseErrorCode refusal_ = rapidjson::kParseErrorNone;
 };
 
 }  // namespace
@@ -86,7 +100,7 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
   rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
   rapidjson::Reader reader;
   bool too_deep = false;
-  rapidjson::ParseErrorCode number_error = rapidjson::kParseErrorNone;
+  rapidjson::ParseErrorCode refusal = rapidjson::kParseErrorNone;
   rapidjson::ParseResult result;
   // Populate() feeds the document through our depth-counting handler and
   // finalizes it only when the generator reports success.
@@ -96,7 +110,7 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
                           rapidjson::kParseStopWhenDoneFlag |
                           rapidjson::kParseNumbersAsStringsFlag>(is, limited);
     too_deep = limited.too_deep();
-    number_error = limited.number_error();
+    refusal = limited.refusal();
     return !result.IsError();
   };
   doc.Populate(generate);
@@ -106,7 +120,7 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
   }
   if (result.IsError()) {
     const rapidjson::ParseErrorCode code =
-        number_error != rapidjson::kParseErrorNone ? number_error : result.Code();
+        refusal != rapidjson::kParseErrorNone ? refusal : result.Code();
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON at offset ", result.Offset(),
                                                    ": ", rapidjson::GetParseError_En(code)));
   }
