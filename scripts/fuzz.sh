@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan+UBSan) into build-fuzz/ and runs
-# each on its seed corpus in fuzz/corpus/<target>/ for a bounded time.
+# Builds the libFuzzer targets (clang, ASan+UBSan) into build-asan/ (shared
+# with scripts/sanitize.sh address) and runs each on its seed corpus in
+# fuzz/corpus/<target>/ for a bounded time.
 #   scripts/fuzz.sh            every target, 20 s each
 #   scripts/fuzz.sh 300        every target, 300 s each
 #   scripts/fuzz.sh 60 glob_fuzzer path_fuzzer
 # Fails (exit 1) when a target crashes, leaks, trips a sanitizer or an
-# invariant; the input that did it is saved as build-fuzz/crashes/<target>/.
-# New inputs found are kept in build-fuzz/corpus/<target>/ (not in the repo);
+# invariant; the input that did it is saved in build-asan/crashes/<target>/.
+# New inputs found are kept in build-asan/corpus/<target>/ (not in the repo);
 # see fuzz/README.md for longer runs and for adding a crash to the corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +15,11 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(args_fuzzer path_fuzzer edit_fuzzer glob_fuzzer config_fuzzer)
+  targets=(args_fuzzer path_fuzzer edit_fuzzer glob_fuzzer config_fuzzer mcp_fuzzer)
 fi
-dir=${FUZZ_BUILD_DIR:-build-fuzz}
+dir=${FUZZ_BUILD_DIR:-build-asan}
 CC=${CC:-clang} CXX=${CXX:-clang++} BUILD_DIR=$dir \
-  CMAKE_ARGS="-DTOOLEXEC_FUZZ=ON -DTOOLEXEC_BUILD_TESTS=OFF -DTOOLEXEC_BUILD_BENCH=OFF ${CMAKE_ARGS:-}" \
+  CMAKE_ARGS="-DTOOLEXEC_FUZZ=ON -DTOOLEXEC_SANITIZE=address -DTOOLEXEC_BUILD_BENCH=OFF ${CMAKE_ARGS:-}" \
   scripts/build.sh "${targets[@]}"
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
@@ -35,7 +36,8 @@ for t in "${targets[@]}"; do
     tail -n 60 "$dir/$t.log"
     failed+=("$t")
   else
-    grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done)' "$dir/$t.log" || true
+    grep -E '^(stat::number_of_executed_units|stat::new_units_added)' "$dir/$t.log" | tr '\n' ' '
+    echo
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
