@@ -410,8 +410,9 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
     if (outcome != Outcome::kCancelled) {
       const bool timed_out = outcome == Outcome::kTimedOut;
       const char* by = timed_out ? "timeout" : "user";
-      const PermissionDecision decision =
-          outcome == Outcome::kAllowedByUser ? PermissionDecision::kAllow : PermissionDecision::kDeny;
+      const PermissionDecision decision = outcome == Outcome::kAllowedByUser
+                                              ? PermissionDecision::kAllow
+                                              : PermissionDecision::kDeny;
       for (uint32_t i : asked_calls_) {
         if (i < batch.calls.size()) batch.calls[i].decided_by = by;
         shared_->Count(decision,
@@ -735,8 +736,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     try {
       if (!tool.handles_own_permissions()) facts.needs = tool.required_permissions(*args);
     } catch (const std::exception& e) {
-      evaluation_error(
-          absl::StrCat(" (its permissions could not be read: ", e.what(), ")"));
+      evaluation_error(absl::StrCat(" (its permissions could not be read: ", e.what(), ")"));
       continue;
     } catch (...) {
       evaluation_error("");
