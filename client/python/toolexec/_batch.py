@@ -188,25 +188,31 @@ def harness_result(call, value=None, *, error=None, duration=None,
                           "code": code, "call_id": base["id"], "step_id": base["step_id"]}}
 
 
-def invalid_arguments_result(call):
-    """The result of a harness call whose arguments did not parse, else None."""
-    if "args_error" not in call:
-        return None
-    return harness_result(call, error=call["args_error"], code="ERROR_CODE_INVALID_ARGUMENTS")
-
-
-def run_harness_call(call, fn):
-    """Runs a harness tool synchronously; an exception becomes an error result."""
-    invalid = invalid_arguments_result(call)
-    if invalid is not None:
-        return invalid
+def harness_call_steps(call, fn):
+    """Runs harness call ``call`` with ``fn``, without waiting itself: a generator
+    that yields what ``fn`` returned if it is awaitable (send its value, or throw
+    its exception, back) and returns the result dict; an exception from the
+    tool becomes an error result, as on the daemon."""
+    if "args_error" in call:
+        return harness_result(call, error=call["args_error"], code="ERROR_CODE_INVALID_ARGUMENTS")
     start = time.monotonic()
     try:
         value = fn(call["args"])
         if inspect.isawaitable(value):
-            if inspect.iscoroutine(value):
-                value.close()  # never awaited: no "was never awaited" warning
-            raise TypeError("the harness callback is asynchronous: use AsyncClient")
+            value = yield value
     except Exception as e:  # a failing tool is a result, as on the daemon
         return harness_result(call, error=e, duration=time.monotonic() - start)
     return harness_result(call, value, duration=time.monotonic() - start)
+
+
+def run_harness_call(call, fn):
+    """Runs a harness tool synchronously; an awaitable it returns is an error result."""
+    steps = harness_call_steps(call, fn)
+    try:
+        value = next(steps)
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: no "was never awaited" warning
+        steps.throw(TypeError("the harness callback is asynchronous: use AsyncClient"))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("harness_call_steps yielded twice")

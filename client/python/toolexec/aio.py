@@ -8,30 +8,29 @@ event loop it was created on.
 
 import asyncio
 import inspect
-import time
 
 import grpc
 from grpc import aio
 
-from . import _core
-from ._batch import harness_result, invalid_arguments_result
+from . import _batch, _core
 from ._convert import message_to_py
 from ._proto.toolexec.v1 import toolexec_pb2 as pb
 from .errors import ToolexecError, rpc_error, tool_call_error
 
 
 async def _run_harness_call(call, fn):
-    invalid = invalid_arguments_result(call)
-    if invalid is not None:
-        return invalid
-    start = time.monotonic()
+    steps = _batch.harness_call_steps(call, fn)
     try:
-        value = fn(call["args"])
-        if inspect.isawaitable(value):
-            value = await value
-    except Exception as e:  # a failing tool is a result, as on the daemon
-        return harness_result(call, error=e, duration=time.monotonic() - start)
-    return harness_result(call, value, duration=time.monotonic() - start)
+        awaitable = next(steps)
+        try:
+            value = await awaitable
+        except Exception as e:  # the tool's failure, for the steps to shape
+            steps.throw(e)
+        else:
+            steps.send(value)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("harness_call_steps yielded twice")
 
 
 class AsyncClient(_core.Connection):
