@@ -296,7 +296,7 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
   sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
-  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path());
+  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path(), o.metrics);
   if (!policy.ok()) return policy.status();
   policy_ = *std::move(policy);
   if (o.session_idle_ttl > absl::ZeroDuration()) {

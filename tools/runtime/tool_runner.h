@@ -161,6 +161,10 @@ struct CallRequest {
   // Set by whoever decides what runs (the engine's policy, S12): the call
   // fails with this status (its ErrorCode and message) without running.
   absl::Status refusal;
+  // What decided that the call runs or is refused, for the audit log
+  // (core/audit_log.h): e.g. "policy default: rule no rm", "user",
+  // "timeout"; "" when nothing was decided (no policy).
+  std::string decided_by;
 };
 
 // Sees every call of a batch before its tool runs and every result before it
