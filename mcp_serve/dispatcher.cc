@@ -103,12 +103,13 @@ void CallCancel::Arm(std::function<void()> cancel) {
 void CallCancel::Disarm() {
   absl::MutexLock lock(&mu_);
   cancel_ = nullptr;
+  disarmed_ = true;
 }
 
 void CallCancel::Cancel() {
   // Under the lock, so that Disarm() waits until the cancel has run.
   absl::MutexLock lock(&mu_);
-  if (cancelled_) return;
+  if (cancelled_ || disarmed_) return;
   cancelled_ = true;
   if (cancel_) cancel_();
 }

@@ -69,14 +69,18 @@ class CallCancel final {
   // From now until Disarm(), Cancel() runs `cancel`; runs it at once, on this
   // thread, if Cancel() came first.
   void Arm(std::function<void()> cancel);
-  // Once this returns, the function given to Arm is neither running nor run.
+  // The call has its result. Once this returns, the function given to Arm is
+  // neither running nor run, and a later Cancel() is too late: it changes
+  // nothing (the response is sent).
   void Disarm();
   void Cancel();
+  // Whether a Cancel() came in time.
   bool cancelled() const;
 
  private:
   mutable absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool disarmed_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> cancel_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -218,10 +218,16 @@ class FakeSource final : public McpToolSource {
       result.set_status(v1::RESULT_STATUS_CANCELLED);
       return result;
     }
+    if (call.name == "late") {  // the result is in; then a cancel comes
+      cancel->Arm([] {});
+      cancel->Disarm();
+      if (after_result) after_result();
+    }
     result.set_status(v1::RESULT_STATUS_SUCCESS);
     result.set_model_content(absl::StrCat("echo ", call.id, " ", call.args_json));
     return result;
   }
+  std::function<void()> after_result;
 };
 
 mcp::Message Message(const std::string& text) {
@@ -278,6 +284,23 @@ TEST(McpDispatcher, ListsDaemonToolsCallsWithProgressAndCancelsWithoutAResponse)
       send);
   runner.join();
   EXPECT_TRUE(sent.empty()) << sent.front();
+
+  // A cancel that comes once the call has its result (a shutdown after the
+  // drain) is too late: the response is still sent.
+  sent.clear();
+  source.after_result = [&dispatcher] {
+    dispatcher.Handle(
+        Message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}})"),
+        [](const std::string&) {});
+  };
+  call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"late"}})"), send);
+  ASSERT_NE(call, nullptr);
+  EXPECT_TRUE(call->Run(send));
+  call.reset();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_THAT(sent[0], HasSubstr(R"("id":6,"result")"));
+  sent.clear();
 
   // Cancelled before it runs: the source is never called.
   call = dispatcher.Handle(
