@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -312,6 +313,12 @@ void McpHttpServer::Stop() {
   }
   draining_.store(true);
   for (auto& [id, session] : sessions) session->dispatcher.CancelAll();
+  // Once civetweb stops, its writes fail: let the requests in progress (the
+  // drain has ended their calls) write their responses first.
+  const absl::Time deadline = absl::Now() + kStopGrace;
+  while (requests_in_progress_.load() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
   if (context_ != nullptr) {
     mg_stop(context_);  // closes the listener, joins the workers
     context_ = nullptr;
@@ -320,6 +327,9 @@ void McpHttpServer::Stop() {
 }
 
 int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
+  auto* server = static_cast<McpHttpServer*>(self);
+  server->requests_in_progress_.fetch_add(1);
+  absl::Cleanup done = [server] { server->requests_in_progress_.fetch_sub(1); };
   const mg_request_info* info = mg_get_request_info(conn);
   Request request;
   request.conn = conn;
@@ -330,7 +340,7 @@ int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
   const std::string traceparent =
       TraceContext::FromTraceparent(Header(conn, "traceparent")).Traceparent();
   ScopedTraceLog trace(traceparent);
-  const int status = static_cast<McpHttpServer*>(self)->Serve(request);
+  const int status = server->Serve(request);
   CountRpc(RpcName(request.verb, request.method), GrpcCodeOfHttp(status));
   if (spdlog::should_log(spdlog::level::info)) {
     spdlog::info(
@@ -450,6 +460,16 @@ int McpHttpServer::Post(Request& r) {
       params->IsObject() && params->HasMember("name") && (*params)["name"].IsString()) {
     r.detail = absl::StrCat("tool=", absl::CEscape((*params)["name"].GetString()));
   }
+  if (calls_running_.fetch_add(1) >= kMaxCallsRunning) {
+    calls_running_.fetch_sub(1);
+    r.message = "too many tool calls in flight";
+    return r.Reply(200, mcp::BuildError(
+                            call->id(), mcp::kInternalError,
+                            absl::StrCat("too many tool calls in flight (", kMaxCallsRunning,
+                                         ") on this server; wait for one to finish, then call "
+                                         "again")));
+  }
+  absl::Cleanup running = [this] { calls_running_.fetch_sub(1); };
   if (!accepts_sse) {
     if (!call->Run(collect)) {
       r.message = "cancelled";

@@ -35,7 +35,9 @@
 // ---------------------
 // * civetweb's worker threads run the handlers, one request each; a
 //   tools/call holds its worker until the call ends (kWorkerThreads bounds
-//   the requests in progress; more wait in the listen queue).
+//   the requests in progress; more wait in the listen queue). At most
+//   kMaxCallsRunning calls run at once: one more gets a JSON-RPC error at
+//   once, so a notifications/cancelled always finds a worker.
 // * `sessions_` (under `mu_`) owns each Session through a shared_ptr; a
 //   handler holds its session for the request, so DELETE or eviction never
 //   frees one under a running call (they cancel its calls instead).
@@ -45,9 +47,9 @@
 //   the events itself.
 // * Shutdown, from the daemon's shutdown thread: BeginDrain() before the
 //   engine's Drain makes every new request 503 while the calls in flight go
-//   on, finishing or ending CANCELLED as the drain decides, and their
-//   responses are written; Stop() after it closes the listener and joins the
-//   workers.
+//   on, finishing or ending CANCELLED as the drain decides; Stop() after it
+//   waits (kStopGrace at most) until the requests in progress have written
+//   their responses, then closes the listener and joins the workers.
 #ifndef TOOLEXEC_SERVER_MCP_HTTP_H_
 #define TOOLEXEC_SERVER_MCP_HTTP_H_
 
@@ -60,6 +62,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/engine.h"
 #include "server/auth.h"
 
@@ -77,7 +80,13 @@ class McpHttpServer final {
     std::string version;                 // serverInfo.version
   };
   static constexpr int kWorkerThreads = 64;
+  // tools/call requests in progress at once; past it a call is refused at
+  // once, so the other workers stay free for cancels, pings and lists.
+  static constexpr int kMaxCallsRunning = kWorkerThreads - 8;
   static constexpr size_t kMaxSessions = 1024;
+  // How long Stop() waits for the requests in progress to write their
+  // responses (their calls have ended: Stop comes after the engine's drain).
+  static constexpr absl::Duration kStopGrace = absl::Seconds(5);
 
   // Listens and serves. `engine` and `auth` must outlive the server.
   // Unavailable if it cannot listen on options.listen.
@@ -120,6 +129,8 @@ class McpHttpServer final {
   std::string host_;  // of options.listen, as civetweb takes it
   mg_context* context_ = nullptr;
   std::atomic<bool> draining_{false};
+  std::atomic<int> calls_running_{0};
+  std::atomic<int> requests_in_progress_{0};
 
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);

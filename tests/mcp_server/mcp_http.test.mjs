@@ -188,6 +188,37 @@ describe('toolexecd MCP over streamable HTTP', () => {
     assert.equal(after.status, 404);
   });
 
+  // Each request in progress holds one of the server's worker threads: calls
+  // past its cap are refused at once, so a cancel always finds a thread.
+  test('calls past the cap are refused at once; cancels still get through', async () => {
+    const session = (await post(initialize())).headers.get('mcp-session-id');
+    const H = { 'Mcp-Session-Id': session };
+    const N = 70;
+    let settled = 0;
+    const calls = [];
+    for (let i = 0; i < N; i++) {
+      calls.push(post({ jsonrpc: '2.0', id: 1000 + i, method: 'tools/call',
+                        params: { name: 'wait', arguments: { ms: 5000, value: i } } }, H)
+        .then((r) => { settled++; return r; }));
+    }
+    // The refusals come back at once; the rest are running.
+    assert.ok(await eventually(() => settled >= 1), 'no call was refused');
+    await sleep(200);
+    const notes = [];
+    for (let i = 0; i < N; i++) {
+      notes.push(post({ jsonrpc: '2.0', method: 'notifications/cancelled',
+                        params: { requestId: 1000 + i, reason: 'test' } }, H));
+    }
+    for (const note of await Promise.all(notes)) assert.equal(note.status, 202);
+    const results = await Promise.all(calls);
+    const refused = results.filter((r) => /too many tool calls in flight/.test(r.text));
+    assert.ok(refused.length >= 1 && refused.length < N, `${refused.length} refused`);
+    for (const r of results) {
+      assert.equal(r.status, 200);
+      assert.doesNotMatch(r.text, /"result"/, 'a cancelled call gets no result');
+    }
+  });
+
   test('progress notifications over SSE carry run_command output', async () => {
     await checkProgress((await connect()).client);
   });
@@ -211,12 +242,15 @@ describe('toolexecd MCP over streamable HTTP: shutdown', () => {
     const client = new Client({ name: 'drain', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(daemon.url), {
       requestInit: { headers: { Authorization: `Bearer ${ALICE}` } } }));
-    const call = client.callTool({ name: 'wait', arguments: { ms: 1500, value: 'finished' } });
+    const errors = [];
+    client.onerror = (e) => errors.push(String(e));
+    const call = client.callTool({ name: 'wait', arguments: { ms: 1500, value: 'finished' } },
+                                 undefined, { timeout: 20_000 });
     await sleep(300);
     daemon.proc.kill('SIGTERM');
     assert.ok(await eventually(() => /shutting down gracefully/.test(daemon.log)), daemon.log);
-    await assert.rejects(client.ping(), /503|shutting down/);
-    const r = await call;
+    await assert.rejects(client.ping({ timeout: 20_000 }), /503|shutting down/);
+    const r = await call.catch((err) => assert.fail(`${err}\n${errors.join('\n')}\n${daemon.log}`));
     assert.ok(!r.isError, JSON.stringify(r));
     assert.equal(r.structuredContent.value, 'finished');
     assert.equal(await daemon.exited, 0, daemon.log);
