@@ -275,7 +275,9 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
                           // connection would hold a worker thread.
                           "enable_keep_alive", "no",
                           // A client that stops reading or sending is dropped.
-                          "request_timeout_ms", "60000", nullptr};
+                          "request_timeout_ms", "60000",
+                          // Each SSE event is written as it comes: no Nagle delay.
+                          "tcp_nodelay", "1", nullptr};
   mg_init_library(0);
   mg_callbacks callbacks{};
   mg_init_data init{};
