@@ -269,6 +269,12 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
   std::string ports = listen;
   // civetweb takes numeric hosts only.
   if (server->host_ == "localhost") ports = absl::StrCat("127.0.0.1", listen.substr(colon));
+  constexpr unsigned kIpv6Feature = 8;  // mg_check_feature's bit for IPv6
+  if (absl::StartsWith(server->host_, "[") && mg_check_feature(kIpv6Feature) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mcp_listen (--mcp_listen) ", listen,
+        ": this build's civetweb has no IPv6; give an IPv4 host, e.g. 127.0.0.1:8765"));
+  }
   const std::string threads = absl::StrCat(kWorkerThreads);
   const char* config[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
                           // One request per connection: an idle keep-alive
