@@ -230,6 +230,30 @@ describe('toolexecd MCP over streamable HTTP', () => {
   });
 });
 
+describe('toolexecd MCP over streamable HTTP: policy', () => {
+  test('a policy ask is denied at once, saying an MCP client cannot answer it', async (t) => {
+    if (missing) assert.fail(missing);
+    const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-mcp-http-ask-'));
+    const config = path.join(workspace, '.toolexecd.textproto');
+    fs.writeFileSync(config, 'policy { rules { name: "weather needs a yes" tool: "get_weather" ' +
+                             'decision: DECISION_ASK } ask_timeout_ms: 60000 }\n');
+    const daemon = await startDaemon(workspace, [`--config=${config}`]);
+    t.after(() => {
+      daemon.proc.kill('SIGKILL');
+      fs.rmSync(workspace, { recursive: true, force: true });
+    });
+    const client = new Client({ name: 'ask', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(daemon.url), {
+      requestInit: { headers: { Authorization: `Bearer ${ALICE}` } } }));
+    // Well within the ask timeout: nobody waits for an answer that cannot come.
+    const r = await client.callTool({ name: 'get_weather', arguments: { city: 'Paris' } },
+                                    undefined, { timeout: 30_000 });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /MCP clients cannot answer permission requests/);
+    await client.close();
+  });
+});
+
 describe('toolexecd MCP over streamable HTTP: shutdown', () => {
   test('SIGTERM lets a call in flight finish, refuses new requests, and exits 0', async (t) => {
     if (missing) assert.fail(missing);
