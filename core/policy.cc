@@ -713,7 +713,9 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
   const absl::Time now = absl::Now();
   for (uint32_t i = 0; i < batch.calls.size(); ++i) {
     CallRequest& call = batch.calls[i];
-    const RegisteredTool* rt = shared_->registry->Find(call.name);
+    // The batch's own registry snapshot, which the runner uses too.
+    const RegisteredTool* rt =
+        (batch.tools != nullptr ? *batch.tools : *shared_->registry).Find(call.name);
     // What the runner refuses anyway (unknown tool, not enabled, run
     // elsewhere, unreadable arguments) is its to explain.
     if (rt == nullptr || rt->tool->spec().executor != ToolExecutor::kDaemon) continue;

@@ -204,8 +204,21 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   }
 
   ToolSlots& SlotsOf(const RegisteredTool* tool) {
-    if (tool != nullptr && tool->position < tools.size()) return *tools[tool->position];
-    return unknown;
+    if (tool == nullptr) return unknown;
+    if (tool->position < tools.size()) {
+      ToolSlots& slots = *tools[tool->position];
+      if (slots.name == tool->name && slots.server_name == tool->server_name) return slots;
+    }
+    // A tool an MCP server listed after start-up (positions past the fixed
+    // tools change as servers' lists do): slots by name, made once.
+    absl::MutexLock lock(&later_tools_mu);
+    std::unique_ptr<ToolSlots>& slots = later_tools[{tool->name, tool->server_name}];
+    if (slots == nullptr) {
+      slots = std::make_unique<ToolSlots>();
+      slots->name = tool->name;
+      slots->server_name = tool->server_name;
+    }
+    return *slots;
   }
 
   std::vector<MetricFamily> Collect() const override {
@@ -254,6 +267,9 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   // [PermissionDecision][PermissionDecidedBy]; null for a pair that cannot happen.
   std::array<std::array<Counter*, kDecidedBy>, kDecisions> decision_counters{};
   std::vector<std::unique_ptr<ToolSlots>> tools;  // by RegisteredTool::position; set before calls
+  absl::Mutex later_tools_mu;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ToolSlots>> later_tools
+      ABSL_GUARDED_BY(later_tools_mu);
   ToolSlots unknown;
   std::array<std::array<std::atomic<Counter*>, kGrpcCodes>, kKnownMethods> rpc_slots;
 

@@ -202,6 +202,9 @@ class CallInterceptor {
 };
 
 struct BatchRequest {
+  // The registry snapshot the batch uses throughout (held until it ends);
+  // null = the runner's registry.
+  std::shared_ptr<const ToolRegistry> tools;
   std::shared_ptr<Session> session;  // may be null
   std::vector<CallRequest> calls;
   std::optional<absl::Duration> timeout;  // per call; unset = the runner's default
@@ -308,7 +311,8 @@ class ToolRunner final {
     MetricsSink* metrics = nullptr;
   };
 
-  // `registry` must outlive the runner.
+  // `registry` (the tools of batches that bring no snapshot) must outlive the
+  // runner.
   ToolRunner(const ToolRegistry* registry, Options options);
   // Shutdown(), then joins.
   ~ToolRunner();
