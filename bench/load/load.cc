@@ -72,9 +72,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -82,6 +85,7 @@
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
+#include "tools/builtin/command/reaper.h"
 
 namespace toolexec::bench {
 namespace {
@@ -115,17 +119,14 @@ struct Sample {
   long results = 0;
 };
 
+// The number in /proc/<pid>/status's `key:` line (kB for Vm*), -1 if absent.
 long StatusField(pid_t pid, const std::string& key) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, key + ":")) {
+  for (absl::string_view line :
+       absl::StrSplit(command::ReadSmallFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    if (absl::ConsumePrefix(&line, key) && absl::ConsumePrefix(&line, ":")) {
       long v = 0;
-      std::string digits;
-      for (char c : line.substr(key.size() + 1)) {
-        if (c >= '0' && c <= '9') digits += c;
-      }
-      return absl::SimpleAtoi(digits, &v) ? v : -1;
+      line = absl::StripAsciiWhitespace(line);
+      return absl::SimpleAtoi(line.substr(0, line.find(' ')), &v) ? v : -1;
     }
   }
   return -1;
@@ -147,14 +148,12 @@ long CountDescendants(pid_t root) {
   std::error_code ec;
   for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     pid_t pid = 0;
-    if (!absl::SimpleAtoi(it->path().filename().string(), &pid)) continue;
-    std::ifstream in(it->path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');  // the name may hold spaces and ')'
-    if (close == std::string::npos) continue;
-    char state = 0;
-    pid_t ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2) parent[pid] = ppid;
+    command::ProcStat stat;
+    // A process may exit at any point of the scan: it is then skipped.
+    if (absl::SimpleAtoi(it->path().filename().string(), &pid) &&
+        command::ReadProcStat(pid, &stat)) {
+      parent[pid] = stat.ppid;
+    }
   }
   long n = 0;
   for (const auto& [pid, ppid] : parent) {

@@ -3,8 +3,8 @@
 
   /usr/bin/python3 bench/load/plot.py OUT_DIR
 
-Reads OUT_DIR/streams-N.txt (bench_load's printed summary at N streams) and
-OUT_DIR/long-64.csv (the per-second samples of the long run), and writes
+Reads OUT_DIR/load_streams-N.txt (bench_load's printed summary at N streams)
+and OUT_DIR/load_long-64.csv (the per-second samples of the long run), and writes
 OUT_DIR/latency_over_load.png (p50/p99 per tool against the stream count)
 and OUT_DIR/resources_over_time.png (RSS, threads, fds, child processes and
 results per second of the long run). Needs matplotlib (python3-matplotlib).
@@ -38,7 +38,7 @@ def read_summary(path):
 
 def latency_over_load(out):
     points = []
-    for path in out.glob("streams-*.txt"):
+    for path in out.glob("load_streams-*.txt"):
         streams = int(path.stem.split("-")[1])
         tools, rate = read_summary(path)
         points.append((streams, tools, rate))
@@ -72,7 +72,7 @@ def latency_over_load(out):
 
 
 def resources_over_time(out):
-    path = out / "long-64.csv"
+    path = out / "load_long-64.csv"
     if not path.exists():
         return None
     with path.open() as f:
