@@ -71,6 +71,9 @@ step() {
 startup() {
   local ws addr
   ws="$(mktemp -d)"
+  echo "what: 5 starts of \`build/toolexecd --listen=127.0.0.1:0 --workspace=TMP" \
+    "--address_file=F --log_level=warn\` (default tools); time from fork to F written" \
+    "(toolexecd writes it once serving; polled every 2 ms), and VmRSS 1 s later"
   for i in 1 2 3 4 5; do
     addr="$ws/addr-$i"
     local t0 t1 pid rss

@@ -41,12 +41,13 @@ def table(rows):
     return "\n".join(lines)
 
 
-def section(title, text, rows, note=""):
+def section(title, text, rows, note="", show_command=True):
     print(f"### {title}\n")
     if not text:
         print("Not measured in this run.\n")
         return
-    print(f"`{command_of(text)}` (load average at its start: {loadavg_of(text)})\n")
+    if show_command:
+        print(f"`{command_of(text)}` (load average at its start: {loadavg_of(text)})\n")
     if rows:
         print(table(rows))
     if note:
@@ -224,11 +225,13 @@ def memory_threads(out):
         med = sorted(rss)[len(rss) // 2] / 1024
         rows.append(["idle RSS 1 s after start, median of 5", "< 20 MiB", f"{med:.1f} MiB", "", "",
                      verdict(med < 20)])
+    what = re.search(r"^what: (.*)$", st, re.M)
+    commands = [f"`{command_of(read(out, n))}` (load average {loadavg_of(read(out, n))})"
+                for n in ("grep_threads", "unread_results_1", "unread_results_4") if read(out, n)]
     section("Start-up, idle memory, threads and memory under clients that do not read",
             gt or st, rows,
-            "Commands: " + ", ".join(f"`{command_of(read(out, n))}`" for n in
-                                     ("startup", "grep_threads", "unread_results_1",
-                                      "unread_results_4") if read(out, n)))
+            (f"Start-up: {what.group(1)} (load average {loadavg_of(st)}).\n\n" if what else "") +
+            "Commands: " + ", ".join(commands) + ".", show_command=False)
 
 
 def load_summary(text):
