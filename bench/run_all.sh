@@ -103,6 +103,8 @@ step command 120 build/bench/command/bench_command "${command_args[@]}"
 step grep 600 build/bench/grep/bench_grep "${grep_args[@]}"
 step mcp_view_file 300 env -C bench/mcp node view_file_vs_mcp.mjs "${mcp_args[@]}" \
   --toolexecd="$root/build/toolexecd" --client="$root/build/bench/mcp/bench_view_file_client"
+step mcp_tool 300 env -C bench/mcp node mcp_tool_vs_direct.mjs "${mcp_args[@]}" \
+  --toolexecd="$root/build/toolexecd" --client="$root/build/bench/mcp/bench_view_file_client"
 step grep_threads 120 node bench/grep_threads.mjs build/toolexecd
 step unread_results_1 60 node bench/unread_results.mjs build/toolexecd 1
 step unread_results_4 60 node bench/unread_results.mjs build/toolexecd 4

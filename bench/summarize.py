@@ -196,6 +196,23 @@ def mcp(out):
             "(`@modelcontextprotocol/server-filesystem`, stdio) from the MCP SDK's client.")
 
 
+def mcp_tool(out):
+    text = read(out, "mcp_tool")
+    rows = []
+    t = re.search(r"^toolexec \(C\+\+ client\)\s+calls (\d+)\s+p50 (\d+) us\s+p99 (\d+) us", text, re.M)
+    d = re.search(r"^direct \(MCP SDK\)\s+calls (\d+)\s+p50 (\d+) us\s+p99 (\d+) us", text, re.M)
+    if t and d:
+        t50, t99, d50, d99 = (float(x) for x in (t.group(2), t.group(3), d.group(2), d.group(3)))
+        rows.append(["MCP read_text_file through toolexec, p50", "≤ 1.2× direct", f"{t50:.0f} µs",
+                     f"direct {d50:.0f} µs", f"{t50 / d50:.2f}×", verdict(t50 / d50 <= 1.2)])
+        rows.append(["MCP read_text_file through toolexec, p99", "(reference)", f"{t99:.0f} µs",
+                     f"direct {d99:.0f} µs", f"{t99 / d99:.2f}×", ""])
+    section("An MCP tool through toolexec against the MCP server called directly", text, rows,
+            "The MCP reference filesystem server over stdio, once as toolexecd's configured MCP "
+            "server (called as `fs__read_text_file` from toolexec's C++ client) and once spawned "
+            "by the MCP SDK's client and called directly.")
+
+
 def key_values(text):
     return dict(re.findall(r"(\w+)=(\S+)", text.splitlines()[-1])) if text.strip() else {}
 
@@ -324,6 +341,7 @@ def main():
     command(out)
     grep(out)
     mcp(out)
+    mcp_tool(out)
     memory_threads(out)
     load(out)
     status = (out / "status.txt").read_text().split("\n") if (out / "status.txt").exists() else []
