@@ -62,6 +62,7 @@ def latency_over_load(out):
     lat.grid(True, which="both", alpha=0.3)
     thr.plot([p[0] for p in points], [p[2] or 0 for p in points], marker="o")
     thr.set_xscale("log", base=2)
+    thr.set_ylim(bottom=0)
     thr.set_xlabel("concurrent ExecuteBatch streams")
     thr.set_ylabel("results per second")
     thr.grid(True, alpha=0.3)
