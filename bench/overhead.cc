@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/stats.h"
 #include "bench/echo.grpc.pb.h"
+#include "bench/echo_reactor.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
@@ -94,39 +95,6 @@ void Fail(const std::string& what) {
 }
 
 // ---- the bare echo -------------------------------------------------------------
-
-// Writes one SUCCESS result per call, one write in flight at a time, then OK.
-// Never blocks; runs entirely on gRPC's callback threads.
-class EchoReactor final : public grpc::ServerWriteReactor<v1::ExecuteBatchResponse> {
- public:
-  explicit EchoReactor(const v1::ExecuteBatchRequest* request) : request_(request) { Next(); }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
-    Next();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void Next() {
-    if (next_ == request_->calls_size()) return Finish(grpc::Status::OK);
-    const v1::ToolCall& call = request_->calls(next_);
-    response_.Clear();
-    v1::ToolResult* result = response_.mutable_result();
-    result->set_index(static_cast<uint32_t>(next_));
-    result->set_id(call.id());
-    result->set_name(call.name());
-    result->set_step_id(call.step_id());
-    result->set_status(v1::RESULT_STATUS_SUCCESS);
-    *result->mutable_payload()->mutable_struct_value() = call.args();
-    ++next_;
-    StartWrite(&response_);
-  }
-
-  const v1::ExecuteBatchRequest* const request_;  // valid until OnDone
-  int next_ = 0;
-  v1::ExecuteBatchResponse response_;
-};
 
 class EchoService final : public Echo::CallbackService {
   grpc::ServerWriteReactor<v1::ExecuteBatchResponse>* ExecuteBatch(

@@ -35,7 +35,7 @@ echo "bench/run_all.sh: raw outputs in $out" >&2
 
 # ---- the build ----------------------------------------------------------------
 BUILD_JOBS="${BUILD_JOBS:-2}" nice -n 5 scripts/build.sh toolexecd bench_overhead bench_command \
-  bench_grep bench_load bench_view_file_client >"$out/build.txt" 2>&1 ||
+  bench_grep bench_load bench_view_file_client bench_echo_server >"$out/build.txt" 2>&1 ||
   { echo "build failed: see $out/build.txt" >&2; exit 2; }
 
 # ---- the machine --------------------------------------------------------------
@@ -103,6 +103,9 @@ step command 120 build/bench/command/bench_command "${command_args[@]}"
 step grep 600 build/bench/grep/bench_grep "${grep_args[@]}"
 step mcp_view_file 300 env -C bench/mcp node view_file_vs_mcp.mjs "${mcp_args[@]}" \
   --toolexecd="$root/build/toolexecd" --client="$root/build/bench/mcp/bench_view_file_client"
+step view_file_echo 300 env -C bench/mcp node view_file_vs_echo.mjs "${mcp_args[@]}" \
+  --toolexecd="$root/build/toolexecd" --client="$root/build/bench/mcp/bench_view_file_client" \
+  --echo_server="$root/build/bench/bench_echo_server"
 step mcp_tool 300 env -C bench/mcp node mcp_tool_vs_direct.mjs "${mcp_args[@]}" \
   --toolexecd="$root/build/toolexecd" --client="$root/build/bench/mcp/bench_view_file_client"
 step grep_threads 120 node bench/grep_threads.mjs build/toolexecd

@@ -196,21 +196,38 @@ def mcp(out):
             "(`@modelcontextprotocol/server-filesystem`, stdio) from the MCP SDK's client.")
 
 
-def mcp_tool(out):
-    text = read(out, "mcp_tool")
+def latency_pair(out, name, title, labels, anchor, figure, target, limit, note):
+    """A step that prints `<label> calls N p50 X us p99 Y us` for a measured side
+    and its anchor (`labels`: the two line prefixes as regexes)."""
+    text = read(out, name)
     rows = []
-    t = re.search(r"^toolexec \(C\+\+ client\)\s+calls (\d+)\s+p50 (\d+) us\s+p99 (\d+) us", text, re.M)
-    d = re.search(r"^direct \(MCP SDK\)\s+calls (\d+)\s+p50 (\d+) us\s+p99 (\d+) us", text, re.M)
-    if t and d:
-        t50, t99, d50, d99 = (float(x) for x in (t.group(2), t.group(3), d.group(2), d.group(3)))
-        rows.append(["MCP read_text_file through toolexec, p50", "≤ 1.2× direct", f"{t50:.0f} µs",
-                     f"direct {d50:.0f} µs", f"{t50 / d50:.2f}×", verdict(t50 / d50 <= 1.2)])
-        rows.append(["MCP read_text_file through toolexec, p99", "(reference)", f"{t99:.0f} µs",
-                     f"direct {d99:.0f} µs", f"{t99 / d99:.2f}×", ""])
-    section("An MCP tool through toolexec against the MCP server called directly", text, rows,
-            "The MCP reference filesystem server over stdio, once as toolexecd's configured MCP "
-            "server (called as `fs__read_text_file` from toolexec's C++ client) and once spawned "
-            "by the MCP SDK's client and called directly.")
+    found = [re.search(rf"^{label}\s+calls (\d+)\s+p50 (\d+) us\s+p99 (\d+) us", text, re.M)
+             for label in labels]
+    if all(found):
+        (m50, m99), (a50, a99) = ((float(m.group(2)), float(m.group(3))) for m in found)
+        rows.append([f"{figure}, p50", target, f"{m50:.0f} µs", f"{anchor} {a50:.0f} µs",
+                     f"{m50 / a50:.2f}×", verdict(m50 / a50 <= limit)])
+        rows.append([f"{figure}, p99", "(reference)", f"{m99:.0f} µs", f"{anchor} {a99:.0f} µs",
+                     f"{m99 / a99:.2f}×", ""])
+    section(title, text, rows, note)
+
+
+def view_file_echo(out):
+    latency_pair(out, "view_file_echo", "view_file against a cross-process gRPC echo",
+                 (r"daemon view_file", r"echo"), "echo", "view_file of a 60-line file",
+                 "≤ 1.3× cross-process echo", 1.3,
+                 "Both from toolexec's C++ client, one process per round; the echo "
+                 "(`bench_echo_server`) answers the same ExecuteBatch with the call's arguments.")
+
+
+def mcp_tool(out):
+    latency_pair(out, "mcp_tool",
+                 "An MCP tool through toolexec against the MCP server called directly",
+                 (r"toolexec \(C\+\+ client\)", r"direct \(MCP SDK\)"), "direct",
+                 "MCP read_text_file through toolexec", "≤ 1.2× direct", 1.2,
+                 "The MCP reference filesystem server over stdio, once as toolexecd's configured "
+                 "MCP server (called as `fs__read_text_file` from toolexec's C++ client) and once "
+                 "spawned by the MCP SDK's client and called directly (the anchor).")
 
 
 def key_values(text):
@@ -341,6 +358,7 @@ def main():
     command(out)
     grep(out)
     mcp(out)
+    view_file_echo(out)
     mcp_tool(out)
     memory_threads(out)
     load(out)

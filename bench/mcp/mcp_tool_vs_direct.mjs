@@ -21,7 +21,6 @@
 // ratios toolexec/direct. Exit 1 if anything failed. Loopback only, bounded.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -29,29 +28,15 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+import { makeSmallFile, parseOptions, pct, readAddress, runClient } from './cpp_client.mjs';
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const opts = { rounds: 5, calls: 400, warmup: 100, quick: false,
-               toolexecd: path.resolve(HERE, '../../build/toolexecd'),
-               client: path.resolve(HERE, '../../build/bench/mcp/bench_view_file_client') };
-for (const arg of process.argv.slice(2)) {
-  const m = arg.match(/^--(\w+)(?:=(.*))?$/);
-  if (!m || !(m[1] in opts)) {
-    console.error(`unknown argument ${arg}`);
-    process.exit(2);
-  }
-  opts[m[1]] = m[2] === undefined ? true : (typeof opts[m[1]] === 'number' ? Number(m[2]) : m[2]);
-}
-if (opts.quick) Object.assign(opts, { rounds: 2, calls: 50, warmup: 10 });
+const opts = parseOptions({ calls: 400,
+                            toolexecd: path.resolve(HERE, '../../build/toolexecd'),
+                            client: path.resolve(HERE, '../../build/bench/mcp/bench_view_file_client') });
 
 const SERVER = path.resolve(HERE, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-bench-mcptool-'));
-const ws = path.join(dir, 'ws');
-fs.mkdirSync(ws);
-const file = path.join(ws, 'small.txt');
-let text = '';
-for (let i = 1; i <= 60; ++i) text += `line ${i}: the quick brown fox jumps over the lazy dog\n`;
-fs.writeFileSync(file, text);
-const expect = 'line 60: the quick brown fox';
+const { dir, ws, file, expect } = makeSmallFile('toolexec-bench-mcptool-');
 
 let daemon = null;
 let mcp = null;
@@ -75,22 +60,12 @@ async function startToolexecd() {
   daemon = spawn(opts.toolexecd, [`--config=${config}`, `--workspace=${ws}`, '--listen=127.0.0.1:0',
                                   `--address_file=${addr}`, '--log_level=warn'],
                  { stdio: ['ignore', 'ignore', 'inherit'] });
-  for (let i = 0; i < 300 && !fs.existsSync(addr); ++i) await new Promise((r) => setTimeout(r, 50));
-  if (!fs.existsSync(addr)) throw new Error('toolexecd did not start');
-  return fs.readFileSync(addr, 'utf8').trim();
+  return readAddress(addr);
 }
 
-function runClient(address, calls, warmup) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(opts.client, [`--target=${address}`, `--file=${file}`, `--calls=${calls}`,
-                                      `--warmup=${warmup}`, `--expect=${expect}`,
-                                      '--tool=fs__read_text_file', '--path_arg=path'],
-                        { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out).latencies_us)
-                                           : reject(new Error(`C++ client exited ${code}`))));
-  });
+function runToolexec(address, calls, warmup) {
+  return runClient(opts.client, [`--target=${address}`, `--file=${file}`, `--expect=${expect}`,
+                                 '--tool=fs__read_text_file', '--path_arg=path'], calls, warmup);
 }
 
 async function direct(n) {
@@ -106,11 +81,6 @@ async function direct(n) {
   return us;
 }
 
-const pct = (v, p) => {
-  const s = [...v].sort((a, b) => a - b);
-  return s[Math.min(s.length, Math.max(1, Math.ceil(p * s.length))) - 1];
-};
-
 try {
   const address = await startToolexecd();
   mcp = new Client({ name: 'toolexec-bench', version: '0.0.0' });
@@ -122,7 +92,7 @@ try {
   console.log(`toolexecd ${opts.toolexecd} at ${address}; ${opts.rounds} rounds x ${opts.calls} ` +
               `sequential calls per side, warm-up ${opts.warmup}${opts.quick ? ' (--quick)' : ''}`);
   await direct(opts.warmup);
-  await runClient(address, 1, opts.warmup);
+  await runToolexec(address, 1, opts.warmup);
   const all = { toolexec: [], direct: [] };
   console.log('round  first      toolexec p50/p99 us      direct p50/p99 us');
   for (let r = 0; r < opts.rounds; ++r) {
@@ -130,7 +100,7 @@ try {
     const order = r % 2 === 0 ? ['toolexec', 'direct'] : ['direct', 'toolexec'];
     for (const side of order) {
       round[side] = side === 'direct' ? await direct(opts.calls)
-                                      : await runClient(address, opts.calls, 50);
+                                      : await runToolexec(address, opts.calls, 50);
       all[side].push(...round[side]);
     }
     const f = (v) => `${pct(v, 0.5).toFixed(0)} / ${pct(v, 0.99).toFixed(0)}`.padStart(16);

@@ -16,7 +16,9 @@
 // --tool and --path_arg call another tool the same way (default view_file
 // and file_path): e.g. an MCP server's read_text_file{path} served by
 // toolexecd, for bench/mcp/mcp_tool_vs_direct.mjs. For a tool other than
-// view_file, TEXT must be in the result's model_content.
+// view_file, TEXT must be in the result's model_content. --echo calls
+// bench_echo_server instead, whose payload is the call's arguments: the
+// cross-process gRPC anchor of the same call from the same client.
 //
 // Output, on success: one JSON line on stdout,
 //   {"latencies_us":[...],"tool_us":[...]}
@@ -51,6 +53,7 @@ struct Options {
   std::string expect;
   std::string tool = "view_file";
   std::string path_arg = "file_path";
+  bool echo = false;
   long calls = 400;
   long warmup = 50;
 };
@@ -59,7 +62,7 @@ struct Options {
   std::fprintf(stderr,
                "bench_view_file_client: %s\n"
                "usage: bench_view_file_client --target=ADDR --file=PATH "
-               "[--calls=N] [--warmup=W] [--expect=TEXT] [--tool=NAME --path_arg=KEY]\n",
+               "[--calls=N] [--warmup=W] [--expect=TEXT] [--tool=NAME --path_arg=KEY] [--echo]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -77,6 +80,10 @@ Options ParseArgs(int argc, char** argv) {
   Options opts;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--echo") {
+      opts.echo = true;
+      continue;
+    }
     size_t eq = arg.find('=');
     if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
       Usage("unexpected argument '" + arg + "'");
@@ -126,13 +133,21 @@ std::string Check(const std::vector<toolexec::v1::ToolResult>& results, const Op
     return "status " + toolexec::v1::ResultStatus_Name(r.status()) + ": " +
            r.error_message();
   }
+  const auto& fields = r.payload().struct_value().fields();
+  if (opts.echo) {
+    auto arg = fields.find(opts.path_arg);
+    if (arg == fields.end() || arg->second.string_value() != opts.file) {
+      return "the echo did not return the call's arguments: " +
+             r.payload().ShortDebugString().substr(0, 300);
+    }
+    return "";
+  }
   if (opts.tool != "view_file") {
     if (r.model_content().find(expect) == std::string::npos) {
       return "model_content lacks the expected text: " + r.model_content().substr(0, 300);
     }
     return "";
   }
-  const auto& fields = r.payload().struct_value().fields();
   auto it = fields.find("content");
   if (it == fields.end() || !it->second.has_string_value()) {
     return "payload has no string \"content\": " +
