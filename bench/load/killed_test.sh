@@ -15,6 +15,10 @@ for _ in $(seq 1 300); do
 done
 [ -n "$daemon" ] || { kill -KILL "$load"; echo "FAIL: bench_load started no daemon"; exit 1; }
 sleep 1  # under load now
+# bench_load's scratch directory (the daemon's workspace is <dir>/ws), removed
+# here since a SIGKILLed bench_load cannot.
+scratch="$(tr '\0' '\n' <"/proc/$daemon/cmdline" | sed -n 's|^--workspace=\(/tmp/toolexec-load-[^/]*\)/ws$|\1|p')"
+trap '[ -n "$scratch" ] && rm -rf "$scratch"' EXIT
 kill -KILL "$load"
 wait "$load" 2>/dev/null
 for _ in $(seq 1 100); do
