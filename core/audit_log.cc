@@ -89,6 +89,7 @@ std::string AuditLog::Line(const HookCall& call, const JsonValue* args,
   switch (decision.kind) {
     case AuditDecision::Kind::kAllowed:
       command::SetString(doc, "decision", "allowed");
+      if (!decision.by.empty()) command::SetString(doc, "decided_by", decision.by);
       break;
     case AuditDecision::Kind::kDenied:
       command::SetString(doc, "decision", "denied");

@@ -4,7 +4,12 @@
 // "decision" ("allowed": the pre-call round let it run; "denied": a hook, the
 // policy or the session refused it; "not_run": it failed before that, e.g.
 // an unknown tool or invalid arguments, or was cancelled or timed out
-// first), "decided_by" (for a denial: "hook <name>", else "daemon"), "args"
+// first), "decided_by" (what decided: for a denial "hook <name>", the
+// policy's "policy <name>: rule <rule>" or "policy <name>: default
+// decision", "user" for an answer to a permission request, "timeout" for
+// an unanswered one, else "daemon" (the session's tool list); for an
+// allowed call what the policy decided, the same or "grant" (the session
+// held one), absent when nothing was decided, see core/policy.h), "args"
 // (secrets redacted, long strings cut), "status", "error", "duration_ms"}.
 //
 // Redaction reuses run_command's rule for secret environment names
@@ -37,7 +42,7 @@ namespace toolexec {
 // The audit line's "decision": who let the call run, or refused it.
 struct AuditDecision {
   enum class Kind { kAllowed, kDenied, kNotRun } kind = Kind::kNotRun;
-  std::string by;  // for kDenied
+  std::string by;  // what decided; "" = nothing (no policy) or kNotRun
 };
 
 class AuditLog final {

@@ -132,8 +132,12 @@ class RuntimeEngine final : public Engine {
 
   absl::Status Init(ToolInstaller extra_tools);
 
-  const ToolRegistry& registry() const override { return registry_; }
-  absl::StatusOr<std::vector<const RegisteredTool*>> ListTools(
+  const ToolRegistry& registry() const override { return *startup_tools_; }
+  std::shared_ptr<const ToolRegistry> tools() const override { return tools_->Snapshot(); }
+  std::vector<mcp::McpServerStatus> mcp_servers() const override {
+    return mcp_servers_ != nullptr ? mcp_servers_->status() : std::vector<mcp::McpServerStatus>();
+  }
+  absl::StatusOr<ToolList> ListTools(
       const CallerIdentity& caller, const std::string& session_id,
       const std::string& tool_set) override;
   absl::StatusOr<std::unique_ptr<StartedBatch>> StartBatch(const CallerIdentity& caller,
@@ -197,7 +201,12 @@ class RuntimeEngine final : public Engine {
   bool WaitForBatches(absl::Time deadline);
 
   const EngineOptions options_;
-  ToolRegistry registry_;
+  // The tools now (snapshots, tools/runtime/tool_registry.h); before
+  // mcp_servers_, which publish into it until they stop.
+  std::unique_ptr<LiveToolRegistry> tools_;
+  // The first snapshot: what the config (subagents, hooks, policy, metrics)
+  // was checked against.
+  std::shared_ptr<const ToolRegistry> startup_tools_;
   std::shared_ptr<const fs::ConfinedRoot> workspace_root_;
   std::unique_ptr<ArtifactStore> artifacts_;
   std::map<std::string, ResolvedSubagent> subagents_;
@@ -239,25 +248,33 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   for (const auto& sa : o.subagents) builtin.subagents.push_back({sa.name, sa.description});
   EngineOptions with_subagents = o;
   with_subagents.builtin = std::move(builtin);
-  if (absl::Status s = RegisterEngineTools(with_subagents, registry_); !s.ok()) return s;
-  // ---- MCP servers' tools, after the built-ins -------------------------------
+  ToolRegistry fixed;
+  if (absl::Status s = RegisterEngineTools(with_subagents, fixed); !s.ok()) return s;
+  if (extra_tools) {
+    if (absl::Status s = extra_tools(fixed); !s.ok()) return s;
+  }
+  // ---- MCP servers' tools, after the others, changing at runtime -------------
+  std::vector<std::string> dynamic_sources;
   if (!o.mcp_servers.empty()) {
     // stdio servers start from the daemon's environment without its secrets,
     // snapshotted now (before main seals them away).
     auto servers = mcp::McpServers::Start(o.mcp_servers, command::ScrubEnvironment(environ, {}));
     if (!servers.ok()) return servers.status();
     mcp_servers_ = std::move(*servers);
-    if (absl::Status s = mcp_servers_->Register(registry_); !s.ok()) return s;
+    dynamic_sources = mcp_servers_->SourceNames();
+  }
+  tools_ = std::make_unique<LiveToolRegistry>(std::move(fixed), std::move(dynamic_sources));
+  if (mcp_servers_ != nullptr) {
+    if (absl::Status s = mcp_servers_->Attach(tools_.get()); !s.ok()) return s;
   }
   // ---- end MCP servers -------------------------------------------------------
-  if (extra_tools) {
-    if (absl::Status s = extra_tools(registry_); !s.ok()) return s;
-  }
-  auto subagents = ResolveSubagents(o, registry_);
+  startup_tools_ = tools_->Snapshot();
+  const ToolRegistry& startup = *startup_tools_;
+  auto subagents = ResolveSubagents(o, startup);
   if (!subagents.ok()) return subagents.status();
   subagents_ = std::move(*subagents);
   // --- hooks: after every tool is registered (their filters name tools) ---
-  auto hooks = HookSet::Create(o.hooks, registry_);
+  auto hooks = HookSet::Create(o.hooks, startup);
   if (!hooks.ok()) return hooks.status();
   hooks_ = *std::move(hooks);
   // --- end hooks ---
@@ -281,11 +298,11 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   runner_options.model_content_default_chars = o.model_content_default_chars;
   runner_options.model_content_max_chars = o.model_content_max_chars;
   if (o.metrics != nullptr) {
-    o.metrics->AddTools(registry_);
+    o.metrics->AddTools(startup);
     runner_options.metrics = o.metrics.get();
   }
   try {
-    runner_ = std::make_unique<ToolRunner>(&registry_, runner_options);
+    runner_ = std::make_unique<ToolRunner>(startup_tools_.get(), runner_options);
   } catch (const std::system_error& e) {  // its timer thread could not start
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot start the runtime's timer thread: ", e.what()));
@@ -295,8 +312,9 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   session_options.max_sessions_per_owner = o.max_sessions_per_caller;
   session_options.max_depth = o.session_max_depth;
   session_options.idle_ttl = o.session_idle_ttl;
-  sessions_ = std::make_unique<SessionManager>(&registry_, session_options, artifacts_.get());
-  auto policy = PolicyEngine::Create(o.policy, &registry_, workspace_root_->path());
+  sessions_ = std::make_unique<SessionManager>(tools_.get(), session_options, artifacts_.get());
+  auto policy =
+      PolicyEngine::Create(o.policy, startup_tools_.get(), workspace_root_->path(), o.metrics);
   if (!policy.ok()) return policy.status();
   policy_ = *std::move(policy);
   if (o.session_idle_ttl > absl::ZeroDuration()) {
@@ -335,11 +353,11 @@ SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
   info.user_id = s.user_id();
   info.parent_session_id = s.parent_session_id();
   for (const auto& w : s.workspaces()) info.workspaces.push_back(w->path());
-  info.tools = s.tools().empty() ? registry_.names() : s.tools();
+  info.tools = s.tools().empty() ? tools_->Snapshot()->names() : s.tools();
   return info;
 }
 
-absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
+absl::StatusOr<ToolList> RuntimeEngine::ListTools(
     const CallerIdentity& caller, const std::string& session_id, const std::string& tool_set) {
   NoteCall();
   std::shared_ptr<Session> session;
@@ -348,13 +366,15 @@ absl::StatusOr<std::vector<const RegisteredTool*>> RuntimeEngine::ListTools(
     if (!s.ok()) return s.status();
     session = std::move(*s);
   }
-  auto selected = SelectToolSet(registry_, tool_set);
-  if (!selected.ok() || session == nullptr) return selected;
+  std::shared_ptr<const ToolRegistry> tools = tools_->Snapshot();
+  auto selected = SelectToolSet(*tools, tool_set);
+  if (!selected.ok()) return selected.status();
+  if (session == nullptr) return ToolList(std::move(tools), *std::move(selected));
   std::vector<const RegisteredTool*> allowed;
   for (const RegisteredTool* t : *selected) {
     if (session->AllowsTool(t->name)) allowed.push_back(t);
   }
-  return allowed;
+  return ToolList(std::move(tools), std::move(allowed));
 }
 
 absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
@@ -369,6 +389,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
                      options_.max_calls_per_batch, " (split it into several batches)"));
   }
   BatchRequest batch;
+  batch.tools = tools_->Snapshot();  // one list of tools for the whole batch
   if (!spec.session_id.empty()) {
     auto session = sessions_->Get(spec.session_id, caller.name);
     if (!session.ok()) return session.status();
@@ -453,7 +474,8 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
     options.warnings = it->second.warnings;
   } else if (selects) {
     auto tools =
-        ResolveToolSelection(registry_, spec.enabled_tools, spec.disabled_tools, "OpenSession");
+        ResolveToolSelection(*tools_->Snapshot(), spec.enabled_tools, spec.disabled_tools,
+                             "OpenSession");
     if (!tools.ok()) return tools.status();
     if (tools->empty()) {
       return absl::InvalidArgumentError(
@@ -642,7 +664,7 @@ bool RuntimeEngine::Drain(absl::Time deadline) {
   // What outlives calls (background commands, some of them started without a
   // session) ends here, all at once: a kill grace is waited out once, not
   // once per session in CloseAll.
-  for (const auto& t : registry_.tools()) t->tool->shutdown();
+  for (const auto& t : tools_->Snapshot()->tools()) t->tool->shutdown();
   if (mcp_servers_ != nullptr) mcp_servers_->Stop();  // MCP servers end with the calls
   // Ends Watch subscriptions and runs every tool's cleanup_session.
   sessions_->CloseAll();

@@ -53,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
+#include "tools/mcp/mcp_tools.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/session.h"
@@ -151,7 +152,8 @@ class Subscription final {
 
 class Engine {
  public:
-  // Registers extra tools after the engine's own (tests, embedders).
+  // Registers extra tools after the engine's own and before the MCP
+  // servers' (tests, embedders); they never change.
   using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
 
   // Registers the tools (a duplicate name, an invalid schema or selection is
@@ -162,12 +164,18 @@ class Engine {
   // Stop() if it has not run.
   virtual ~Engine() = default;
 
-  // Fixed once created; registration order (S1).
+  // The tools as registered at start-up, in registration order (S1); what
+  // the config was checked against. MCP servers' tools change later: see
+  // tools().
   virtual const ToolRegistry& registry() const = 0;
+  // The tools now: a snapshot that stays valid (and unchanged) while held.
+  virtual std::shared_ptr<const ToolRegistry> tools() const { return UnownedSnapshot(&registry()); }
+  // The configured MCP servers: ready or not, and their tools not registered.
+  virtual std::vector<mcp::McpServerStatus> mcp_servers() const { return {}; }
 
   // The tools of `tool_set` ("" = all) that the session (if any) may call, in
-  // registration order.
-  virtual absl::StatusOr<std::vector<const RegisteredTool*>> ListTools(
+  // registration order, from one snapshot of the tools now.
+  virtual absl::StatusOr<ToolList> ListTools(
       const CallerIdentity& caller, const std::string& session_id,
       const std::string& tool_set) = 0;
 

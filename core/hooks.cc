@@ -247,7 +247,7 @@ class HookSet::Batch final : public CallInterceptor {
       }
     }
     if (set_->audit_ != nullptr) {
-      std::string line = AuditLog::Line(call, args, result, DecisionOf(index, result));
+      std::string line = AuditLog::Line(call, args, result, DecisionOf(index, req, result));
       if (on_call_thread) {
         set_->audit_->Write(line);
       } else {
@@ -271,12 +271,20 @@ class HookSet::Batch final : public CallInterceptor {
     decisions_[index] = std::move(d);
   }
 
-  AuditDecision DecisionOf(uint32_t index, const ToolCallResult& result) {
+  // The hooks' outcome; for a call they let run, what the policy decided
+  // (CallRequest::decided_by); for one refused before them, who refused.
+  AuditDecision DecisionOf(uint32_t index, const CallRequest& req, const ToolCallResult& result) {
     {
       absl::MutexLock lock(&mu_);
-      if (auto it = decisions_.find(index); it != decisions_.end()) return it->second;
+      if (auto it = decisions_.find(index); it != decisions_.end()) {
+        AuditDecision d = it->second;
+        if (d.kind == AuditDecision::Kind::kAllowed) d.by = req.decided_by;
+        return d;
+      }
     }
-    if (result.status == ResultStatus::kDenied) return {AuditDecision::Kind::kDenied, "daemon"};
+    if (result.status == ResultStatus::kDenied) {
+      return {AuditDecision::Kind::kDenied, req.decided_by.empty() ? "daemon" : req.decided_by};
+    }
     return {AuditDecision::Kind::kNotRun, ""};
   }
 

@@ -42,6 +42,11 @@ std::string PolicyVerdict::Explain() const {
   return absl::StrCat("rule '", rule, "' of policy '", policy, "'");
 }
 
+std::string PolicyVerdict::DecidedBy() const {
+  if (rule.empty()) return absl::StrCat("policy ", policy, ": default decision");
+  return absl::StrCat("policy ", policy, ": rule ", rule);
+}
+
 // ---- Policy ----
 
 namespace {
@@ -258,6 +263,11 @@ struct PolicyEngine::Shared {
   std::map<std::string, std::shared_ptr<const Policy>> profiles;
   std::shared_ptr<const Policy> default_policy;
   uint64_t id_prefix = 0;
+  std::shared_ptr<MetricsSink> metrics;  // may be null
+
+  void Count(PermissionDecision d, PermissionDecidedBy by) const {
+    if (metrics != nullptr) metrics->PermissionDecided(d, by);
+  }
 
   struct SessionEntry {
     std::weak_ptr<Session> session;
@@ -333,7 +343,8 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
     }
     if (inner != nullptr) return inner->Cancel();
     Resolve(ToolError(ErrorCode::kCancelled,
-                      "the batch was cancelled while it waited for a permission answer"));
+                      "the batch was cancelled while it waited for a permission answer"),
+            Outcome::kCancelled);
   }
 
   void ResultsReleased(size_t count) override {
@@ -369,16 +380,20 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
     if (answer == PermissionAnswer::kDeny) {
       std::string message = "Permission denied by user";
       if (!reason.empty()) absl::StrAppend(&message, ": ", reason);
-      Resolve(ToolError(ErrorCode::kDenied, message));
+      Resolve(ToolError(ErrorCode::kDenied, message), Outcome::kDeniedByUser);
     } else if (all_allowed) {
-      Resolve(absl::OkStatus());
+      Resolve(absl::OkStatus(), Outcome::kAllowedByUser);
     }
     return absl::OkStatus();
   }
 
+  // How the wait ended.
+  enum class Outcome { kAllowedByUser, kDeniedByUser, kTimedOut, kCancelled };
+
   // Starts the batch: as decided when `refusal` is OK, otherwise with every
-  // call refused. Exactly once.
-  void Resolve(absl::Status refusal) {
+  // call refused. Exactly once. Accounts for the asked calls (see
+  // Accounting in policy.h).
+  void Resolve(absl::Status refusal, Outcome outcome) {
     BatchRequest batch;
     StartFn start;
     TimerQueue::TimerId timer = 0;
@@ -392,6 +407,22 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
     }
     shared_->Forget(request_ids_);
     shared_->CancelTimer(timer);
+    if (outcome != Outcome::kCancelled) {
+      const bool timed_out = outcome == Outcome::kTimedOut;
+      const char* by = timed_out ? "timeout" : "user";
+      const PermissionDecision decision = outcome == Outcome::kAllowedByUser
+                                              ? PermissionDecision::kAllow
+                                              : PermissionDecision::kDeny;
+      for (uint32_t i : asked_calls_) {
+        if (i < batch.calls.size()) batch.calls[i].decided_by = by;
+        shared_->Count(decision,
+                       timed_out ? PermissionDecidedBy::kTimeout : PermissionDecidedBy::kUser);
+      }
+      // A denial refuses every call of the batch: they name it too.
+      if (!refusal.ok()) {
+        for (CallRequest& c : batch.calls) c.decided_by = by;
+      }
+    }
     if (!refusal.ok()) {
       for (CallRequest& c : batch.calls) c.refusal = refusal;
     }
@@ -449,6 +480,8 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
   std::vector<std::string> call_ids_;
   std::vector<std::string> call_names_;
   std::vector<std::string> request_ids_;
+  // The calls whose needs are asked about (their index in the batch).
+  std::vector<uint32_t> asked_calls_;
 
  private:
   const std::shared_ptr<Shared> shared_;
@@ -465,15 +498,16 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
   bool cancel_after_start_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-absl::StatusOr<std::unique_ptr<PolicyEngine>> PolicyEngine::Create(PolicyOptions options,
-                                                                   const ToolRegistry* registry,
-                                                                   std::string default_workspace) {
+absl::StatusOr<std::unique_ptr<PolicyEngine>> PolicyEngine::Create(
+    PolicyOptions options, const ToolRegistry* registry, std::string default_workspace,
+    std::shared_ptr<MetricsSink> metrics) {
   if (absl::Status s = ValidatePolicyOptions(options); !s.ok()) return s;
   auto shared = std::make_shared<Shared>();
   shared->registry = registry;
   shared->default_workspace = std::move(default_workspace);
   shared->ask_timeout = options.ask_timeout;
   shared->id_prefix = absl::BitGen()();
+  shared->metrics = std::move(metrics);
 
   std::vector<PolicyProfileOptions> all;
   all.push_back({std::string(kProfileDefault), options.default_decision, options.rules});
@@ -675,10 +709,13 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
   std::vector<PermissionRequirement> asked;
   std::vector<uint32_t> asked_index;
   std::vector<std::string> asked_reason;
+  std::vector<uint32_t> asked_calls;
   const absl::Time now = absl::Now();
   for (uint32_t i = 0; i < batch.calls.size(); ++i) {
     CallRequest& call = batch.calls[i];
-    const RegisteredTool* rt = shared_->registry->Find(call.name);
+    // The batch's own registry snapshot, which the runner uses too.
+    const RegisteredTool* rt =
+        (batch.tools != nullptr ? *batch.tools : *shared_->registry).Find(call.name);
     // What the runner refuses anyway (unknown tool, not enabled, run
     // elsewhere, unreadable arguments) is its to explain.
     if (rt == nullptr || rt->tool->spec().executor != ToolExecutor::kDaemon) continue;
@@ -690,19 +727,21 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     facts.tool = call.name;
     facts.server_name = rt->server_name;
     facts.workspaces = workspaces;
+    auto evaluation_error = [&](const std::string& detail) {
+      call.refusal = ToolError(ErrorCode::kDenied,
+                               absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),
+                                            "' could not evaluate the call", detail, "; denied"));
+      call.decided_by =
+          absl::StrCat("policy ", absl::StrJoin(chain_names, "+"), ": evaluation error");
+      shared_->Count(PermissionDecision::kDeny, PermissionDecidedBy::kError);
+    };
     try {
       if (!tool.handles_own_permissions()) facts.needs = tool.required_permissions(*args);
     } catch (const std::exception& e) {
-      call.refusal = ToolError(
-          ErrorCode::kDenied,
-          absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),
-                       "' could not evaluate the call (its permissions could not be read: ",
-                       e.what(), "); denied"));
+      evaluation_error(absl::StrCat(" (its permissions could not be read: ", e.what(), ")"));
       continue;
     } catch (...) {
-      call.refusal = ToolError(ErrorCode::kDenied,
-                               absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),
-                                            "' could not evaluate the call; denied"));
+      evaluation_error("");
       continue;
     }
     if (facts.needs.empty() && !tool.handles_own_permissions()) {
@@ -721,16 +760,31 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
       n.value = NormalizePath(value);
     }
     PolicyVerdict verdict = EvaluateChain(chain, facts);
+    call.decided_by = verdict.DecidedBy();
+    const PermissionDecidedBy by =
+        verdict.rule.empty() ? PermissionDecidedBy::kDefault : PermissionDecidedBy::kRule;
     if (verdict.decision == PolicyDecision::kDeny) {
       call.refusal = ToolError(ErrorCode::kDenied, absl::StrCat("denied by ", verdict.Explain()));
+      shared_->Count(PermissionDecision::kDeny, by);
       continue;
     }
-    if (verdict.decision != PolicyDecision::kAsk) continue;
+    if (verdict.decision != PolicyDecision::kAsk) {
+      shared_->Count(PermissionDecision::kAllow, by);
+      continue;
+    }
+    const size_t asked_before = asked.size();
     for (PermissionRequirement& n : facts.needs) {
       if (grants != nullptr && grants->Covers(n, now)) continue;
       asked.push_back(std::move(n));
       asked_index.push_back(i);
       asked_reason.push_back(absl::StrCat("asked by ", verdict.Explain()));
+    }
+    if (asked.size() == asked_before) {  // the session's grants cover it
+      call.decided_by = "grant";
+      shared_->Count(PermissionDecision::kAllow, PermissionDecidedBy::kGrant);
+    } else {
+      asked_calls.push_back(i);
+      shared_->Count(PermissionDecision::kAsk, by);
     }
   }
   if (asked.empty()) return start(std::move(batch), observer);
@@ -748,6 +802,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
   ask->caller_name_ = caller_name;
   ask->call_ids_ = std::move(call_ids);
   ask->call_names_ = std::move(call_names);
+  ask->asked_calls_ = std::move(asked_calls);
   std::vector<PermissionRequestEvent> events;
   for (SuggestedGrant& s : SuggestGrants(asked)) {
     PermissionRequestEvent e;
@@ -779,10 +834,11 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
                                                                                   ms] {
       auto timed_out = [weak, ms] {
         if (auto a = weak.lock()) {
-          a->Resolve(ToolError(
-              ErrorCode::kDenied,
-              absl::StrCat("Permission denied: the permission request was not answered within ",
-                           ms, " ms (policy.ask_timeout_ms)")));
+          a->Resolve(ToolError(ErrorCode::kDenied,
+                               absl::StrCat("Permission denied: the permission request was not "
+                                            "answered within ",
+                                            ms, " ms (policy.ask_timeout_ms)")),
+                     PendingAsk::Outcome::kTimedOut);
         }
       };
       if (!shared->work.Submit(timed_out).ok()) timed_out();

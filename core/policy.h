@@ -26,6 +26,16 @@
 // Any evaluation error (a tool's requirements throw) denies the call naming
 // the policy (fail closed).
 //
+// Accounting: each decided call carries what decided it
+// (CallRequest::decided_by, which the audit log writes): "policy <name>:
+// rule <rule>", "policy <name>: default decision", "policy <names>:
+// evaluation error", "grant" (an ask the session's grants covered), then,
+// for a batch that asked, "user" (the answer; a deny names the user on
+// every call of the batch) or "timeout". The same goes to the metrics
+// sink, once per call when decided and once per asked call when the ask
+// ends by an answer or a timeout (not when it is cancelled). A daemon whose
+// policies can neither deny nor ask decides nothing: no accounting.
+//
 // How an ask waits: the uncovered needs of the whole batch are grouped into
 // suggested grants (permissions.h), each sent as one PermissionRequest to the
 // batch's observer (the ExecuteBatch stream) and to the session's watchers.
@@ -64,6 +74,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/permissions.h"
+#include "tools/runtime/metrics.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
@@ -140,6 +151,9 @@ struct PolicyVerdict {
   // Why, for a person: "rule 'x' of policy 'y'" or "the default decision of
   // policy 'y'".
   std::string Explain() const;
+  // The same for the audit log: "policy y: rule x" or "policy y: default
+  // decision".
+  std::string DecidedBy() const;
 };
 
 // One compiled policy (a profile). Immutable, thread-safe.
@@ -174,9 +188,11 @@ class PolicyEngine final {
   // `registry` must outlive the engine; read_only is built from its tools
   // that declare themselves read-only. `default_workspace`: where calls
   // without a session resolve relative paths.
-  static absl::StatusOr<std::unique_ptr<PolicyEngine>> Create(PolicyOptions options,
-                                                              const ToolRegistry* registry,
-                                                              std::string default_workspace);
+  // `metrics` (may be null) is told of every decision and of each ask's
+  // outcome (MetricsSink::PermissionDecided).
+  static absl::StatusOr<std::unique_ptr<PolicyEngine>> Create(
+      PolicyOptions options, const ToolRegistry* registry, std::string default_workspace,
+      std::shared_ptr<MetricsSink> metrics = nullptr);
   // Cancels every pending ask (their batches complete as CANCELLED).
   ~PolicyEngine();
   PolicyEngine(const PolicyEngine&) = delete;

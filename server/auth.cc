@@ -194,13 +194,11 @@ absl::StatusOr<CallerIdentity> Authenticator::Authenticate(
          ++it) {
       token = BearerToken(absl::string_view(it->second.data(), it->second.size()));
     }
-    if (token.empty()) {
-      return absl::UnauthenticatedError(
-          "this toolexecd needs a bearer token: send metadata 'authorization: Bearer <token>' "
-          "(toolexec --token-file, or TOOLEXEC_TOKEN)");
-    }
-    entry = MatchToken(*tokens, token);
-    if (entry == nullptr) return absl::UnauthenticatedError("the bearer token is not valid");
+    auto matched = CheckBearer(*tokens, token,
+                               "send metadata 'authorization: Bearer <token>' (toolexec "
+                               "--token-file, or TOOLEXEC_TOKEN)");
+    if (!matched.ok()) return matched.status();
+    entry = *matched;
     caller.name = entry->name;
     caller.profile = entry->profile;
   }
@@ -230,6 +228,37 @@ absl::Status Authenticator::ReloadTokens() {
   spdlog::info("reloaded token file {}: {} token(s)", options_.token_file, count);
   return absl::OkStatus();
 }
+
+absl::StatusOr<const TokenEntry*> Authenticator::CheckBearer(const std::vector<TokenEntry>& tokens,
+                                                             absl::string_view token,
+                                                             absl::string_view how_to_send) {
+  if (token.empty()) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("this toolexecd needs a bearer token: ", how_to_send));
+  }
+  const TokenEntry* entry = MatchToken(tokens, token);
+  if (entry == nullptr) return absl::UnauthenticatedError("the bearer token is not valid");
+  return entry;
+}
+
+// ---- HTTP callers (the MCP endpoint) ----
+absl::StatusOr<CallerIdentity> Authenticator::AuthenticateBearer(
+    absl::string_view authorization) const {
+  std::shared_ptr<const std::vector<TokenEntry>> tokens;
+  {
+    absl::MutexLock lock(&mu_);
+    tokens = tokens_;
+  }
+  CallerIdentity caller;
+  if (tokens == nullptr) return caller;
+  auto entry = CheckBearer(*tokens, BearerToken(authorization),
+                           "send the header 'Authorization: Bearer <token>'");
+  if (!entry.ok()) return entry.status();
+  caller.name = (*entry)->name.empty() ? absl::StrCat("token-", (*entry)->line) : (*entry)->name;
+  caller.profile = (*entry)->profile;
+  return caller;
+}
+// ---- end HTTP callers ----
 
 absl::StatusOr<CallerIdentity> AuthenticateCall(const Authenticator* auth,
                                                 const grpc::ServerContextBase& context) {

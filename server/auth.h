@@ -82,6 +82,13 @@ class Authenticator final {
   // PERMISSION_DENIED for a unix-socket peer whose uid is not allowed.
   absl::StatusOr<CallerIdentity> Authenticate(const grpc::ServerContextBase& context) const;
 
+  // Who is calling over HTTP (toolexecd's MCP endpoint, server/mcp_http.h):
+  // the bearer token of an `Authorization` header value ("" when there is
+  // none), checked against the same token set as Authenticate, with the
+  // same UNAUTHENTICATED answers. The unauthenticated identity when no token
+  // file is configured. Thread-safe like Authenticate.
+  absl::StatusOr<CallerIdentity> AuthenticateBearer(absl::string_view authorization) const;
+
   // Reads the token file again. On success the new set replaces the old for
   // every later call; on failure the old set stays and the error says why.
   // OK and no-op when no token file is configured.
@@ -93,6 +100,11 @@ class Authenticator final {
 
  private:
   explicit Authenticator(AuthOptions options) : options_(std::move(options)) {}
+  // The entry of `token`, or UNAUTHENTICATED: none sent (saying how to send
+  // one) or not valid.
+  static absl::StatusOr<const TokenEntry*> CheckBearer(const std::vector<TokenEntry>& tokens,
+                                                       absl::string_view token,
+                                                       absl::string_view how_to_send);
 
   const AuthOptions options_;
   mutable absl::Mutex mu_;

@@ -459,6 +459,8 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   // --- operating it: metrics and log format ---
   if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
   if (!config.log_format().empty()) daemon->log_format = config.log_format();
+  // --- MCP over streamable HTTP ---
+  if (!config.mcp_listen().empty()) daemon->server.mcp_listen = config.mcp_listen();
   if (config.has_policy()) {
     if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
   }
@@ -593,12 +595,14 @@ absl::Status ValidateAuthOptions(const ServerOptions& server) {
   return absl::OkStatus();
 }
 
-// "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6).
-absl::Status ValidateMetricsListen(absl::string_view listen) {
+// "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6), for the
+// HTTP listener `what` (e.g. "metrics.listen (--metrics_listen)").
+absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen,
+                                absl::string_view example) {
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics.listen (--metrics_listen) '", listen, "' ", why,
-        "; give host:port, e.g. 127.0.0.1:9464 (port 0 picks one), or leave it empty for none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", listen, "' ", why, "; give host:port, e.g. ", example,
+                     " (port 0 picks one), or leave it empty for none"));
   };
   size_t colon = listen.rfind(':');
   if (colon == absl::string_view::npos || colon == 0) return bad("is not host:port");
@@ -697,18 +701,47 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
   if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
   // --- operating it: metrics and log format ---
   if (!server.metrics_listen.empty()) {
-    if (absl::Status s = ValidateMetricsListen(server.metrics_listen); !s.ok()) return s;
+    if (absl::Status s = ValidateHttpListen("metrics.listen (--metrics_listen)",
+                                            server.metrics_listen, "127.0.0.1:9464");
+        !s.ok()) {
+      return s;
+    }
   }
   if (auto format = ParseLogFormat(daemon.log_format); !format.ok()) return format.status();
+  // Beyond loopback only with callers authenticated, or when told to anyway.
+  auto refuse_unauthenticated = [&](absl::string_view listen, absl::string_view give) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refusing to listen on ", listen,
+        " without authentication: whoever reaches it could run commands and write files in "
+        "the workspace. Give ", give, ", or pass --insecure_allow_unauthenticated to serve it "
+        "anyway"));
+  };
   if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen) &&
       !AuthenticatesCallers(server)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "refusing to listen on ", server.listen,
-        " without authentication: whoever reaches it could run commands and write files in "
-        "the workspace. Give auth.token_file (--token_file) or a client CA for mTLS "
-        "(--tls_client_ca_file), listen on a loopback address (127.0.0.1:50051) or a unix "
-        "socket, or pass --insecure_allow_unauthenticated to serve it anyway"));
+    return refuse_unauthenticated(
+        server.listen,
+        "auth.token_file (--token_file) or a client CA for mTLS (--tls_client_ca_file), listen "
+        "on a loopback address (127.0.0.1:50051) or a unix socket");
   }
+  // --- MCP over streamable HTTP ---
+  if (!server.mcp_listen.empty()) {
+    if (absl::Status s =
+            ValidateHttpListen("mcp_listen (--mcp_listen)", server.mcp_listen, "127.0.0.1:8765");
+        !s.ok()) {
+      return s;
+    }
+    // The HTTP endpoint checks bearer tokens only: TLS client certificates
+    // never reach it.
+    if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.mcp_listen) &&
+        server.auth.token_file.empty()) {
+      return refuse_unauthenticated(
+          absl::StrCat(server.mcp_listen, " (mcp_listen)"),
+          "auth.token_file (--token_file; MCP clients send 'Authorization: Bearer <token>', and "
+          "a client CA does not apply to this plain-HTTP endpoint) or listen on a loopback "
+          "address (127.0.0.1:8765)");
+    }
+  }
+  // --- end MCP over streamable HTTP ---
   return absl::OkStatus();
 }
 

@@ -11,6 +11,12 @@
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
+namespace {
+
+// serverInfo.version of the MCP endpoint (as `toolexec mcp` reports it).
+constexpr char kMcpHttpServerVersion[] = "1.0.0";
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
                                                        Engine::ToolInstaller extra_tools) {
@@ -93,6 +99,23 @@ absl::Status Daemon::Start() {
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
     address_ = absl::StrCat(host, ":", port);
   }
+  // --- MCP over streamable HTTP ---
+  if (!o.mcp_listen.empty()) {
+    McpHttpServer::Options mcp;
+    mcp.listen = o.mcp_listen;
+    mcp.max_body_bytes = static_cast<size_t>(o.max_receive_message_bytes);
+    mcp.max_result_bytes = static_cast<size_t>(o.max_send_message_bytes);
+    mcp.version = kMcpHttpServerVersion;
+    auto mcp_http = McpHttpServer::Start(engine_.get(), auth_.get(), std::move(mcp));
+    if (!mcp_http.ok()) {
+      server_->Shutdown();
+      StopMetrics();
+      return mcp_http.status();
+    }
+    mcp_http_ = *std::move(mcp_http);
+    spdlog::info("MCP over streamable HTTP on http://{}/mcp", mcp_http_->address());
+  }
+  // --- end MCP over streamable HTTP ---
   SetServing(true);
   spdlog::info("toolexecd serving on {} (workspace {}, {} tools)", address_,
                options_.engine.workspace, engine_->registry().size());
@@ -133,6 +156,7 @@ void Daemon::Shutdown() {
     return;
   }
   SetServing(false);
+  if (mcp_http_ != nullptr) mcp_http_->BeginDrain();
   engine_->Drain(absl::Now() + options_.server.drain_grace);
   // No new connection may reach a server that is shutting down.
   if (unix_listener_ != nullptr) unix_listener_->Stop();
@@ -140,6 +164,7 @@ void Daemon::Shutdown() {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     server_->Wait();
   }
+  if (mcp_http_ != nullptr) mcp_http_->Stop();
   engine_->Stop();
   StopMetrics();
   if (server_ != nullptr) spdlog::info("toolexecd stopped");

@@ -23,6 +23,7 @@
 #include "core/engine.h"
 #include "server/artifact_store_service.h"
 #include "server/auth.h"
+#include "server/mcp_http.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/tool_executor_service.h"
@@ -50,14 +51,19 @@ class Daemon final {
   // Where /metrics is served ("host:port"), or "" (metrics_listen unset).
   std::string metrics_address() const { return metrics_ ? metrics_->address() : ""; }
 
+  // Where MCP over streamable HTTP is served ("host:port", path /mcp), or ""
+  // (mcp_listen unset).
+  std::string mcp_address() const { return mcp_http_ ? mcp_http_->address() : ""; }
+
   // Reads the token file again (SIGHUP): on error the tokens in use stay and
   // the status says why.
   absl::Status ReloadCredentials() { return auth_->ReloadTokens(); }
 
-  // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING, then the
-  // engine drains (new batches refused with UNAVAILABLE, in-flight ones get
+  // Staged, graceful stop (STYLE.md habit 4): health NOT_SERVING (and the
+  // MCP endpoint refuses new requests), then the engine drains (new batches refused with UNAVAILABLE, in-flight ones get
   // up to drain_grace, sessions close and WatchSession streams end), then the
-  // gRPC server stops (cancelling what is left) and the engine stops.
+  // gRPC server and the MCP endpoint stop (cancelling what is left) and the
+  // engine stops.
   // Idempotent; later callers wait for the first.
   void Shutdown();
 
@@ -79,6 +85,7 @@ class Daemon final {
   std::unique_ptr<ToolExecutorService> executor_service_;
   std::unique_ptr<ArtifactStoreService> artifact_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<McpHttpServer> mcp_http_;  // when mcp_listen is set
   std::string address_;
 
   absl::Mutex mu_;

@@ -101,6 +101,10 @@ ABSL_FLAG(std::string, address_file, "",
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks one); "
           "empty = off.");
+// --- MCP over streamable HTTP ---
+ABSL_FLAG(std::string, mcp_listen, "",
+          "Also serve the tools to MCP clients over streamable HTTP at http://HOST:PORT/mcp "
+          "(port 0 picks one); empty = off. Beyond loopback it needs --token_file.");
 ABSL_FLAG(std::string, log_format, "text",
           "Log lines on stderr: text, or json (one object per line). Both carry the "
           "trace_id of the RPC they belong to.");
@@ -236,6 +240,7 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   // --- operating it: metrics and log format ---
   if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
+  if (OnCommandLine("mcp_listen")) server.mcp_listen = absl::GetFlag(FLAGS_mcp_listen);
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   // The workspace: absolute and real, so confinement compares real paths.

@@ -126,6 +126,8 @@ class HistogramFamily final {
 constexpr double kMicros = 1e-6;
 constexpr size_t kStatuses = 5;  // ResultStatus
 constexpr int kGrpcCodes = 17;
+constexpr size_t kDecisions = 3;  // PermissionDecision
+constexpr size_t kDecidedBy = 6;  // PermissionDecidedBy
 // The RPCs toolexecd serves; others are counted too, through the family's lock.
 constexpr const char* kMethods[] = {
     "ListTools",     "ExecuteBatch", "OpenSession",       "UpdateSession", "CloseSession",
@@ -165,7 +167,9 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
                  .Register(*registry)),
         decisions(prometheus::BuildCounter()
                       .Name("toolexec_permission_decisions_total")
-                      .Help("Permission decisions the policy took on calls, by decision")
+                      .Help("Permission decisions on calls: the policy's (allow, deny, ask, "
+                            "by rule, default, grant or error) and the outcome of each ask "
+                            "(allow or deny, by user or timeout)")
                       .Register(*registry)),
         call_duration("toolexec_call_duration_seconds",
                       "Tool call latency, from start (or acceptance, if never started) to result",
@@ -178,16 +182,43 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
         batch_duration_h(batch_duration.Get({})),
         batch_calls_h(batch_calls.Get({})) {
     unknown.name = "(unknown)";
-    const char* names[] = {"allow", "deny", "ask"};
-    for (int i = 0; i < 3; ++i) decision_counters[i] = &decisions.Add({{"decision", names[i]}});
+    // The pairs that can happen, so each shows as 0 before it does.
+    const char* decided[] = {"allow", "deny", "ask"};
+    const char* by[] = {"rule", "default", "grant", "user", "timeout", "error"};
+    using D = PermissionDecision;
+    using B = PermissionDecidedBy;
+    const std::pair<D, B> pairs[] = {
+        {D::kAllow, B::kRule}, {D::kAllow, B::kDefault}, {D::kAllow, B::kGrant},
+        {D::kAllow, B::kUser}, {D::kDeny, B::kRule},     {D::kDeny, B::kDefault},
+        {D::kDeny, B::kUser},  {D::kDeny, B::kTimeout},  {D::kDeny, B::kError},
+        {D::kAsk, B::kRule},   {D::kAsk, B::kDefault}};
+    for (const auto& [d, b] : pairs) {
+      const auto di = static_cast<size_t>(d);
+      const auto bi = static_cast<size_t>(b);
+      decision_counters[di][bi] =
+          &decisions.Add({{"decision", decided[di]}, {"decided_by", by[bi]}});
+    }
     for (auto& row : rpc_slots) {
       for (auto& slot : row) slot.store(nullptr, std::memory_order_relaxed);
     }
   }
 
   ToolSlots& SlotsOf(const RegisteredTool* tool) {
-    if (tool != nullptr && tool->position < tools.size()) return *tools[tool->position];
-    return unknown;
+    if (tool == nullptr) return unknown;
+    if (tool->position < tools.size()) {
+      ToolSlots& slots = *tools[tool->position];
+      if (slots.name == tool->name && slots.server_name == tool->server_name) return slots;
+    }
+    // A tool an MCP server listed after start-up (positions past the fixed
+    // tools change as servers' lists do): slots by name, made once.
+    absl::MutexLock lock(&later_tools_mu);
+    std::unique_ptr<ToolSlots>& slots = later_tools[{tool->name, tool->server_name}];
+    if (slots == nullptr) {
+      slots = std::make_unique<ToolSlots>();
+      slots->name = tool->name;
+      slots->server_name = tool->server_name;
+    }
+    return *slots;
   }
 
   std::vector<MetricFamily> Collect() const override {
@@ -233,8 +264,12 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   HistogramFamily batch_calls;
   AtomicHistogram* const batch_duration_h;
   AtomicHistogram* const batch_calls_h;
-  std::array<Counter*, 3> decision_counters{};
+  // [PermissionDecision][PermissionDecidedBy]; null for a pair that cannot happen.
+  std::array<std::array<Counter*, kDecidedBy>, kDecisions> decision_counters{};
   std::vector<std::unique_ptr<ToolSlots>> tools;  // by RegisteredTool::position; set before calls
+  absl::Mutex later_tools_mu;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ToolSlots>> later_tools
+      ABSL_GUARDED_BY(later_tools_mu);
   ToolSlots unknown;
   std::array<std::array<std::atomic<Counter*>, kGrpcCodes>, kKnownMethods> rpc_slots;
 
@@ -330,9 +365,12 @@ void PrometheusMetrics::BatchFinished(absl::Duration duration) {
   state_->batch_duration_h->Observe(absl::ToDoubleSeconds(duration));
 }
 
-void PrometheusMetrics::PermissionDecided(PermissionDecision decision) {
-  size_t i = std::min<size_t>(static_cast<size_t>(decision), 2);
-  state_->decision_counters[i]->Increment();
+void PrometheusMetrics::PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) {
+  const auto d = static_cast<size_t>(decision);
+  const auto b = static_cast<size_t>(by);
+  if (d >= kDecisions || b >= kDecidedBy) return;
+  Counter* counter = state_->decision_counters[d][b];
+  if (counter != nullptr) counter->Increment();
 }
 
 void PrometheusMetrics::RpcFinished(absl::string_view method, absl::StatusCode code) {

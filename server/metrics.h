@@ -13,7 +13,7 @@
 //   toolexec_child_processes_running                 gauge (command process trees)
 //   toolexec_command_output_bytes_total              counter
 //   toolexec_rpcs_total{method,code}                 counter
-//   toolexec_permission_decisions_total{decision}    counter
+//   toolexec_permission_decisions_total{decision,decided_by} counter
 // Labels are low-cardinality only: a call's tool is its registered name (a
 // name no tool has is "(unknown)"), never a session or call id.
 //
@@ -62,7 +62,7 @@ class PrometheusMetrics final : public MetricsSink {
                      absl::Duration duration) override;
   void BatchStarted(size_t calls) override;
   void BatchFinished(absl::Duration duration) override;
-  void PermissionDecided(PermissionDecision decision) override;
+  void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) override;
   void RpcFinished(absl::string_view method, absl::StatusCode code) override;
 
  private:

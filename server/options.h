@@ -61,6 +61,9 @@ struct ServerOptions {
   // Prometheus /metrics over HTTP on this "host:port" (port 0 picks one);
   // "" = off. MetricsConfig.listen, --metrics_listen.
   std::string metrics_listen;
+  // MCP over streamable HTTP (server/mcp_http.h) on this "host:port" (port 0
+  // picks one); "" = off. DaemonConfig.mcp_listen, --mcp_listen.
+  std::string mcp_listen;
 };
 
 // Whether `listen` is reachable from this machine only: a unix socket, or a

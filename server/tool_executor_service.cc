@@ -14,8 +14,26 @@ namespace toolexec {
 
 ToolExecutorService::ToolExecutorService(Engine* engine, const ServerOptions& options,
                                          const Authenticator* auth)
-    : engine_(engine), auth_(auth), max_send_message_bytes_(options.max_send_message_bytes) {
-  for (const auto& t : engine_->registry().tools()) ToProto(*t, &declarations_.emplace_back());
+    : engine_(engine), auth_(auth), max_send_message_bytes_(options.max_send_message_bytes) {}
+
+std::shared_ptr<const ToolExecutorService::Declarations> ToolExecutorService::DeclarationsOf(
+    const ToolList& tools) const {
+  const ToolRegistry& registry = *tools.registry();
+  {
+    absl::MutexLock lock(&mu_);
+    if (declarations_ != nullptr && declarations_->generation == registry.generation()) {
+      return declarations_;
+    }
+  }
+  auto fresh = std::make_shared<Declarations>();
+  fresh->generation = registry.generation();
+  for (const auto& t : registry.tools()) ToProto(*t, &fresh->tools.emplace_back());
+  absl::MutexLock lock(&mu_);
+  // Generations only grow: never replace a newer cache by an older one.
+  if (declarations_ == nullptr || declarations_->generation < fresh->generation) {
+    declarations_ = fresh;
+  }
+  return fresh;
 }
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
@@ -51,14 +69,24 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
   }
   auto tools = engine_->ListTools(caller, request.session_id(), request.tool_set());
   if (!tools.ok()) return tools.status();
+  std::shared_ptr<const Declarations> declarations = DeclarationsOf(*tools);
   for (const RegisteredTool* t : *tools) {
     v1::ToolDeclaration* d = response->add_tools();
-    *d = declarations_[t->position];
+    *d = declarations->tools[t->position];
     // An MCP tool whose server is down says so (the cache holds what is fixed).
     if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
   }
   response->set_provider_tools_json(
-      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), *tools));
+      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), tools->tools()));
+  // A server not ready has no tools to mark: it is listed itself.
+  for (const mcp::McpServerStatus& server : engine_->mcp_servers()) {
+    v1::McpServerStatus* out = response->add_mcp_servers();
+    out->set_name(server.name);
+    out->set_ready(server.ready);
+    out->set_unavailable_reason(server.reason);
+    out->set_tools(static_cast<uint32_t>(server.tools));
+    for (const std::string& why : server.refused_tools) out->add_refused_tools(why);
+  }
   return absl::OkStatus();
 }
 

@@ -2,7 +2,8 @@
 // request (convert.h), calls the Engine, converts the answer, and finishes
 // with the status converted once (unary.h), logging one line. Streaming RPCs
 // are reactors of their own (execute_batch_reactor.h, watch_session_reactor.h).
-// Stateless apart from the declarations, converted once. ListTools is served
+// Stateless apart from the declarations, converted once per registry
+// snapshot (tools/runtime/tool_registry.h). ListTools is served
 // as bytes so that its response is serialized deterministically: the same
 // declarations are the same bytes on every call and across restarts (model
 // providers cache prompts by their bytes).
@@ -11,7 +12,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "core/engine.h"
 #include "server/auth.h"
@@ -60,8 +66,16 @@ class ToolExecutorService final
   Engine* const engine_;
   const Authenticator* const auth_;
   const int max_send_message_bytes_;
-  // Declarations converted once: the registry is fixed after start-up.
-  std::vector<v1::ToolDeclaration> declarations_;
+  // The declarations of one registry snapshot, by position.
+  struct Declarations {
+    uint64_t generation = 0;
+    std::vector<v1::ToolDeclaration> tools;
+  };
+  // Those of `tools`'s snapshot: cached until a newer snapshot is listed.
+  std::shared_ptr<const Declarations> DeclarationsOf(const ToolList& tools) const;
+
+  mutable absl::Mutex mu_;
+  mutable std::shared_ptr<const Declarations> declarations_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace toolexec

@@ -28,18 +28,41 @@
 // Prints throughput, p50/p99 per tool (arrival after the batch was sent, and
 // the daemon's own duration), the counts of lost, misordered and wrong
 // results, and the resource figures; --csv=FILE writes the samples for
-// bench/plot_load.py.
+// bench/load/plot.py.
 //
-// Exit status: 0 when nothing was lost, misordered or wrong and resources
-// returned; 1 otherwise; 2 on bad usage or set-up failure.
+// Nothing waits unbounded, so a stuck daemon (or client) is a failure that
+// says what was stuck rather than a hang:
+//   - every ExecuteBatch carries a deadline (--rpc_timeout, by default the
+//     run length and at least 30 s; a normal batch takes milliseconds); a
+//     normal or cancelled batch that reaches it is counted as `stuck` and
+//     reported with its stream, its calls and the result it was waiting for;
+//   - settling is bounded (45 s), and so is the daemon's exit after SIGTERM
+//     (--shutdown_timeout, 40 s): past it the daemon is SIGKILLed and the run
+//     fails saying so;
+//   - a watchdog thread fails the whole run (printing what each stream and
+//     the main thread were doing, then SIGKILLing the daemon and exiting 1)
+//     once every bound above together has passed;
+//   - the daemon child dies with bench_load (PR_SET_PDEATHSIG), so a crashed
+//     bench_load never leaves a daemon holding its caller's output pipe
+//     (ctest waits for that pipe to close).
+// Threads: main starts the daemon, the sampler, the streams and the
+// watchdog, joins the streams and the sampler, settles and stops the daemon;
+// the watchdog only reads the per-stream and main-thread activity (each
+// under its own mutex) and, when it fires, ends the process.
+//
+// Exit status: 0 when nothing was lost, misordered, wrong or stuck and
+// resources returned; 1 otherwise; 2 on bad usage or set-up failure.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -49,14 +72,20 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "bench/stats.h"
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
+#include "tools/builtin/command/reaper.h"
 
 namespace toolexec::bench {
 namespace {
@@ -70,6 +99,13 @@ struct Config {
   std::string toolexecd = TOOLEXECD_PATH;
   std::string csv;
   int settle_seconds = 45;  // the executor's idle timeout (30 s) and a margin
+  int rpc_timeout_seconds = 0;  // 0: the run length, at least 30 s
+  int shutdown_timeout_seconds = 40;  // the daemon's exit after SIGTERM
+  int startup_seconds = 30;
+
+  int RpcTimeout() const {
+    return rpc_timeout_seconds > 0 ? rpc_timeout_seconds : std::max(seconds, 30);
+  }
 };
 
 // ---- the daemon under load --------------------------------------------------
@@ -83,17 +119,14 @@ struct Sample {
   long results = 0;
 };
 
+// The number in /proc/<pid>/status's `key:` line (kB for Vm*), -1 if absent.
 long StatusField(pid_t pid, const std::string& key) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, key + ":")) {
+  for (absl::string_view line :
+       absl::StrSplit(command::ReadSmallFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    if (absl::ConsumePrefix(&line, key) && absl::ConsumePrefix(&line, ":")) {
       long v = 0;
-      std::string digits;
-      for (char c : line.substr(key.size() + 1)) {
-        if (c >= '0' && c <= '9') digits += c;
-      }
-      return absl::SimpleAtoi(digits, &v) ? v : -1;
+      line = absl::StripAsciiWhitespace(line);
+      return absl::SimpleAtoi(line.substr(0, line.find(' ')), &v) ? v : -1;
     }
   }
   return -1;
@@ -115,14 +148,12 @@ long CountDescendants(pid_t root) {
   std::error_code ec;
   for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     pid_t pid = 0;
-    if (!absl::SimpleAtoi(it->path().filename().string(), &pid)) continue;
-    std::ifstream in(it->path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');  // the name may hold spaces and ')'
-    if (close == std::string::npos) continue;
-    char state = 0;
-    pid_t ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2) parent[pid] = ppid;
+    command::ProcStat stat;
+    // A process may exit at any point of the scan: it is then skipped.
+    if (absl::SimpleAtoi(it->path().filename().string(), &pid) &&
+        command::ReadProcStat(pid, &stat)) {
+      parent[pid] = stat.ppid;
+    }
   }
   long n = 0;
   for (const auto& [pid, ppid] : parent) {
@@ -177,8 +208,10 @@ struct Stats {
   std::map<std::string, std::vector<double>> arrival_ms ABSL_GUARDED_BY(mu);
   std::map<std::string, std::vector<double>> duration_ms ABSL_GUARDED_BY(mu);
   std::atomic<long> batches{0}, cancelled{0}, disconnected{0};
-  std::atomic<long> results{0}, lost{0}, misordered{0}, wrong{0}, rpc_errors{0};
+  std::atomic<long> results{0}, lost{0}, misordered{0}, wrong{0}, rpc_errors{0}, stuck{0};
   std::vector<std::string> failures ABSL_GUARDED_BY(mu);
+
+  long Failures() const { return lost + misordered + wrong + stuck + rpc_errors; }
 
   void Fail(std::atomic<long>& counter, const std::string& what) {
     ++counter;
@@ -236,9 +269,39 @@ v1::ToolCall MakeToolCall(Kind kind, int index, std::mt19937& rng, Expected* exp
 
 bool ExpectSuccess(Kind k) { return k != Kind::kMissing && k != Kind::kUnknown; }
 
-void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end, Stats* stats) {
+// What one thread is doing and since when, for the watchdog's report.
+class Activity {
+ public:
+  void Set(std::string what) {
+    absl::MutexLock lock(&mu_);
+    what_ = std::move(what);
+    since_ = Clock::now();
+  }
+  std::string Describe() const {
+    absl::MutexLock lock(&mu_);
+    return absl::StrCat(what_, " (for ",
+                        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since_)
+                            .count(),
+                        " s)");
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::string what_ ABSL_GUARDED_BY(mu_) = "starting";
+  Clock::time_point since_ ABSL_GUARDED_BY(mu_) = Clock::now();
+};
+
+// "c2 run_command" for call `i` of `request`.
+std::string CallLabel(const v1::ExecuteBatchRequest& request, size_t i) {
+  if (i >= static_cast<size_t>(request.calls_size())) return "the end of the stream";
+  const v1::ToolCall& call = request.calls(static_cast<int>(i));
+  return absl::StrCat(call.id(), " ", call.name());
+}
+
+void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end,
+               std::chrono::seconds rpc_timeout, Stats* stats, Activity* activity) {
   std::mt19937 rng(static_cast<unsigned>(stream * 7919 + 17));
-  while (Clock::now() < end) {
+  for (long batch = 0; Clock::now() < end; ++batch) {
     int roll = static_cast<int>(rng() % 100);
     bool cancel = roll < 5;
     bool disconnect = roll >= 5 && roll < 10;
@@ -271,11 +334,15 @@ void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end, 
         add(std::move(call), e);
       }
     }
+    std::string what = absl::StrCat("stream ", stream, ": ExecuteBatch #", batch, " (",
+                                    cancel ? "cancel" : disconnect ? "disconnect" : "normal",
+                                    ", ", request.calls_size(), " calls)");
     grpc::ClientContext context;
-    if (disconnect) {
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::milliseconds(30 + rng() % 51));
-    }
+    context.set_deadline(
+        std::chrono::system_clock::now() +
+        (disconnect ? std::chrono::milliseconds(30 + rng() % 51)
+                    : std::chrono::duration_cast<std::chrono::milliseconds>(rpc_timeout)));
+    activity->Set(absl::StrCat(what, ": waiting for result 0 (", CallLabel(request, 0), ")"));
     auto sent = Clock::now();
     std::unique_ptr<grpc::ClientReader<v1::ExecuteBatchResponse>> reader =
         stub->ExecuteBatch(&context, request);
@@ -295,6 +362,8 @@ void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end, 
       }
       const Expected& e = expected[next++];
       ++stats->results;
+      activity->Set(absl::StrCat(what, ": waiting for result ", next, " (",
+                                 CallLabel(request, next), ")"));
       bool failed = !r.error_message().empty();
       if (cancel && next == 1) context.TryCancel();
       if (cancel || disconnect) continue;  // only the prefix order is checked
@@ -310,15 +379,24 @@ void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end, 
       stats->arrival_ms[KindName(e.kind)].push_back(arrival);
       stats->duration_ms[KindName(e.kind)].push_back(duration);
     }
+    activity->Set(absl::StrCat(what, ": in ClientReader::Finish after ", next, " results"));
     grpc::Status status = reader->Finish();
     ++stats->batches;
-    if (cancel) {
-      ++stats->cancelled;
+    if (cancel) ++stats->cancelled;
+    if (disconnect) ++stats->disconnected;
+    if (!disconnect && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // Neither a normal batch nor the first result of a cancelled one takes
+      // anywhere near the deadline: the daemon did not deliver.
+      stats->Fail(stats->stuck, absl::StrCat(what, " hit its ", rpc_timeout.count(),
+                                             " s deadline with ", next, " of ",
+                                             expected.size(), " results, waiting for ",
+                                             CallLabel(request, next)));
+    } else if (cancel) {
       if (status.ok() && next != expected.size()) {
         stats->Fail(stats->lost, "a cancelled batch ended OK without all its results");
       }
     } else if (disconnect) {
-      ++stats->disconnected;
+      // Any prefix is right for a client that went away.
     } else if (!status.ok()) {
       stats->Fail(stats->rpc_errors, absl::StrCat("stream ", stream, ": ExecuteBatch ",
                                                   status.error_code(), " ",
@@ -328,6 +406,7 @@ void RunStream(v1::ToolExecutor::Stub* stub, int stream, Clock::time_point end, 
                                             expected.size(), " calls"));
     }
   }
+  activity->Set(absl::StrCat("stream ", stream, ": done"));
 }
 
 // ---- set-up -----------------------------------------------------------------
@@ -353,8 +432,11 @@ pid_t StartDaemon(const Config& config, const fs::path& dir, std::string* addres
                                    "--workspace=" + (dir / "ws").string(),
                                    "--example_tools",
                                    "--log_level=warn"};
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    // Die with bench_load, whatever ends it.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent) _exit(127);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -362,7 +444,8 @@ pid_t StartDaemon(const Config& config, const fs::path& dir, std::string* addres
     _exit(127);
   }
   if (pid < 0) return -1;
-  for (auto until = Clock::now() + std::chrono::seconds(30); Clock::now() < until;) {
+  for (auto until = Clock::now() + std::chrono::seconds(config.startup_seconds);
+       Clock::now() < until;) {
     std::ifstream in(address_file);
     if (std::getline(in, *address) && !address->empty()) return pid;
     int status;
@@ -373,6 +456,71 @@ pid_t StartDaemon(const Config& config, const fs::path& dir, std::string* addres
   waitpid(pid, nullptr, 0);
   return -1;
 }
+
+// SIGTERM, then up to `timeout` for the daemon to exit; past it SIGKILL.
+// Returns true if it exited by itself with status 0; `*report` says how it ended.
+bool StopDaemon(pid_t pid, std::chrono::seconds timeout, std::string* report) {
+  kill(pid, SIGTERM);
+  int wstatus = 0;
+  auto start = Clock::now();
+  for (;;) {
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) break;
+    if (r < 0) {
+      *report = absl::StrCat("waitpid failed: ", strerror(errno));
+      return false;
+    }
+    if (Clock::now() - start >= timeout) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      *report = absl::StrCat("FAILED: still running ", timeout.count(),
+                             " s after SIGTERM, killed");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (WIFEXITED(wstatus)) {
+    *report = absl::StrCat(WEXITSTATUS(wstatus) == 0 ? "" : "FAILED: ", "exit ",
+                           WEXITSTATUS(wstatus));
+    return WEXITSTATUS(wstatus) == 0;
+  }
+  *report = absl::StrCat("FAILED: killed by signal ", WTERMSIG(wstatus));
+  return false;
+}
+
+// Fails the run once `bound` has passed: prints what the main thread and
+// every stream that is not done were doing, SIGKILLs the daemon and exits 1.
+// Stop() (from the main thread) ends it without firing.
+class Watchdog {
+ public:
+  Watchdog(std::chrono::seconds bound, pid_t daemon, const Activity* main,
+           const std::vector<Activity>* streams)
+      : thread_([this, bound, daemon, main, streams] {
+          if (stop_.WaitForNotificationWithTimeout(absl::Seconds(bound.count()))) return;
+          std::fprintf(stderr, "bench_load: STUCK: the run exceeded its %ld s bound\n",
+                       static_cast<long>(bound.count()));
+          std::fprintf(stderr, "  main: %s\n", main->Describe().c_str());
+          for (const Activity& a : *streams) {
+            std::string what = a.Describe();
+            if (!absl::StrContains(what, ": done")) {
+              std::fprintf(stderr, "  %s\n", what.c_str());
+            }
+          }
+          kill(daemon, SIGKILL);
+          std::fflush(stdout);
+          std::fflush(stderr);
+          _exit(1);
+        }) {}
+  ~Watchdog() { Stop(); }
+  void Stop() {
+    if (!stop_.HasBeenNotified()) stop_.Notify();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  absl::Notification stop_;
+  std::thread thread_;
+};
 
 void PrintSample(const char* label, const Sample& s) {
   std::printf("  %-9s rss=%.1f MiB threads=%ld fds=%ld children=%ld\n", label,
@@ -399,12 +547,25 @@ int Run(const Config& config) {
     stubs.push_back(v1::ToolExecutor::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
+  // Every phase below is bounded; the watchdog fails the run if, together,
+  // they still overrun (which means something waited where it must not).
+  const std::chrono::seconds rpc_timeout(config.RpcTimeout());
+  Activity main_activity;
+  std::vector<Activity> activities(static_cast<size_t>(config.streams));
+  Watchdog watchdog(rpc_timeout * 2 + std::chrono::seconds(config.seconds + config.settle_seconds +
+                                                          config.shutdown_timeout_seconds + 30),
+                    daemon, &main_activity, &activities);
+
   // Warm up (one batch of each tool), then take the baseline.
+  main_activity.Set("warming up");
   Stats warm;
-  RunStream(stubs[0].get(), 0, Clock::now() + std::chrono::milliseconds(300), &warm);
+  Activity warm_activity;
+  RunStream(stubs[0].get(), 0, Clock::now() + std::chrono::milliseconds(300), rpc_timeout, &warm,
+            &warm_activity);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   Sample baseline = SampleDaemon(daemon);
 
+  main_activity.Set("waiting for the streams to end (joining their threads)");
   Stats stats;
   std::vector<Sample> samples;
   std::atomic<bool> done{false};
@@ -424,12 +585,13 @@ int Run(const Config& config) {
   std::vector<std::thread> streams;
   for (int i = 0; i < config.streams; ++i) {
     streams.emplace_back(RunStream, stubs[static_cast<size_t>(i) % stubs.size()].get(), i, end,
-                         &stats);
+                         rpc_timeout, &stats, &activities[static_cast<size_t>(i)]);
   }
   for (std::thread& t : streams) t.join();
   double load_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   // Let the daemon settle back.
+  main_activity.Set("settling: sampling the daemon until it is back to baseline");
   Sample after;
   bool returned = false;
   for (auto until = Clock::now() + std::chrono::seconds(config.settle_seconds);;) {
@@ -447,18 +609,20 @@ int Run(const Config& config) {
   after.results = stats.results.load();
   samples.push_back(after);
 
-  kill(daemon, SIGTERM);
-  int wstatus = 0;
-  waitpid(daemon, &wstatus, 0);
-  bool clean_exit = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+  main_activity.Set("waiting for the daemon to exit after SIGTERM");
+  std::string exit_report;
+  bool clean_exit =
+      StopDaemon(daemon, std::chrono::seconds(config.shutdown_timeout_seconds), &exit_report);
+  watchdog.Stop();
 
   std::printf("bench_load: %d streams for %d s against toolexecd on %s\n", config.streams,
               config.seconds, address.c_str());
   std::printf("  batches=%ld (cancelled=%ld disconnected=%ld) results=%ld  %.0f results/s\n",
               stats.batches.load(), stats.cancelled.load(), stats.disconnected.load(),
               stats.results.load(), static_cast<double>(stats.results.load()) / load_seconds);
-  std::printf("  lost=%ld misordered=%ld wrong=%ld rpc_errors=%ld\n", stats.lost.load(),
-              stats.misordered.load(), stats.wrong.load(), stats.rpc_errors.load());
+  std::printf("  lost=%ld misordered=%ld wrong=%ld stuck=%ld rpc_errors=%ld\n",
+              stats.lost.load(), stats.misordered.load(), stats.wrong.load(),
+              stats.stuck.load(), stats.rpc_errors.load());
   std::printf("  %-20s %8s %10s %10s %10s %10s\n", "tool", "calls", "p50 ms", "p99 ms",
               "run p50", "run p99");
   {
@@ -471,6 +635,12 @@ int Run(const Config& config) {
     }
     for (const std::string& f : stats.failures) std::fprintf(stderr, "FAILURE: %s\n", f.c_str());
   }
+  {
+    absl::MutexLock lock(&warm.mu);
+    for (const std::string& f : warm.failures) {
+      std::fprintf(stderr, "FAILURE (warm-up): %s\n", f.c_str());
+    }
+  }
   Sample peak;
   for (const Sample& s : samples) {
     peak.rss_kib = std::max(peak.rss_kib, s.rss_kib);
@@ -482,7 +652,7 @@ int Run(const Config& config) {
   PrintSample("peak", peak);
   PrintSample("after", after);
   std::printf("  resources %s to baseline %.0f s after the load; daemon exit on SIGTERM: %s\n",
-              returned ? "returned" : "did NOT return", settled, clean_exit ? "0" : "FAILED");
+              returned ? "returned" : "did NOT return", settled, exit_report.c_str());
   if (!config.csv.empty()) {
     std::ofstream csv(config.csv);
     csv << "t_s,rss_mib,threads,fds,children,results\n";
@@ -495,8 +665,7 @@ int Run(const Config& config) {
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
-  bool ok = stats.lost == 0 && stats.misordered == 0 && stats.wrong == 0 &&
-            stats.rpc_errors == 0 && returned && clean_exit;
+  bool ok = stats.Failures() == 0 && warm.Failures() == 0 && returned && clean_exit;
   return ok ? 0 : 1;
 }
 
@@ -518,15 +687,25 @@ int Main(int argc, char** argv) {
                config.streams > 0 && config.streams <= 1024) {
     } else if (value("--seconds", &v) && absl::SimpleAtoi(v, &config.seconds) &&
                config.seconds > 0 && config.seconds <= 3600) {
+    } else if (value("--rpc_timeout", &v) && absl::SimpleAtoi(v, &config.rpc_timeout_seconds) &&
+               config.rpc_timeout_seconds > 0 && config.rpc_timeout_seconds <= 3600) {
+    } else if (value("--shutdown_timeout", &v) &&
+               absl::SimpleAtoi(v, &config.shutdown_timeout_seconds) &&
+               config.shutdown_timeout_seconds > 0 && config.shutdown_timeout_seconds <= 3600) {
     } else if (value("--toolexecd", &config.toolexecd) || value("--csv", &config.csv)) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--streams=N] [--seconds=S] [--csv=FILE] "
-                   "[--toolexecd=PATH]\n"
+                   "[--rpc_timeout=S] [--shutdown_timeout=S] [--toolexecd=PATH]\n"
                    "  --quick      8 streams for 5 s: a smoke run that checks correctness\n"
                    "  --streams=N  concurrent ExecuteBatch streams (1..1024) [64]\n"
                    "  --seconds=S  how long to hold the load (1..3600) [180]\n"
-                   "  --csv=FILE   write the per-second samples (for bench/plot_load.py)\n",
+                   "  --csv=FILE   write the per-second samples (for bench/load/plot.py)\n"
+                   "  --rpc_timeout=S       deadline of each ExecuteBatch; one that reaches it\n"
+                   "                        is a stuck batch, a failure [run length, >= 30]\n"
+                   "  --shutdown_timeout=S  how long the daemon may take to exit after SIGTERM\n"
+                   "                        before it is killed and the run fails [40]\n"
+                   "  --toolexecd=PATH      the daemon to load [this build's toolexecd]\n",
                    argv[0]);
       return 2;
     }

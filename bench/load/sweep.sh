@@ -15,7 +15,7 @@ mkdir -p "$out"
 for n in "${streams[@]}"; do
   echo "bench_load: $n streams for $seconds s" >&2
   build/bench/load/bench_load --streams="$n" --seconds="$seconds" \
-    --csv="$out/streams-$n.csv" | tee "$out/streams-$n.txt"
+    --csv="$out/load_streams-$n.csv" | tee "$out/load_streams-$n.txt"
 done
-build/bench/load/bench_load --streams=64 --seconds=180 --csv="$out/long-64.csv" | tee "$out/long-64.txt"
+build/bench/load/bench_load --streams=64 --seconds=180 --csv="$out/load_long-64.csv" | tee "$out/load_long-64.txt"
 /usr/bin/python3 bench/load/plot.py "$out"

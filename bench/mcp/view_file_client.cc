@@ -3,7 +3,7 @@
 // is measured from the MCP SDK's own client.
 //
 //   bench_view_file_client --target=ADDR --file=PATH [--calls=N] [--warmup=W]
-//                          [--expect=TEXT]
+//                          [--expect=TEXT] [--tool=NAME --path_arg=KEY]
 //
 // Connects once (one channel, reused for every call, as a harness would),
 // waits until the daemon reports SERVING, makes W untimed warm-up calls, then
@@ -12,6 +12,13 @@
 // stream's final status is in. Every call (warm-up included) must return one
 // result with status SUCCESS whose payload's "content" string contains TEXT
 // (when given); the check runs after the clock stops.
+//
+// --tool and --path_arg call another tool the same way (default view_file
+// and file_path): e.g. an MCP server's read_text_file{path} served by
+// toolexecd, for bench/mcp/mcp_tool_vs_direct.mjs. For a tool other than
+// view_file, TEXT must be in the result's model_content. --echo calls
+// bench_echo_server instead, whose payload is the call's arguments: the
+// cross-process gRPC anchor of the same call from the same client.
 //
 // Output, on success: one JSON line on stdout,
 //   {"latencies_us":[...],"tool_us":[...]}
@@ -44,6 +51,9 @@ struct Options {
   std::string target;
   std::string file;
   std::string expect;
+  std::string tool = "view_file";
+  std::string path_arg = "file_path";
+  bool echo = false;
   long calls = 400;
   long warmup = 50;
 };
@@ -52,7 +62,7 @@ struct Options {
   std::fprintf(stderr,
                "bench_view_file_client: %s\n"
                "usage: bench_view_file_client --target=ADDR --file=PATH "
-               "[--calls=N] [--warmup=W] [--expect=TEXT]\n",
+               "[--calls=N] [--warmup=W] [--expect=TEXT] [--tool=NAME --path_arg=KEY] [--echo]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -70,6 +80,10 @@ Options ParseArgs(int argc, char** argv) {
   Options opts;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--echo") {
+      opts.echo = true;
+      continue;
+    }
     size_t eq = arg.find('=');
     if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
       Usage("unexpected argument '" + arg + "'");
@@ -82,6 +96,10 @@ Options ParseArgs(int argc, char** argv) {
       opts.file = value;
     } else if (key == "expect") {
       opts.expect = value;
+    } else if (key == "tool") {
+      opts.tool = value;
+    } else if (key == "path_arg") {
+      opts.path_arg = value;
     } else if (key == "calls") {
       opts.calls = ParseCount(key, value);
     } else if (key == "warmup") {
@@ -105,8 +123,8 @@ Options ParseArgs(int argc, char** argv) {
 std::string Describe(const absl::Status& status) { return status.ToString(); }
 
 // Empty when the batch's results are what view_file must return.
-std::string Check(const std::vector<toolexec::v1::ToolResult>& results,
-                  const std::string& expect) {
+std::string Check(const std::vector<toolexec::v1::ToolResult>& results, const Options& opts) {
+  const std::string& expect = opts.expect;
   if (results.size() != 1) {
     return "expected 1 result, got " + std::to_string(results.size());
   }
@@ -116,6 +134,20 @@ std::string Check(const std::vector<toolexec::v1::ToolResult>& results,
            r.error_message();
   }
   const auto& fields = r.payload().struct_value().fields();
+  if (opts.echo) {
+    auto arg = fields.find(opts.path_arg);
+    if (arg == fields.end() || arg->second.string_value() != opts.file) {
+      return "the echo did not return the call's arguments: " +
+             r.payload().ShortDebugString().substr(0, 300);
+    }
+    return "";
+  }
+  if (opts.tool != "view_file") {
+    if (r.model_content().find(expect) == std::string::npos) {
+      return "model_content lacks the expected text: " + r.model_content().substr(0, 300);
+    }
+    return "";
+  }
   auto it = fields.find("content");
   if (it == fields.end() || !it->second.has_string_value()) {
     return "payload has no string \"content\": " +
@@ -164,8 +196,8 @@ int main(int argc, char** argv) {
   toolexec::v1::ExecuteBatchRequest request;
   toolexec::v1::ToolCall* call = request.add_calls();
   call->set_id("v");
-  call->set_name("view_file");
-  (*call->mutable_args()->mutable_fields())["file_path"].set_string_value(opts.file);
+  call->set_name(opts.tool);
+  (*call->mutable_args()->mutable_fields())[opts.path_arg].set_string_value(opts.file);
 
   std::vector<double> latencies;
   std::vector<double> tool_times;
@@ -181,7 +213,7 @@ int main(int argc, char** argv) {
     const std::string which = (timed ? "call " + std::to_string(i - opts.warmup)
                                      : "warm-up call " + std::to_string(i));
     if (!results.ok()) Fail(which + " failed: " + Describe(results.status()));
-    std::string problem = Check(*results, opts.expect);
+    std::string problem = Check(*results, opts);
     if (!problem.empty()) Fail(which + ": " + problem);
     if (!timed) continue;
     latencies.push_back(Us(t1 - t0));

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,6 +32,11 @@ class DaemonProcess final {
     std::vector<std::string> args;        // flags after --address_file
     int as_uid = -1;                      // >= 0: run as this uid (the test is root)
     rlim_t nproc = 0;                     // > 0: RLIMIT_NPROC before it starts
+    // Set: its whole environment ("NAME=value" each); unset: the test's.
+    std::optional<std::vector<std::string>> env;
+    // SIGKILLed if the test dies first (PR_SET_PDEATHSIG; tied to the thread
+    // that starts it), so a test killed half-way leaves no daemon behind.
+    bool die_with_test = false;
   };
 
   explicit DaemonProcess(Options options) {
@@ -38,8 +45,18 @@ class DaemonProcess final {
     unlink(address_file_.c_str());
     std::vector<std::string> args = {options.binary, "--address_file=" + address_file_};
     args.insert(args.end(), options.args.begin(), options.args.end());
+    std::vector<char*> envp;
+    if (options.env.has_value()) {
+      for (auto& e : *options.env) envp.push_back(e.data());
+      envp.push_back(nullptr);
+    }
+    const pid_t test_pid = getpid();
     pid_ = fork();
     if (pid_ == 0) {
+      if (options.die_with_test &&
+          (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != test_pid)) {
+        _exit(123);
+      }
       int log = open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (log >= 0) dup2(log, STDERR_FILENO);
       if (options.as_uid >= 0 && (setgroups(0, nullptr) != 0 || setgid(options.as_uid) != 0 ||
@@ -53,7 +70,7 @@ class DaemonProcess final {
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(argv[0], argv.data());
+      execve(argv[0], argv.data(), options.env.has_value() ? envp.data() : environ);
       _exit(122);
     }
   }

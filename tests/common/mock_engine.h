@@ -21,7 +21,7 @@ class MockEngine : public Engine {
   const ToolRegistry& registry() const override { return registry_; }
   ToolRegistry& mutable_registry() { return registry_; }
 
-  MOCK_METHOD(absl::StatusOr<std::vector<const RegisteredTool*>>, ListTools,
+  MOCK_METHOD(absl::StatusOr<ToolList>, ListTools,
               (const CallerIdentity&, const std::string&, const std::string&), (override));
   MOCK_METHOD(absl::StatusOr<std::unique_ptr<StartedBatch>>, StartBatch,
               (const CallerIdentity&, BatchSpec, BatchObserver*), (override));

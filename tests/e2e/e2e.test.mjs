@@ -12,11 +12,14 @@
 // Each daemon listens on 127.0.0.1:0 in a fresh temporary workspace, reports its
 // address through --address_file, and is killed in an after() hook whatever
 // happens. Behaviours: S1 (order), S2 (batches), S3 (failures on the wire),
-// S4 (argument validation), S5 (context), S13 (display), plus the RPC status
-// codes of API.md and the SIGTERM drain.
+// S4 (argument validation), S5 (context), S12 (asking), S13 (display), plus
+// the RPC status codes of API.md and the SIGTERM drain.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 import {
   connect,
@@ -477,6 +480,99 @@ describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, (
     assert.deepEqual(codec.fromStruct(merged.merged.state_delta), { count: 2 });
     const state = await unary(client, 'GetState', { session_id: parent.session_id });
     assert.deepEqual(codec.fromStruct(state.state), { count: 2 });
+  });
+});
+
+// ---------------------------------------------------------------------------
+// A daemon whose policy asks before get_weather (S12): the batch streams a
+// PermissionRequest and waits; RespondPermission decides what happens.
+
+describe('toolexecd with a policy that asks', { skip: Boolean(missing) }, () => {
+  let d;
+  let env;
+  let configDir;
+
+  before(async () => {
+    configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-e2e-policy-'));
+    const config = path.join(configDir, 'toolexecd.textproto');
+    fs.writeFileSync(config, `policy {
+  rules { name: "weather needs a yes" tool: "get_weather" decision: DECISION_ASK }
+  ask_timeout_ms: 20000
+}
+`);
+    d = await startDaemon([`--config=${config}`]);
+    env = await connect(d);
+  });
+
+  after(async () => {
+    await stopDaemon(d);
+    fs.rmSync(configDir, { recursive: true, force: true });
+  });
+
+  // Runs the batch, answering each permission request with `decision`.
+  async function answered(request, decision) {
+    const responses = [];
+    const outcome = await executeBatch(env, request, {
+      onEvent: (event) => {
+        if (event.kind !== 'permission_request') return;
+        const { request_id } = event.msg.permission_request;
+        responses.push(unary(env.client, 'RespondPermission', { request_id, decision }));
+      },
+    });
+    await Promise.all(responses);
+    assertNoRpcError(outcome);
+    return outcome;
+  }
+
+  const weather = (codec, id) => call(codec, { id, name: 'get_weather', args: { city: 'Paris' } });
+  const sum = (codec, id) => call(codec, { id, name: 'calculate_sum', args: { numbers: [2, 3] } });
+
+  test('ask -> RespondPermission(allow once) -> results; the next batch asks again', async () => {
+    const { codec } = env;
+    for (const round of [1, 2]) {
+      const outcome = await answered({ calls: [weather(codec, `w${round}`), sum(codec, `s${round}`)] },
+        'PERMISSION_DECISION_ALLOW_ONCE');
+      assert.deepEqual(outcome.events.map((e) => e.kind), ['permission_request', 'result', 'result']);
+      const asked = outcome.events[0].msg.permission_request;
+      assert.match(asked.request_id, /\S/);
+      assert.equal(asked.index, 0);
+      assert.equal(asked.tool_name, 'get_weather');
+      assert.deepEqual({ ...asked.target }, { kind: 'KIND_TOOL', value: 'get_weather', recursive: false });
+      assert.match(asked.reason, /weather needs a yes/);
+      assertSuccess(outcome.results[0], { index: 0, id: `w${round}`, name: 'get_weather',
+        payload: outcome.results[0].payload });
+      assert.equal(outcome.results[0].payload.city, 'Paris');
+      assertSuccess(outcome.results[1], { index: 1, id: `s${round}`, name: 'calculate_sum',
+        payload: { result: 'Sum: 5' } });
+    }
+  });
+
+  test('allow for the session: the session is not asked again', async () => {
+    const { client, codec } = env;
+    const { session_id } = await unary(client, 'OpenSession', { conversation_id: 'asked' });
+    const first = await answered({ session_id, calls: [weather(codec, 'a')] },
+      'PERMISSION_DECISION_ALLOW_SESSION');
+    assert.deepEqual(first.events.map((e) => e.kind), ['permission_request', 'result']);
+    const second = await executeBatch(env, { session_id, calls: [weather(codec, 'b')] });
+    assertNoRpcError(second);
+    assert.deepEqual(second.events.map((e) => e.kind), ['result']);
+    assert.equal(second.results[0].status, 'RESULT_STATUS_SUCCESS');
+  });
+
+  test('deny: every call of the batch is DENIED, and the request is answered', async () => {
+    const { client, codec } = env;
+    const outcome = await answered({ calls: [sum(codec, 's'), weather(codec, 'w')] },
+      'PERMISSION_DECISION_DENY');
+    const requestId = outcome.events[0].msg.permission_request.request_id;
+    assert.equal(outcome.results.length, 2);
+    for (const r of outcome.results) {
+      assert.equal(r.status, 'RESULT_STATUS_DENIED');
+      assert.equal(r.error_message, 'Permission denied by user');
+      assert.equal(r.exception.code, 'ERROR_CODE_DENIED');
+    }
+    const again = await unaryError(client, 'RespondPermission',
+      { request_id: requestId, decision: 'PERMISSION_DECISION_ALLOW_ONCE' });
+    assert.equal(again.code, GRPC_NOT_FOUND);
   });
 });
 

@@ -10,20 +10,16 @@
 // fds. Under the bwrap sandbox it must hold no capability, and unmounting,
 // remounting, writing outside the workspace and entering the host's
 // namespaces must all fail. Either way it inherits no fd but 0, 1 and 2.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,25 +27,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "tests/common/daemon_process.h"
 #include "tools/runtime/json.h"
-
-extern char** environ;
 
 namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A uid (and gid of the same number) with no passwd entry: nothing on the
 // machine runs as it or owns anything as it, except what the test creates.
@@ -65,15 +52,16 @@ struct CommandResult {
   std::string stderr_text;
 };
 
-// One toolexecd process, started with exactly `env` as its environment, as
-// `uid`:`gid`, with its own base directory (owned by that uid) holding the
-// workspace, the config, the address file and the daemon's log. Stopped with
-// SIGTERM (SIGKILL after 30 s) on destruction.
-class DaemonProcess final {
+// One toolexecd process (tests/common/daemon_process.h), started with exactly
+// `env` as its environment, as `uid`:`gid` (the same number, as the common
+// helper runs it), with its own base directory (owned by that uid) holding
+// the workspace, the config, the address file and the daemon's log. Stopped
+// with SIGTERM (SIGKILL after 30 s) on destruction; killed if the test dies.
+class IsolatedDaemon final {
  public:
-  static std::unique_ptr<DaemonProcess> Start(uid_t uid, gid_t gid, bool sandbox,
-                                              const std::vector<std::string>& env) {
-    auto d = std::unique_ptr<DaemonProcess>(new DaemonProcess());
+  static std::unique_ptr<IsolatedDaemon> Start(uid_t uid, bool sandbox,
+                                               const std::vector<std::string>& env) {
+    auto d = std::unique_ptr<IsolatedDaemon>(new IsolatedDaemon());
     char tmpl[] = "/tmp/toolexec-isolation-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return nullptr;
     d->base_ = tmpl;
@@ -95,73 +83,36 @@ class DaemonProcess final {
         << "run_command { kill_grace_ms: 200 " << (sandbox ? "sandbox: \"bwrap\" " : "") << "}\n";
     chmod(d->base_.c_str(), 0755);
     for (const std::string& p : {d->base_, d->workspace_}) {
-      if (chown(p.c_str(), uid, gid) != 0) return nullptr;
+      if (chown(p.c_str(), uid, uid) != 0) return nullptr;
     }
-
-    // Through setpriv, which also ties the daemon to this test: it dies with
-    // us rather than outlive a test killed half-way.
-    std::vector<std::string> argv = {"/usr/bin/setpriv", "--pdeathsig=SIGKILL"};
-    if (other_user) {
-      argv.insert(argv.end(), {absl::StrCat("--reuid=", uid), absl::StrCat("--regid=", gid),
-                               "--clear-groups"});
-    }
-    argv.insert(argv.end(), {"--", binary, "--config=" + d->base_ + "/config.txtpb",
-                             "--address_file=" + d->base_ + "/addr"});
-    std::vector<char*> c_argv, c_env;
-    for (std::string& a : argv) c_argv.push_back(a.data());
-    c_argv.push_back(nullptr);
-    std::vector<std::string> env_copy = env;
-    for (std::string& e : env_copy) c_env.push_back(e.data());
-    c_env.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, (d->base_ + "/daemon.log").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    int rc = posix_spawn(&d->pid_, c_argv[0], &actions, nullptr, c_argv.data(), c_env.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      d->pid_ = -1;
+    test_support::DaemonProcess::Options options;
+    options.binary = binary;
+    options.state_dir = d->base_;
+    options.args = {"--config=" + d->base_ + "/config.txtpb"};
+    if (other_user) options.as_uid = static_cast<int>(uid);
+    options.env = env;
+    options.die_with_test = true;
+    d->process_ = std::make_unique<test_support::DaemonProcess>(std::move(options));
+    const std::string address = d->process_->WaitForAddress();
+    if (address.empty()) {
+      ADD_FAILURE() << "toolexecd did not start: " << d->process_->Log();
       return nullptr;
     }
-    // Serving once the address file appears (written after start-up).
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (!std::filesystem::exists(d->base_ + "/addr")) {
-      int status;
-      if (waitpid(d->pid_, &status, WNOHANG) == d->pid_ || absl::Now() > deadline) {
-        d->pid_ = -1;
-        ADD_FAILURE() << "toolexecd did not start: " << d->Log();
-        return nullptr;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    d->client_ =
-        Client::Create(std::string(absl::StripAsciiWhitespace(ReadWholeFile(d->base_ + "/addr"))));
+    d->client_ = Client::Create(address);
     return d;
   }
 
-  ~DaemonProcess() {
+  ~IsolatedDaemon() {
     client_.reset();  // an open channel would hold up the daemon's drain
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      const absl::Time deadline = absl::Now() + absl::Seconds(30);
-      int status;
-      while (waitpid(pid_, &status, WNOHANG) == 0) {
-        if (absl::Now() > deadline) {
-          kill(pid_, SIGKILL);
-          waitpid(pid_, &status, 0);
-          break;
-        }
-        absl::SleepFor(absl::Milliseconds(20));
-      }
-    }
+    if (process_ != nullptr) process_->SignalAndWait(SIGTERM, absl::Seconds(30));
+    process_.reset();  // SIGKILL if it is still there
     std::error_code ec;
     std::filesystem::remove_all(base_, ec);
   }
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
   const std::string& workspace() const { return workspace_; }
-  std::string Log() const { return ReadWholeFile(base_ + "/daemon.log"); }
+  std::string Log() const { return process_->Log(); }
 
   // run_command with `command_line`; a failed call fails the test.
   CommandResult Run(const std::string& command_line) {
@@ -194,11 +145,11 @@ class DaemonProcess final {
   }
 
  private:
-  DaemonProcess() = default;
+  IsolatedDaemon() = default;
 
-  pid_t pid_ = -1;
   std::string base_;
   std::string workspace_;
+  std::unique_ptr<test_support::DaemonProcess> process_;
   std::unique_ptr<Client> client_;
 };
 
@@ -233,8 +184,8 @@ class IsolationTest : public ::testing::TestWithParam<RunAs> {
             "ISOLATION_VISIBLE=" + visible_};
   }
 
-  std::unique_ptr<DaemonProcess> StartDaemon(bool sandbox) {
-    auto d = DaemonProcess::Start(uid_, gid_, sandbox, env_);
+  std::unique_ptr<IsolatedDaemon> StartDaemon(bool sandbox) {
+    auto d = IsolatedDaemon::Start(uid_, sandbox, env_);
     EXPECT_NE(d, nullptr) << "could not start toolexecd as uid " << uid_;
     return d;
   }

@@ -1,7 +1,8 @@
 // Operating toolexecd: /metrics scraped over HTTP after a mixed batch (a
 // success, an unknown tool, a timeout, a command) shows the calls, latencies,
 // batch, RPC and command counts; the caller's traceparent reaches the
-// command's environment, every result and the JSON log lines of the RPC.
+// command's environment, every result and the JSON log lines of the RPC; a
+// policy's decisions are counted.
 #include <curl/curl.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -23,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "core/policy.h"
 #include "server/daemon.h"
 #include "server/logging.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -111,6 +114,7 @@ class MetricsTest : public ::testing::Test {
     options.server.metrics_listen = "127.0.0.1:0";
     options.engine.workspace = workspace_.string();
     options.engine.example_tools = true;
+    Configure(options);
     auto daemon = Daemon::Create(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
@@ -119,6 +123,9 @@ class MetricsTest : public ::testing::Test {
     stub_ = v1::ToolExecutor::NewStub(
         grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
   }
+
+  // A fixture's own daemon options.
+  virtual void Configure(DaemonOptions& /*options*/) {}
 
   void TearDown() override {
     if (daemon_) daemon_->Shutdown();
@@ -239,7 +246,7 @@ TEST_F(MetricsTest, AMixedBatchShowsInTheMetricsTheResultsAndTheLogs) {
       {"toolexec_calls_queued", 0},
       {"toolexec_batches_in_flight", 0},
       {"toolexec_sessions_open", 1},
-      {"toolexec_permission_decisions_total{decision=\"deny\"}", 0},
+      {"toolexec_permission_decisions_total{decided_by=\"rule\",decision=\"deny\"}", 0},
   };
   for (const auto& [key, value] : expected) EXPECT_EQ(Get(samples, key), value) << key;
 
@@ -328,6 +335,45 @@ TEST_F(MetricsTest, RpcsAreCountedByMethodAndCode) {
   });
   EXPECT_EQ(Get(samples, "toolexec_rpcs_total{code=\"NOT_FOUND\",method=\"GetState\"}"), 1);
   EXPECT_EQ(Get(samples, "toolexec_rpcs_total{code=\"OK\",method=\"GetState\"}"), -1);
+}
+
+// A daemon whose policy denies `rm` commands: each call the policy decides is
+// counted by its decision and what took it.
+class PolicyMetricsTest : public MetricsTest {
+ protected:
+  void Configure(DaemonOptions& options) override {
+    PolicyRuleOptions rm;
+    rm.name = "no rm";
+    rm.tool = "run_command";
+    rm.command_pattern = "rm *";
+    rm.decision = PolicyDecision::kDeny;
+    options.engine.policy.rules.push_back(rm);
+  }
+};
+
+TEST_F(PolicyMetricsTest, DeniedAndAllowedCallsAreCounted) {
+  v1::ExecuteBatchRequest request;
+  AddCall(&request, "run_command", R"({"command_line":"rm -rf no-such-dir"})");
+  AddCall(&request, "get_weather", R"({"city":"Paris"})");
+  std::vector<v1::ToolResult> results = Execute(request, "");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_EQ(results[1].status(), v1::RESULT_STATUS_SUCCESS);
+  auto decisions = [](const std::string& decided_by, const std::string& decision) {
+    return "toolexec_permission_decisions_total{decided_by=\"" + decided_by +
+           "\",decision=\"" + decision + "\"}";
+  };
+  auto samples = ScrapeUntil(daemon_->metrics_address(), [&](const auto& s) {
+    return Get(s, decisions("rule", "deny")) == 1 && Get(s, decisions("default", "allow")) == 1;
+  });
+  EXPECT_EQ(Get(samples, decisions("rule", "deny")), 1);      // rm
+  EXPECT_EQ(Get(samples, decisions("default", "allow")), 1);  // get_weather
+  for (const auto& [by, decision] : std::vector<std::pair<std::string, std::string>>{
+           {"rule", "allow"}, {"default", "deny"}, {"rule", "ask"}, {"user", "allow"},
+           {"user", "deny"}, {"timeout", "deny"}, {"grant", "allow"}, {"error", "deny"}}) {
+    EXPECT_EQ(Get(samples, decisions(by, decision)), 0) << by << " " << decision;
+  }
+  EXPECT_EQ(Get(samples, decisions("user", "ask")), -1);  // cannot happen: no series
 }
 
 }  // namespace

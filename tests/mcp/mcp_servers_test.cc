@@ -12,8 +12,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -26,6 +28,7 @@
 namespace toolexec {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 const std::string kModules = std::string(TOOLEXEC_MCP_NODE_MODULES) + "/@modelcontextprotocol";
@@ -267,6 +270,125 @@ TEST_F(McpServersTest, ToolFilterAndSlowServerDoNotBlockStartup) {
   ASSERT_NE(FindTool(list, "read_text_file"), nullptr);
   EXPECT_EQ(FindTool(list, "write_file"), nullptr);
   for (const auto& t : list.tools()) EXPECT_NE(t.server_name(), "dead");
+}
+
+// ---- Tools that change while the daemon runs ---------------------------------
+
+const std::string kChanging = std::string(TOOLEXEC_MCP_FIXTURES) + "/changing_server.mjs";
+
+// tests/mcp/fixtures/changing_server.mjs: add_tool and remove_tool change
+// its tool list and send notifications/tools/list_changed.
+mcp::McpServerOptions Changing(absl::Duration start_delay = absl::ZeroDuration()) {
+  mcp::McpServerOptions o;
+  o.name = "changing";
+  o.command = {"node", kChanging};
+  if (start_delay > absl::ZeroDuration()) {
+    o.command.push_back("--delay-ms");
+    o.command.push_back(std::to_string(absl::ToInt64Milliseconds(start_delay)));
+  }
+  o.startup_timeout = absl::Seconds(30);
+  return o;
+}
+
+class McpChangingToolsTest : public McpServersTest {
+ protected:
+  // Lists until `done` holds (true) or 30 s passed (false).
+  bool ListUntil(const std::function<bool(const v1::ListToolsResponse&)>& done) {
+    for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
+      if (done(List())) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+  bool Listed(const std::string& name) {
+    return ListUntil([&](const auto& list) { return FindTool(list, name) != nullptr; });
+  }
+  bool NotListed(const std::string& name) {
+    return ListUntil([&](const auto& list) { return FindTool(list, name) == nullptr; });
+  }
+};
+
+TEST_F(McpChangingToolsTest, ALateServerIsListedAsNotReadyThenItsToolsAppear) {
+  mcp::McpServerOptions late = Changing(/*start_delay=*/absl::Seconds(3));
+  late.startup_timeout = absl::Milliseconds(300);
+  absl::Time start = absl::Now();
+  ASSERT_TRUE(StartDaemon({late}).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));  // did not wait for it
+  v1::ListToolsResponse list = List();
+  EXPECT_EQ(FindTool(list, "add_tool"), nullptr);
+  ASSERT_EQ(list.mcp_servers_size(), 1);
+  EXPECT_EQ(list.mcp_servers(0).name(), "changing");
+  EXPECT_FALSE(list.mcp_servers(0).ready());
+  EXPECT_THAT(list.mcp_servers(0).unavailable_reason(), HasSubstr("MCP server"));
+
+  ASSERT_TRUE(Listed("add_tool"));
+  list = List();
+  EXPECT_EQ(FindTool(list, "add_tool")->server_name(), "changing");
+  ASSERT_EQ(list.mcp_servers_size(), 1);
+  EXPECT_TRUE(list.mcp_servers(0).ready());
+  EXPECT_EQ(list.mcp_servers(0).tools(), 2u);
+  v1::ToolResult r = Call("add_tool", R"({"name":"gizmo"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+}
+
+TEST_F(McpChangingToolsTest, AToolAddedIsCallableAndARemovedOneIsUnknown) {
+  ASSERT_TRUE(StartDaemon({Changing()}).ok());
+  for (const char* name : {"gizmo", "gizmo2"}) {
+    v1::ToolResult r = Call("add_tool", absl::StrCat(R"({"name":")", name, R"("})"));
+    ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  }
+  ASSERT_TRUE(Listed("gizmo2"));
+  v1::ListToolsResponse list = List();
+  ASSERT_NE(FindTool(list, "gizmo"), nullptr);
+  EXPECT_EQ(FindTool(list, "gizmo")->server_name(), "changing");
+  // After the built-ins, in the server's order.
+  EXPECT_EQ(list.tools(list.tools_size() - 1).name(), "gizmo2");
+  v1::ToolResult r = Call("gizmo", "{}");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("gizmo done"));
+
+  r = Call("remove_tool", R"({"name":"gizmo"})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  ASSERT_TRUE(NotListed("gizmo"));
+  r = Call("gizmo", "{}");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_ERROR);
+  EXPECT_EQ(r.exception().code(), v1::ERROR_CODE_UNKNOWN_TOOL);
+  EXPECT_THAT(r.error_message(), HasSubstr("unknown tool 'gizmo'; did you mean gizmo2"));
+}
+
+TEST_F(McpChangingToolsTest, ARuntimeNameCollisionIsRefusedAndShown) {
+  ASSERT_TRUE(StartDaemon({Changing()}).ok());
+  v1::ToolResult r = Call("add_tool", R"({"name":"view_file"})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  ASSERT_TRUE(ListUntil([](const v1::ListToolsResponse& list) {
+    return list.mcp_servers_size() == 1 && list.mcp_servers(0).refused_tools_size() > 0;
+  }));
+  v1::ListToolsResponse list = List();
+  EXPECT_THAT(list.mcp_servers(0).refused_tools(0),
+              AllOf(HasSubstr("'view_file'"), HasSubstr("built-in"),
+                    HasSubstr("MCP server 'changing'")));
+  EXPECT_EQ(list.mcp_servers(0).tools(), 3u);  // listed, one of them refused
+  ASSERT_NE(FindTool(list, "view_file"), nullptr);
+  EXPECT_EQ(FindTool(list, "view_file")->server_name(), "");  // still the built-in
+  r = Call("view_file", R"({"file_path":"hello.txt"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_THAT(PayloadJson(r), HasSubstr("hello from the filesystem server"));
+}
+
+TEST_F(McpChangingToolsTest, ACallRunningWhileItsToolIsRemovedCompletes) {
+  ASSERT_TRUE(StartDaemon({Changing()}).ok());
+  v1::ToolResult r = Call("add_tool", R"({"name":"sleeper","ms":3000})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  ASSERT_TRUE(Listed("sleeper"));
+  v1::ToolResult running;
+  std::thread caller([&] { running = Call("sleeper", "{}"); });
+  absl::SleepFor(absl::Milliseconds(800));
+  r = Call("remove_tool", R"({"name":"sleeper"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_TRUE(NotListed("sleeper"));
+  caller.join();
+  EXPECT_EQ(running.status(), v1::RESULT_STATUS_SUCCESS) << running.error_message();
+  EXPECT_THAT(PayloadJson(running), HasSubstr("sleeper done"));
 }
 
 // The streamable HTTP transport, against server-everything's HTTP mode.

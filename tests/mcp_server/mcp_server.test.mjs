@@ -9,47 +9,14 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, '../..');
-const TOOLEXECD = process.env.TOOLEXECD || path.join(REPO, 'build/toolexecd');
-const TOOLEXEC = process.env.TOOLEXEC || path.join(REPO, 'build/toolexec');
+import { REPO, TOOLEXEC, TOOLEXECD, checkCancellation, checkProgress, eventually, importSdk } from './helpers.mjs';
 
-let Client, StdioClientTransport, McpError;
-let missing = null;
-try {
-  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
-  ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
-  ({ McpError } = await import('@modelcontextprotocol/sdk/types.js'));
-} catch (err) {
-  missing = `the MCP SDK is not installed (${err.message}); run \`cd tests/mcp_server && npm install\``;
-}
+const { Client, Transport: StdioClientTransport, McpError, missing: sdkMissing } =
+  await importSdk('client/stdio.js', 'StdioClientTransport');
+let missing = sdkMissing;
 for (const [what, file] of [['toolexecd', TOOLEXECD], ['toolexec', TOOLEXEC]]) {
   if (!missing && !fs.existsSync(file)) missing = `${what} not found at ${file}: build it`;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually(pred, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await pred()) return true;
-    await sleep(25);
-  }
-  return false;
-}
-
-// Pids of the processes whose environment holds `needle`.
-function processesWith(needle) {
-  const found = [];
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/environ`, 'latin1').includes(needle)) found.push(pid);
-    } catch {}
-  }
-  return found;
 }
 
 describe('toolexec mcp', { skip: false }, () => {
@@ -213,31 +180,10 @@ describe('toolexec mcp', { skip: false }, () => {
   });
 
   test('progress notifications carry run_command output', async () => {
-    const client = await connect();
-    const seen = [];
-    const r = await client.callTool(
-      { name: 'run_command', arguments: { command_line: 'echo one; sleep 0.2; echo two' } },
-      undefined, { onprogress: (p) => seen.push(p) });
-    assert.ok(!r.isError);
-    assert.ok(seen.length >= 1, 'progress notifications');
-    assert.match(seen.map((p) => p.message).join(''), /one/);
-    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress);
+    await checkProgress(await connect());
   });
 
   test('cancellation ends the call and its processes', async () => {
-    const client = await connect();
-    const marker = `toolexec-mcp-cancel-${process.pid}-${Date.now()}`;
-    const abort = new AbortController();
-    const call = client.callTool(
-      { name: 'run_command', arguments: { command_line: 'sleep 1000', env: { MCP_MARKER: marker } } },
-      undefined, { signal: abort.signal });
-    assert.ok(await eventually(() => processesWith(marker).length > 0), 'the command started');
-    abort.abort('no longer needed');
-    await assert.rejects(call);
-    assert.ok(await eventually(() => processesWith(marker).length === 0),
-              `left behind: ${processesWith(marker)}`);
-    // The connection is still good.
-    const r = await client.callTool({ name: 'view_file', arguments: { file_path: 'hello.txt' } });
-    assert.ok(!r.isError);
+    await checkCancellation(await connect(), 'toolexec-mcp');
   });
 });

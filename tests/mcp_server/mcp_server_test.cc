@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace toolexec {
@@ -188,6 +190,129 @@ TEST(McpServerCalls, InFlightCallsAreCappedCancelledAndJoined) {
   }
   absl::MutexLock lock(&mu);
   EXPECT_EQ(sent.size(), 1u) << sent.back();
+}
+
+// The dispatcher both transports share, against a source without a daemon.
+class FakeSource final : public McpToolSource {
+ public:
+  absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() override {
+    std::vector<v1::ToolDeclaration> tools(2);
+    tools[0].set_name("echo");
+    tools[0].set_executor(v1::EXECUTOR_DAEMON);
+    tools[1].set_name("ask_question");
+    tools[1].set_executor(v1::EXECUTOR_HARNESS);
+    return tools;
+  }
+  // "echo" answers at once after one progress text; "block" waits until
+  // cancelled.
+  absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
+                                      const std::function<void(const std::string&)>& progress,
+                                      CallCancel* cancel) override {
+    progress("working");
+    v1::ToolResult result;
+    if (call.name == "block") {
+      absl::Notification cancelled;
+      cancel->Arm([&cancelled] { cancelled.Notify(); });
+      cancelled.WaitForNotification();
+      cancel->Disarm();
+      result.set_status(v1::RESULT_STATUS_CANCELLED);
+      return result;
+    }
+    if (call.name == "late") {  // the result is in; then a cancel comes
+      cancel->Arm([] {});
+      cancel->Disarm();
+      if (after_result) after_result();
+    }
+    result.set_status(v1::RESULT_STATUS_SUCCESS);
+    result.set_model_content(absl::StrCat("echo ", call.id, " ", call.args_json));
+    return result;
+  }
+  std::function<void()> after_result;
+};
+
+mcp::Message Message(const std::string& text) {
+  auto m = mcp::ParseMessage(text);
+  EXPECT_TRUE(m.ok()) << text;
+  return *std::move(m);
+}
+
+TEST(McpDispatcher, ListsDaemonToolsCallsWithProgressAndCancelsWithoutAResponse) {
+  FakeSource source;
+  McpDispatcher dispatcher(&source, {"1", "", 8});
+  std::vector<std::string> sent;
+  auto send = [&sent](const std::string& m) { sent.push_back(m); };
+
+  EXPECT_EQ(dispatcher.Handle(Message(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"), send),
+            nullptr);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(ToJsonString(Parse(sent[0])["result"]["tools"][0]["name"]), R"("echo")");
+  EXPECT_EQ(Parse(sent[0])["result"]["tools"].Size(), 1u) << "harness tools are not served";
+
+  sent.clear();
+  std::unique_ptr<McpCall> call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo",)"
+              R"("arguments":{"x":1},"_meta":{"progressToken":"t"}}})"),
+      send);
+  ASSERT_NE(call, nullptr);
+  EXPECT_TRUE(call->wants_progress());
+  // The id is reserved until the call is gone.
+  EXPECT_EQ(dispatcher.Handle(
+                Message(R"({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo"}})"),
+                send),
+            nullptr);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_THAT(sent[0], HasSubstr("already in use"));
+  sent.clear();
+  EXPECT_TRUE(call->Run(send));
+  call.reset();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(ToJsonString(Parse(sent[0])), R"({"jsonrpc":"2.0","method":"notifications/progress",)"
+                                          R"("params":{"progressToken":"t","progress":1,"message":"working"}})");
+  EXPECT_EQ(std::string(Parse(sent[1])["result"]["content"][0]["text"].GetString()),
+            R"(echo "c" {"x":1})");
+  EXPECT_EQ(dispatcher.calls_in_flight(), 0u);
+
+  // Cancelled while it runs: no response at all (no progress token: no
+  // progress either).
+  sent.clear();
+  call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block"}})"), send);
+  ASSERT_NE(call, nullptr);
+  std::thread runner([&] { EXPECT_FALSE(call->Run(send)); });
+  dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}})"),
+      send);
+  runner.join();
+  EXPECT_TRUE(sent.empty()) << sent.front();
+
+  // A cancel that comes once the call has its result (a shutdown after the
+  // drain) is too late: the response is still sent.
+  sent.clear();
+  source.after_result = [&dispatcher] {
+    dispatcher.Handle(
+        Message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}})"),
+        [](const std::string&) {});
+  };
+  call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"late"}})"), send);
+  ASSERT_NE(call, nullptr);
+  EXPECT_TRUE(call->Run(send));
+  call.reset();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_THAT(sent[0], HasSubstr(R"("id":6,"result")"));
+  sent.clear();
+
+  // Cancelled before it runs: the source is never called.
+  call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"block"}})"), send);
+  dispatcher.CancelAll();
+  EXPECT_FALSE(call->Run(send));
+  EXPECT_TRUE(sent.empty());
+  EXPECT_EQ(dispatcher.Handle(
+                Message(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo"}})"),
+                send),
+            nullptr);
+  EXPECT_THAT(sent.at(0), HasSubstr("shutting down"));
 }
 
 }  // namespace

@@ -3,11 +3,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <optional>
 #include <thread>
+#include <tuple>
+#include <utility>
 
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/engine.h"
+#include "tools/runtime/json.h"
+#include "tools/runtime/metrics.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
 
@@ -66,13 +74,75 @@ class Listener final : public SessionListener {
 using testing::Call;
 using testing::Rule;
 
+// Counts the permission decisions the engine reports.
+class DecisionSink final : public MetricsSink {
+ public:
+  void AddTools(const ToolRegistry&) override {}
+  void CallCompleted(const RegisteredTool*, ResultStatus, absl::Duration) override {}
+  void BatchStarted(size_t) override {}
+  void BatchFinished(absl::Duration) override {}
+  void RpcFinished(absl::string_view, absl::StatusCode) override {}
+  void PermissionDecided(PermissionDecision d, PermissionDecidedBy by) override {
+    absl::MutexLock lock(&mu_);
+    ++counts_[{d, by}];
+  }
+  int count(PermissionDecision d, PermissionDecidedBy by) {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find({d, by});
+    return it == counts_.end() ? 0 : it->second;
+  }
+  int total() {
+    absl::MutexLock lock(&mu_);
+    int n = 0;
+    for (const auto& [key, c] : counts_) n += c;
+    return n;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::pair<PermissionDecision, PermissionDecidedBy>, int> counts_ ABSL_GUARDED_BY(mu_);
+};
+
 class EnginePolicyTest : public ::testing::Test {
  protected:
-  void Start(PolicyOptions policy) {
+  // With an audit log in the tree and the decisions counted in sink_.
+  void StartAudited(PolicyOptions policy) {
+    audit_path_ = tree_.path() + "/audit.jsonl";
+    Start(std::move(policy), [this](EngineOptions& o) {
+      o.hooks.audit_log = audit_path_;
+      o.metrics = sink_;
+    });
+  }
+
+  // The audit log's lines by call id, once it has `n` lines (bounded wait: a
+  // line may be written just after its result is delivered).
+  std::map<std::string, Json> AuditLines(size_t n) {
+    std::vector<std::string> lines;
+    for (int i = 0; i < 3000; ++i) {
+      lines = absl::StrSplit(tree_.Read("audit.jsonl"), '\n', absl::SkipEmpty());
+      if (lines.size() >= n) break;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    EXPECT_EQ(lines.size(), n);
+    std::map<std::string, Json> out;
+    for (const auto& line : lines) {
+      auto parsed = ParseJson(line);
+      EXPECT_TRUE(parsed.ok()) << line;
+      if (parsed.ok()) out[(*parsed)["call_id"].GetString()] = *std::move(parsed);
+    }
+    return out;
+  }
+
+  static std::string DecidedBy(const Json& line) {
+    return line.HasMember("decided_by") ? line["decided_by"].GetString() : "(none)";
+  }
+
+  void Start(PolicyOptions policy, const std::function<void(EngineOptions&)>& more = nullptr) {
     EngineOptions options;
     options.workspace = tree_.path();
     options.example_tools = true;
     options.policy = std::move(policy);
+    if (more) more(options);
     auto engine = Engine::Create(options);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
@@ -108,6 +178,8 @@ class EnginePolicyTest : public ::testing::Test {
   testing::TempTree tree_;
   std::unique_ptr<Engine> engine_;
   CallerIdentity caller_;
+  std::string audit_path_;
+  std::shared_ptr<DecisionSink> sink_ = std::make_shared<DecisionSink>();
 };
 
 TEST_F(EnginePolicyTest, DenyRuleFailsOnlyItsCallNamingTheRule) {
@@ -388,6 +460,86 @@ TEST_F(EnginePolicyTest, ProfilesSelectNarrowAndAreInherited) {
                 &bound)
                 .status,
             ResultStatus::kDenied);
+}
+
+TEST_F(EnginePolicyTest, TheAuditLogAndTheMetricsNameWhatDecided) {
+  StartAudited(AskingPolicy());
+  using D = PermissionDecision;
+  using B = PermissionDecidedBy;
+  auto run = [&](BatchSpec spec, std::optional<PermissionAnswer> answer) {
+    Recorder r;
+    auto batch = engine_->StartBatch(caller_, std::move(spec), &r);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (answer.has_value()) {
+      auto requests = AwaitRequests(r, 1);
+      ASSERT_EQ(requests.size(), 1u);
+      ASSERT_TRUE(engine_->RespondPermission(caller_, requests[0].request_id, *answer, "").ok());
+    }
+    ASSERT_TRUE(r.Wait());
+  };
+  // A rule denies one call; the default decision lets the other run.
+  BatchSpec first;
+  first.calls.push_back(Call("rm", "run_command", R"({"command_line":"rm -rf out"})"));
+  first.calls.push_back(Call("weather", "get_weather", R"({"city":"Paris"})"));
+  run(std::move(first), std::nullopt);
+  // Asked, and the user allows for the session; then the grant covers.
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok());
+  run(Writes(session->session_id), PermissionAnswer::kAllowSession);
+  BatchSpec covered;
+  covered.session_id = session->session_id;
+  covered.calls.push_back(Call("w3", "create_file", R"({"file_path":"out/c.txt","contents":"C"})"));
+  run(std::move(covered), std::nullopt);
+  // Asked, and the user denies: every call of the batch names the user.
+  BatchSpec refused;
+  refused.calls.push_back(Call("git", "run_command", R"({"command_line":"git status"})"));
+  refused.calls.push_back(Call("weather2", "get_weather", R"({"city":"Rome"})"));
+  run(std::move(refused), PermissionAnswer::kDeny);
+
+  auto lines = AuditLines(8);
+  const std::tuple<const char*, const char*, const char*> expected[] = {
+      {"rm", "denied", "policy default: rule never rm"},
+      {"weather", "allowed", "policy default: default decision"},
+      {"w1", "allowed", "user"},
+      {"w2", "allowed", "user"},
+      {"g", "allowed", "policy default: default decision"},
+      {"w3", "allowed", "grant"},
+      {"git", "denied", "user"},
+      {"weather2", "denied", "user"},
+  };
+  for (const auto& [id, decision, by] : expected) {
+    ASSERT_EQ(lines.count(id), 1u) << id;
+    EXPECT_STREQ(lines[id]["decision"].GetString(), decision) << id;
+    EXPECT_EQ(DecidedBy(lines[id]), by) << id;
+  }
+  // Once per call when decided, once per asked call when answered.
+  EXPECT_EQ(sink_->count(D::kDeny, B::kRule), 1);
+  EXPECT_EQ(sink_->count(D::kAllow, B::kDefault), 3);  // weather, g, weather2
+  EXPECT_EQ(sink_->count(D::kAsk, B::kRule), 3);       // w1, w2, git
+  EXPECT_EQ(sink_->count(D::kAllow, B::kUser), 2);     // w1, w2
+  EXPECT_EQ(sink_->count(D::kAllow, B::kGrant), 1);    // w3
+  EXPECT_EQ(sink_->count(D::kDeny, B::kUser), 1);      // git
+  EXPECT_EQ(sink_->total(), 11);
+}
+
+TEST_F(EnginePolicyTest, AnUnansweredAskIsAuditedAndCountedAsTheTimeouts) {
+  PolicyOptions p = AskingPolicy();
+  p.ask_timeout = absl::Milliseconds(100);
+  StartAudited(std::move(p));
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Writes(), &r);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(r.Wait());
+  auto lines = AuditLines(3);
+  for (const char* id : {"w1", "w2", "g"}) {
+    ASSERT_EQ(lines.count(id), 1u) << id;
+    EXPECT_STREQ(lines[id]["decision"].GetString(), "denied") << id;
+    EXPECT_EQ(DecidedBy(lines[id]), "timeout") << id;
+  }
+  EXPECT_EQ(sink_->count(PermissionDecision::kAsk, PermissionDecidedBy::kRule), 2);
+  EXPECT_EQ(sink_->count(PermissionDecision::kDeny, PermissionDecidedBy::kTimeout), 2);
+  EXPECT_EQ(sink_->count(PermissionDecision::kAllow, PermissionDecidedBy::kDefault), 1);  // g
+  EXPECT_EQ(sink_->total(), 5);
 }
 
 TEST_F(EnginePolicyTest, WorkspaceOnlyDeniesPathsOutsideTheWorkspace) {

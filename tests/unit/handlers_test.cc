@@ -82,7 +82,8 @@ class HandlersTest : public ::testing::Test {
 
 TEST_F(HandlersTest, ListToolsSendsTheEnginesToolsInItsOrder) {
   EXPECT_CALL(engine_, ListTools(_, "s1", "read_only"))
-      .WillOnce(Return(std::vector<const RegisteredTool*>{Tool("gamma"), Tool("alpha")}));
+      .WillOnce(Return(ToolList(UnownedSnapshot(&engine_.registry()),
+                                {Tool("gamma"), Tool("alpha")})));
   v1::ListToolsRequest request;
   request.set_session_id("s1");
   request.set_tool_set("read_only");

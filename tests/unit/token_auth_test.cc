@@ -132,5 +132,50 @@ TEST(AuthOptionsTest, ConfigAppliesAndValidateRefusesWhatDoesNotFit) {
   }
 }
 
+// The MCP HTTP endpoint checks bearer tokens only: beyond loopback it needs a
+// token file (mTLS does not reach it) or --insecure_allow_unauthenticated.
+TEST(AuthOptionsTest, McpListenBeyondLoopbackNeedsATokenFile) {
+  v1::DaemonConfig config;
+  config.set_mcp_listen("127.0.0.1:8765");
+  DaemonOptions applied;
+  std::string log_level;
+  ASSERT_TRUE(ApplyConfig(config, &applied, &log_level).ok());
+  EXPECT_EQ(applied.server.mcp_listen, "127.0.0.1:8765");
+
+  AuthOptions tokens;
+  tokens.token_file = "/etc/toolexec/tokens";
+  AuthOptions mtls;
+  mtls.tls = {"cert.pem", "key.pem", "ca.pem"};
+  struct Case {
+    std::string mcp_listen;
+    AuthOptions auth;
+    bool insecure;
+    std::string error;  // "" = valid
+  };
+  const std::vector<Case> cases = {
+      {"127.0.0.1:0", {}, false, ""},
+      {"[::1]:8765", {}, false, ""},
+      {"localhost:8765", {}, false, ""},
+      {"0.0.0.0:8765", {}, false, "refusing to listen on 0.0.0.0:8765 (mcp_listen)"},
+      {"0.0.0.0:8765", mtls, false, "a client CA does not apply"},
+      {"0.0.0.0:8765", tokens, false, ""},
+      {"0.0.0.0:8765", {}, true, ""},
+      {"8765", {}, false, "mcp_listen (--mcp_listen) '8765' is not host:port"},
+      {"127.0.0.1:99999", {}, false, "no port number"},
+  };
+  for (const Case& c : cases) {
+    DaemonOptions o;
+    o.server.mcp_listen = c.mcp_listen;
+    o.server.auth = c.auth;
+    o.server.insecure_allow_unauthenticated = c.insecure;
+    absl::Status s = ValidateOptions(o);
+    if (c.error.empty()) {
+      EXPECT_TRUE(s.ok()) << c.mcp_listen << ": " << s;
+    } else {
+      EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.mcp_listen;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -53,7 +53,8 @@ Connection::Connection(std::string server_name, std::unique_ptr<Transport> trans
 
 Connection::~Connection() { Close(); }
 
-absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time deadline) {
+absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time deadline,
+                                            const CancellationToken* cancel) {
   callbacks_ = std::move(callbacks);
   TransportCallbacks tc;
   tc.on_message = [this](Message msg) { OnMessage(std::move(msg)); };
@@ -68,7 +69,7 @@ absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time dead
   client_info.AddMember("name", "toolexec", alloc);
   client_info.AddMember("version", "0.1.0", alloc);
   params.AddMember("clientInfo", client_info, alloc);
-  auto result = Request("initialize", std::move(params), deadline);
+  auto result = Request("initialize", std::move(params), deadline, cancel);
   if (!result.ok()) return result.status();
   ServerInfo info;
   info.protocol_version = StringField(*result, "protocolVersion");
@@ -97,13 +98,14 @@ absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time dead
   return info;
 }
 
-absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline) {
+absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline,
+                                                        const CancellationToken* cancel) {
   std::vector<Json> tools;
   std::string cursor;
   for (int page = 0; page < kMaxListPages; ++page) {
     Json params(rapidjson::kObjectType);
     if (!cursor.empty()) params.AddMember("cursor", Str(cursor, params.GetAllocator()), params.GetAllocator());
-    auto result = Request("tools/list", std::move(params), deadline);
+    auto result = Request("tools/list", std::move(params), deadline, cancel);
     if (!result.ok()) return result.status();
     if (!result->IsObject() || !result->HasMember("tools") || !(*result)["tools"].IsArray()) {
       return absl::InvalidArgumentError("tools/list: the result has no \"tools\" array");

@@ -60,11 +60,13 @@ class Connection final {
 
   // Starts the transport and runs the handshake: initialize (refusing a
   // protocol version this client does not speak), then
-  // notifications/initialized.
-  absl::StatusOr<ServerInfo> Open(Callbacks callbacks, absl::Time deadline);
+  // notifications/initialized. `cancel` (may be null) ends the wait early.
+  absl::StatusOr<ServerInfo> Open(Callbacks callbacks, absl::Time deadline,
+                                  const CancellationToken* cancel = nullptr);
 
   // Every tool the server lists (following nextCursor), as its Tool objects.
-  absl::StatusOr<std::vector<Json>> ListTools(absl::Time deadline);
+  absl::StatusOr<std::vector<Json>> ListTools(absl::Time deadline,
+                                              const CancellationToken* cancel = nullptr);
 
   // Sends `method` and waits for its result until `deadline` (DeadlineExceeded)
   // or `cancel` (Cancelled; both send notifications/cancelled). With a

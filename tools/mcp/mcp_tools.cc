@@ -1,5 +1,6 @@
 #include "tools/mcp/mcp_tools.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -65,16 +66,29 @@ std::string McpToolName(const McpServerOptions& server, const std::string& tool)
 absl::StatusOr<std::unique_ptr<McpServers>> McpServers::Start(
     std::vector<McpServerOptions> servers, std::vector<std::string> base_env) {
   std::unique_ptr<McpServers> out(new McpServers());
-  for (McpServerOptions& o : servers) {
-    auto server = std::make_shared<McpServer>(std::move(o), base_env);
-    if (absl::Status s = server->Start(); !s.ok()) return s;
+  McpServers* self = out.get();
+  out->logged_refusals_.resize(servers.size());
+  for (size_t i = 0; i < servers.size(); ++i) {
+    auto server = std::make_shared<McpServer>(std::move(servers[i]), base_env);
+    // The servers stop (joining their supervisors) before `self` goes.
+    server->set_on_listed([self, i] {
+      absl::MutexLock lock(&self->publish_mu_);
+      if (self->registry_ == nullptr) return;  // Attach publishes it
+      if (absl::Status s = self->Publish(i, /*strict=*/false); !s.ok()) {
+        spdlog::warn("MCP server '{}': its tools could not be published: {}",
+                     self->servers_[i]->name(), std::string(s.message()));
+      }
+    });
     out->servers_.push_back(std::move(server));
+  }
+  for (const auto& server : out->servers_) {
+    if (absl::Status s = server->Start(); !s.ok()) return s;
   }
   absl::Time started = absl::Now();
   for (const auto& server : out->servers_) {
     if (!server->WaitReady(started + server->options().startup_timeout)) {
-      spdlog::warn("MCP server '{}' was not ready within {}: its tools are not listed; it is "
-                   "retried in the background ({})",
+      spdlog::warn("MCP server '{}' was not ready within {}: it is retried in the background, "
+                   "and its tools appear once it lists them ({})",
                    server->name(), absl::FormatDuration(server->options().startup_timeout),
                    server->unavailable_reason());
     }
@@ -84,31 +98,49 @@ absl::StatusOr<std::unique_ptr<McpServers>> McpServers::Start(
 
 McpServers::~McpServers() { Stop(); }
 
-absl::Status McpServers::Register(ToolRegistry& registry) {
-  for (const auto& server : servers_) {
-    const std::string source = absl::StrCat("MCP server '", server->name(), "'");
-    size_t count = 0;
-    for (const Json& tool : server->tools()) {
-      ToolSpec spec = SpecOf(server->options(), tool);
-      const bool retryable = spec.HasTag(kTagReadOnly) || spec.HasTag(kTagIdempotent);
-      std::string remote = StringField(tool, "name");
-      absl::Status s = registry.Register(
-          std::make_unique<McpTool>(std::move(spec), server, std::move(remote), retryable), source);
-      if (absl::IsAlreadyExists(s)) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            s.message(), " (set prefix_tool_names on the MCP server to register its tools as '",
-            server->name(), "__<tool>')"));
-      }
-      if (!s.ok()) {
-        // A tool the model could not call (a name or schema toolexec refuses)
-        // is left out; the server's other tools still serve.
-        spdlog::warn("{}: tool left out: {}", source, std::string(s.message()));
-        continue;
-      }
-      ++count;
+std::vector<std::string> McpServers::SourceNames() const {
+  std::vector<std::string> out;
+  for (const auto& server : servers_) out.push_back(absl::StrCat("MCP server '", server->name(), "'"));
+  return out;
+}
+
+absl::Status McpServers::Attach(LiveToolRegistry* registry) {
+  absl::MutexLock lock(&publish_mu_);
+  registry_ = registry;
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    absl::Status s = Publish(i, /*strict=*/true);
+    if (absl::IsAlreadyExists(s)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          s.message(), " (set prefix_tool_names on the MCP server to register its tools as '",
+          servers_[i]->name(), "__<tool>')"));
     }
-    spdlog::info("{}: {} tool(s) registered", source, count);
+    if (!s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status McpServers::Publish(size_t index, bool strict) {
+  const std::shared_ptr<McpServer>& server = servers_[index];
+  std::vector<std::shared_ptr<Tool>> tools;
+  for (const Json& tool : server->tools()) {
+    ToolSpec spec = SpecOf(server->options(), tool);
+    const bool retryable = spec.HasTag(kTagReadOnly) || spec.HasTag(kTagIdempotent);
+    std::string remote = StringField(tool, "name");
+    tools.push_back(
+        std::make_shared<McpTool>(std::move(spec), server, std::move(remote), retryable));
+  }
+  const size_t listed = tools.size();
+  if (absl::Status s = registry_->Publish(index, std::move(tools), strict); !s.ok()) return s;
+  // Each refusal is logged once, when it first happens.
+  std::vector<std::string> refused = registry_->Refused(index);
+  std::vector<std::string>& logged = logged_refusals_[index];
+  for (const std::string& why : refused) {
+    if (std::find(logged.begin(), logged.end(), why) == logged.end()) {
+      spdlog::warn("MCP server '{}': {}", server->name(), why);
+    }
+  }
+  spdlog::info("MCP server '{}': {} tool(s) registered", server->name(), listed - refused.size());
+  logged = std::move(refused);
   return absl::OkStatus();
 }
 
@@ -121,6 +153,10 @@ std::vector<McpServerStatus> McpServers::status() const {
     s.ready = s.reason.empty();
     s.tools = server->tools().size();
     out.push_back(std::move(s));
+  }
+  absl::MutexLock lock(&publish_mu_);
+  for (size_t i = 0; i < out.size() && registry_ != nullptr; ++i) {
+    out[i].refused_tools = registry_->Refused(i);
   }
   return out;
 }

@@ -63,6 +63,7 @@ void McpServer::Stop() {
     stopping_ = true;
     changed_.SignalAll();
   }
+  stopping_token_.Cancel(CancelReason::kShutdown);
   if (supervisor_.joinable()) supervisor_.join();
 }
 
@@ -90,17 +91,20 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
 }
 
 absl::Status McpServer::Relist(Connection& connection) {
-  auto listed = connection.ListTools(absl::Now() + options_.startup_timeout);
+  auto listed = connection.ListTools(absl::Now() + ConnectTimeout(), &stopping_token_);
   if (!listed.ok()) return listed.status();
   std::vector<Json> kept;
   for (Json& t : *listed) {
     std::string name = builtin::StringField(t, "name");
     if (!name.empty() && Allowed(name)) kept.push_back(std::move(t));
   }
-  absl::MutexLock lock(&mu_);
-  tools_ = std::move(kept);
-  ++list_generation_;
-  changed_.SignalAll();
+  {
+    absl::MutexLock lock(&mu_);
+    tools_ = std::move(kept);
+    ++list_generation_;
+    changed_.SignalAll();
+  }
+  if (on_listed_) on_listed_();
   return absl::OkStatus();
 }
 
@@ -118,7 +122,7 @@ absl::StatusOr<std::shared_ptr<Connection>> McpServer::Connect(absl::Time deadli
     connection_ended_ = true;
     changed_.SignalAll();
   };
-  auto info = connection->Open(std::move(callbacks), deadline);
+  auto info = connection->Open(std::move(callbacks), deadline, &stopping_token_);
   absl::Status status = info.status();
   if (status.ok()) status = Relist(*connection);
   if (!status.ok()) {
@@ -138,7 +142,7 @@ void McpServer::Supervise() {
     relist_ = false;
     mu_.Unlock();
     const absl::Time started = absl::Now();
-    auto connected = Connect(started + options_.startup_timeout);
+    auto connected = Connect(started + ConnectTimeout());
     std::string reason;
     mu_.Lock();
     if (connected.ok()) {

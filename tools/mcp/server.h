@@ -2,8 +2,11 @@
 // it for stdio), keeps the list of its tools, restarts it when it dies, and
 // forwards tool calls to it.
 //
-// States: starting -> ready <-> degraded. A connection that fails (cannot
-// start, handshake error, the process exits, the HTTP session ends) makes the
+// States: starting -> ready <-> degraded. The daemon's start-up waits at
+// most startup_timeout for a server, but the connection attempt goes on in
+// the background (for kMinConnectTimeout at least), so a slow server comes
+// up late rather than never. A connection that fails (cannot start,
+// handshake error, the process exits, the HTTP session ends) makes the
 // server degraded; the supervisor then reconnects after a backoff of 1 s,
 // doubling to 30 s, reset once a connection has lasted 30 s. Calls in flight
 // on a connection that ends fail SERVER_UNAVAILABLE naming the server, unless
@@ -11,13 +14,15 @@
 // (within their deadline) and are sent again, once.
 //
 // Threads: one supervisor thread per server owns connecting, listing and
-// reconnecting; tools/list_changed wakes it to list again. CallTool runs on
+// reconnecting; tools/list_changed wakes it to list again, and each listing
+// is handed on (set_on_listed) from that thread. CallTool runs on
 // the caller's thread (a runner thread) and only reads the current
 // connection under the mutex. Stop() ends the supervisor and the connection
 // (killing a stdio server's process tree) and joins.
 #ifndef TOOLEXEC_TOOLS_MCP_SERVER_H_
 #define TOOLEXEC_TOOLS_MCP_SERVER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -39,6 +44,10 @@ namespace toolexec::mcp {
 
 inline constexpr absl::Duration kMinRestartBackoff = absl::Seconds(1);
 inline constexpr absl::Duration kMaxRestartBackoff = absl::Seconds(30);
+// How long one connection attempt (start, handshake, first listing) may take
+// at least: the daemon's start-up waits only startup_timeout for a server,
+// but a slower server still gets this long to come up in the background.
+inline constexpr absl::Duration kMinConnectTimeout = absl::Seconds(30);
 
 class McpServer final {
  public:
@@ -51,6 +60,10 @@ class McpServer final {
   const McpServerOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }
 
+  // Called on the supervisor thread (no lock held) after each listing of the
+  // server's tools: the first, each after list_changed, and each after a
+  // reconnect. Set before Start().
+  void set_on_listed(std::function<void()> on_listed) { on_listed_ = std::move(on_listed); }
   // Starts the supervisor thread (the first connection attempt begins at once).
   absl::Status Start();
   // Waits until the server is ready or `deadline`; true if ready.
@@ -82,6 +95,10 @@ class McpServer final {
   // Connects, handshakes and lists; the connection on success.
   absl::StatusOr<std::shared_ptr<Connection>> Connect(absl::Time deadline);
   absl::Status Relist(Connection& connection);
+  // How long one connection attempt or listing may take.
+  absl::Duration ConnectTimeout() const {
+    return std::max(options_.startup_timeout, kMinConnectTimeout);
+  }
   bool Allowed(const std::string& tool) const;
   absl::StatusOr<std::shared_ptr<Connection>> CurrentConnection(absl::Time deadline,
                                                                 const CancellationToken& cancel,
@@ -89,6 +106,9 @@ class McpServer final {
 
   const McpServerOptions options_;
   const std::vector<std::string> base_env_;
+  std::function<void()> on_listed_;
+  // Cancelled by Stop(): ends a connection attempt or listing under way.
+  CancellationToken stopping_token_;
   std::thread supervisor_;
 
   mutable absl::Mutex mu_;

@@ -30,6 +30,10 @@ enum class ResultStatus;
 
 // The decisions a permission policy takes (PolicyConfig's Decision).
 enum class PermissionDecision { kAllow, kDeny, kAsk };
+// What took a permission decision: a policy's rule, its default decision, a
+// grant the session holds (an ask it covered), the user's answer to an ask,
+// the ask's timeout, or a failure to evaluate the call (denied).
+enum class PermissionDecidedBy { kRule, kDefault, kGrant, kUser, kTimeout, kError };
 
 class MetricsSink {
  public:
@@ -46,8 +50,9 @@ class MetricsSink {
   virtual void BatchStarted(size_t calls) = 0;
   // A batch's outcome reached its caller, `duration` after it was accepted.
   virtual void BatchFinished(absl::Duration duration) = 0;
-  // A permission policy decided a call.
-  virtual void PermissionDecided(PermissionDecision decision) = 0;
+  // A permission policy decided a call, or an ask about it was answered
+  // (by kUser or kTimeout: the call was counted as kAsk before).
+  virtual void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) = 0;
   // A transport finished an RPC (`method` as the wire names it, e.g. "ExecuteBatch").
   virtual void RpcFinished(absl::string_view method, absl::StatusCode code) = 0;
 };

@@ -245,15 +245,24 @@ SessionManager::SessionManager(const ToolRegistry* registry, Options options,
                                ArtifactStore* artifacts)
     : registry_(registry), options_(options), artifacts_(artifacts) {}
 
+SessionManager::SessionManager(const LiveToolRegistry* tools, Options options,
+                               ArtifactStore* artifacts)
+    : live_(tools), options_(options), artifacts_(artifacts) {}
+
+std::shared_ptr<const ToolRegistry> SessionManager::CurrentTools() const {
+  return live_ != nullptr ? live_->Snapshot() : UnownedSnapshot(registry_);
+}
+
 absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(SessionOptions options) {
   std::vector<std::string> unknown;
+  const std::shared_ptr<const ToolRegistry> tools = CurrentTools();
   for (const auto& name : options.tools) {
-    if (registry_->Find(name) == nullptr) unknown.push_back(name);
+    if (tools->Find(name) == nullptr) unknown.push_back(name);
   }
   if (!unknown.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown tool(s): ", absl::StrJoin(unknown, ", "), "; registered: ",
-        absl::StrJoin(registry_->names(), ", ")));
+        absl::StrJoin(tools->names(), ", ")));
   }
   if (options.parent_session_id.empty() && !options.state_keys.empty()) {
     return absl::InvalidArgumentError("state_keys applies only with parent_session_id");
@@ -555,7 +564,7 @@ size_t SessionManager::SweepIdle(absl::Time now) {
 
 void SessionManager::Finish(const std::shared_ptr<Session>& session) {
   session->MarkClosed();
-  for (const auto& t : registry_->tools()) t->tool->cleanup_session(session->id());
+  for (const auto& t : CurrentTools()->tools()) t->tool->cleanup_session(session->id());
   // Nothing reaches a session's own artifact space once it is closed (a
   // conversation's artifacts stay for the conversation's next session).
   ArtifactScope scope = session->artifact_scope();

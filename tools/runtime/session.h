@@ -44,6 +44,7 @@
 namespace toolexec {
 
 class ToolRegistry;
+class LiveToolRegistry;
 
 // Sessions unused this long are closed unless the daemon is configured
 // otherwise: long enough for a harness between turns, short enough that
@@ -238,6 +239,11 @@ class SessionManager final {
   // (see Session::artifact_scope) when the session closes.
   SessionManager(const ToolRegistry* registry, Options options,
                  ArtifactStore* artifacts = nullptr);
+  // The same with tools that change at runtime: a session's tool names are
+  // checked against the tools registered when it opens, and its cleanup goes
+  // to the tools registered when it closes.
+  SessionManager(const LiveToolRegistry* tools, Options options,
+                 ArtifactStore* artifacts = nullptr);
 
   // Validates the options (known tool names; with a parent: it exists, the
   // depth limit, and the parent's user_id, which a child inherits and may not
@@ -271,7 +277,11 @@ class SessionManager final {
   std::vector<std::shared_ptr<Session>> DetachTree(absl::string_view id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const ToolRegistry* registry_;
+  // The tools now: `live_`'s snapshot, or `registry_`.
+  std::shared_ptr<const ToolRegistry> CurrentTools() const;
+
+  const ToolRegistry* registry_ = nullptr;
+  const LiveToolRegistry* live_ = nullptr;
   const Options options_;
   ArtifactStore* artifacts_;
   mutable absl::Mutex mu_;

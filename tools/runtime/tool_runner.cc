@@ -140,6 +140,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
  public:
   Batch(ToolRunner* runner, BatchRequest request, BatchObserver* observer)
       : runner_(runner),
+        registry_(request.tools != nullptr ? std::move(request.tools)
+                                           : UnownedSnapshot(runner->registry_)),
         session_(std::move(request.session)),
         timeout_(std::min(request.timeout.value_or(runner->options_.default_timeout),
                           runner->options_.max_timeout)),
@@ -285,7 +287,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   };
 
   void ResolveResources(Call& c) {
-    c.tool = runner_->registry_->Find(c.request.name);
+    c.tool = registry_->Find(c.request.name);
     if (c.tool == nullptr || c.tool->tool->spec().executor != ToolExecutor::kDaemon) return;
     c.args = ParseArgs(c.request);
     c.request.args.reset();
@@ -474,9 +476,16 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // Said to the model, which cannot list the tools itself: the closest names
   // it may call, else all of them.
   std::string UnknownToolMessage(const std::string& name) const {
-    std::vector<std::string> callable =
-        session_ != nullptr && !session_->tools().empty() ? session_->tools()
-                                                          : runner_->registry_->names();
+    // A session's list may name tools not registered now (an MCP server's
+    // tool it has removed): only those this batch could call.
+    std::vector<std::string> callable;
+    if (session_ != nullptr && !session_->tools().empty()) {
+      for (const std::string& t : session_->tools()) {
+        if (registry_->Find(t) != nullptr) callable.push_back(t);
+      }
+    } else {
+      callable = registry_->names();
+    }
     std::vector<std::string> close = ClosestNames(name, callable);
     if (!close.empty()) {
       return absl::StrCat("unknown tool '", name, "'; did you mean ",
@@ -756,6 +765,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   }
 
   ToolRunner* const runner_;
+  // The tools this batch sees, from its start to its end: a tool removed
+  // meanwhile stays alive for the calls of it here.
+  const std::shared_ptr<const ToolRegistry> registry_;
   const std::shared_ptr<Session> session_;
   const absl::Duration timeout_;
   const absl::Time start_;

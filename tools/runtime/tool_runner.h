@@ -161,6 +161,10 @@ struct CallRequest {
   // Set by whoever decides what runs (the engine's policy, S12): the call
   // fails with this status (its ErrorCode and message) without running.
   absl::Status refusal;
+  // What decided that the call runs or is refused, for the audit log
+  // (core/audit_log.h): e.g. "policy default: rule no rm", "user",
+  // "timeout"; "" when nothing was decided (no policy).
+  std::string decided_by;
 };
 
 // Sees every call of a batch before its tool runs and every result before it
@@ -198,6 +202,9 @@ class CallInterceptor {
 };
 
 struct BatchRequest {
+  // The registry snapshot the batch uses throughout (held until it ends);
+  // null = the runner's registry.
+  std::shared_ptr<const ToolRegistry> tools;
   std::shared_ptr<Session> session;  // may be null
   std::vector<CallRequest> calls;
   std::optional<absl::Duration> timeout;  // per call; unset = the runner's default
@@ -304,7 +311,8 @@ class ToolRunner final {
     MetricsSink* metrics = nullptr;
   };
 
-  // `registry` must outlive the runner.
+  // `registry` (the tools of batches that bring no snapshot) must outlive the
+  // runner.
   ToolRunner(const ToolRegistry* registry, Options options);
   // Shutdown(), then joins.
   ~ToolRunner();

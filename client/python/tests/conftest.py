@@ -26,7 +26,7 @@ CONFIG = os.path.join(REPO, "examples", "python", "toolexecd.textproto")
 
 
 class Daemon:
-    def __init__(self, workspace, extra_args=()):
+    def __init__(self, workspace, extra_args=(), config=CONFIG):
         if not os.access(TOOLEXECD, os.X_OK):
             pytest.fail(f"toolexecd not found at {TOOLEXECD}: build it "
                         "(scripts/build.sh toolexecd) or set TOOLEXECD", pytrace=False)
@@ -37,7 +37,7 @@ class Daemon:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [TOOLEXECD, "--listen=127.0.0.1:0", f"--workspace={workspace}",
-             f"--address_file={address_file}", "--example_tools", f"--config={CONFIG}",
+             f"--address_file={address_file}", "--example_tools", f"--config={config}",
              *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10

@@ -5,8 +5,9 @@ shape the model produced it in, and each is assigned to the daemon or to the
 harness. Calls for the daemon go in one ExecuteBatch; the daemon numbers them
 0..n-1 in that sub-batch, and remap() puts the caller's positions back, so
 every event's ``index`` is the call's position in the list the caller passed.
-The clients then walk the calls in order: a daemon call's result is read from
-the stream (progress and permission requests are passed on as they arrive), a
+The clients then walk the calls in order (_core.batch_steps): a daemon call's
+result is read from the stream (progress and permission requests are passed on
+as they arrive, the latter answered first by ``on_permission`` when given), a
 harness call is run by its callback (or handed to the caller as a
 ``harness_call`` event) when every call before it has its result. The daemon
 runs its calls concurrently all the while, since its batch is sent first.
@@ -105,7 +106,10 @@ class BatchPlan:
     """Which calls of a batch go to the daemon, which the harness runs, and how."""
 
     def __init__(self, calls, *, session_id=None, executors=None, harness=None,
-                 timeout=None, model_content_max_chars=0):
+                 timeout=None, model_content_max_chars=0, on_permission=None):
+        if on_permission is not None and not callable(on_permission):
+            raise TypeError("on_permission is a function of the permission request")
+        self.on_permission = on_permission
         self.calls = [normalize_call(c) for c in calls]
         executors = executors or {}
         self.runners = []  # per position: None for the daemon, a callable or False for the harness
@@ -184,17 +188,31 @@ def harness_result(call, value=None, *, error=None, duration=None,
                           "code": code, "call_id": base["id"], "step_id": base["step_id"]}}
 
 
-def run_harness_call(call, fn):
-    """Runs a harness tool synchronously; an exception becomes an error result."""
+def harness_call_steps(call, fn):
+    """Runs harness call ``call`` with ``fn``, without waiting itself: a generator
+    that yields what ``fn`` returned if it is awaitable (send its value, or throw
+    its exception, back) and returns the result dict; an exception from the
+    tool becomes an error result, as on the daemon."""
     if "args_error" in call:
         return harness_result(call, error=call["args_error"], code="ERROR_CODE_INVALID_ARGUMENTS")
     start = time.monotonic()
     try:
         value = fn(call["args"])
         if inspect.isawaitable(value):
-            if inspect.iscoroutine(value):
-                value.close()  # never awaited: no "was never awaited" warning
-            raise TypeError("the harness callback is asynchronous: use AsyncClient")
+            value = yield value
     except Exception as e:  # a failing tool is a result, as on the daemon
         return harness_result(call, error=e, duration=time.monotonic() - start)
     return harness_result(call, value, duration=time.monotonic() - start)
+
+
+def run_harness_call(call, fn):
+    """Runs a harness tool synchronously; an awaitable it returns is an error result."""
+    steps = harness_call_steps(call, fn)
+    try:
+        value = next(steps)
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: no "was never awaited" warning
+        steps.throw(TypeError("the harness callback is asynchronous: use AsyncClient"))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("harness_call_steps yielded twice")

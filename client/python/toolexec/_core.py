@@ -9,7 +9,7 @@ from ._batch import BatchPlan
 from ._convert import message_to_py
 from ._proto.toolexec.v1 import toolexec_pb2 as pb
 from ._proto.toolexec.v1 import toolexec_pb2_grpc as pb_grpc
-from .errors import ToolexecError
+from .errors import HarnessCallError, ToolexecError
 
 try:  # grpcio-health-checking, when installed, owns grpc.health.v1 in the descriptor pool
     from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -72,19 +72,104 @@ class Connection:
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._executors = None  # tool name -> Executor name, loaded on first need
 
-    def _new_plan(self, calls, session_id, harness, split, timeout, model_content_max_chars):
+    def _new_plan(self, calls, session_id, harness, split, timeout, model_content_max_chars,
+                  on_permission):
         return BatchPlan(calls, session_id=session_id, executors=self._executors if split else {},
                          harness=harness, timeout=timeout,
-                         model_content_max_chars=model_content_max_chars)
+                         model_content_max_chars=model_content_max_chars,
+                         on_permission=on_permission)
 
 
 def plan_options(options):
     """run_batch's keyword options, in _plan's order; anything else is a TypeError."""
     values = (options.pop("harness", None), options.pop("split", True),
-              options.pop("timeout", None), options.pop("model_content_max_chars", 0))
+              options.pop("timeout", None), options.pop("model_content_max_chars", 0),
+              options.pop("on_permission", None))
     if options:
         raise TypeError(f"unexpected options: {', '.join(options)}")
     return values
+
+
+def batch_steps(plan):
+    """One batch's events in call order, without I/O: the walk Client and AsyncClient
+    share (see _batch), each doing the I/O its own way. A generator of steps
+    ``(kind, body)``; a step is answered through ``send()``:
+
+    - ``("read", None)``: send the next ExecuteBatchResponse, or None once the stream ended;
+    - ``("run", call)``: send the result of harness call ``call`` (plan.runners runs it);
+    - ``("answer", request)``: answer the permission request with plan.on_permission;
+    - ``("event", event)``: hand the event to the caller.
+    """
+    for position in range(len(plan.calls)):
+        if not plan.is_daemon(position):
+            call = plan.harness_call(position)
+            if plan.runners[position] is False:
+                yield "event", {"harness_call": call}
+            else:
+                result = yield "run", call
+                yield "event", {"result": result}
+            continue
+        while True:
+            response = yield "read", None
+            if response is None:
+                raise ToolexecError("the ExecuteBatch stream ended before every result")
+            event = plan.remap(response)
+            if "result" in event:
+                check_order(event["result"], position)
+            yield from _daemon_event(plan, event)
+            if "result" in event:
+                break
+    if plan.daemon_positions:  # what follows the last result (nothing, normally)
+        while True:
+            response = yield "read", None
+            if response is None:
+                return
+            yield from _daemon_event(plan, plan.remap(response))
+
+
+def _daemon_event(plan, event):
+    if "permission_request" in event and plan.on_permission is not None:
+        yield "answer", event["permission_request"]
+    yield "event", event
+
+
+def permission_answer(answer):
+    """What an on_permission callback returned, as (decision, reason); None leaves the
+    request unanswered (for someone else, e.g. a WatchSession, to answer)."""
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return answer, ""
+    if isinstance(answer, tuple) and len(answer) == 2:
+        return answer[0], answer[1] or ""
+    raise TypeError("on_permission returns a decision (\"allow_once\", \"allow_session\" or "
+                    f"\"deny\"), a (decision, reason) pair or None, not {answer!r}")
+
+
+def check_order(result, position):
+    if result.get("index") != position:
+        raise ToolexecError(f"the daemon sent the result of call {result.get('index')} "
+                            f"where call {position}'s was due")
+
+
+def require_runners(plan):
+    missing = plan.missing_runners()
+    if missing:
+        raise HarnessCallError(f"{', '.join(sorted(set(missing)))} run in the harness: pass "
+                               "harness={name: fn} (or iterate execute() for harness_call events)")
+
+
+class WatchBase:
+    """A WatchSession stream (the call's own iteration is Watch's or AsyncWatch's);
+    cancel() ends it, from any thread."""
+
+    def __init__(self, call):
+        self._call = call
+        self._cancelled = False
+
+    def cancel(self):
+        self._cancelled = True
+        self._call.cancel()
 
 
 class SessionBase:

@@ -8,30 +8,29 @@ event loop it was created on.
 
 import asyncio
 import inspect
-import time
 
 import grpc
 from grpc import aio
 
-from . import _core
-from ._batch import harness_result
+from . import _batch, _core
 from ._convert import message_to_py
 from ._proto.toolexec.v1 import toolexec_pb2 as pb
-from .client import _check_order, _require_runners
 from .errors import ToolexecError, rpc_error, tool_call_error
 
 
 async def _run_harness_call(call, fn):
-    if "args_error" in call:
-        return harness_result(call, error=call["args_error"], code="ERROR_CODE_INVALID_ARGUMENTS")
-    start = time.monotonic()
+    steps = _batch.harness_call_steps(call, fn)
     try:
-        value = fn(call["args"])
-        if inspect.isawaitable(value):
-            value = await value
-    except Exception as e:  # a failing tool is a result, as on the daemon
-        return harness_result(call, error=e, duration=time.monotonic() - start)
-    return harness_result(call, value, duration=time.monotonic() - start)
+        awaitable = next(steps)
+        try:
+            value = await awaitable
+        except Exception as e:  # the tool's failure, for the steps to shape
+            steps.throw(e)
+        else:
+            steps.send(value)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("harness_call_steps yielded twice")
 
 
 class AsyncClient(_core.Connection):
@@ -65,21 +64,25 @@ class AsyncClient(_core.Connection):
             self._executors = _core.executors(response)
         return _core.list_tools_result(response, format)
 
-    async def _plan(self, calls, session_id, harness, split, timeout, model_content_max_chars):
+    async def _plan(self, calls, session_id, harness, split, timeout, model_content_max_chars,
+                    on_permission):
         if split and self._executors is None:
             response = await self._unary(self._tools.ListTools, pb.ListToolsRequest(),
                                          "ListTools")
             self._executors = _core.executors(response)
         return self._new_plan(calls, session_id, harness, split, timeout,
-                              model_content_max_chars)
+                              model_content_max_chars, on_permission)
 
     async def execute(self, calls, session_id=None, *, harness=None, split=True, timeout=None,
-                      model_content_max_chars=0):
+                      model_content_max_chars=0, on_permission=None):
         """Client.execute as an async iterator: ``async for event in client.execute(...)``.
         To leave it early and cancel the batch at once, ``await events.aclose()``
-        (a loop's ``break`` leaves that to the garbage collector)."""
+        (a loop's ``break`` leaves that to the garbage collector). Answer a
+        permission_request with ``await client.respond_permission(...)`` inside
+        the loop, or pass ``on_permission`` (a function or coroutine function
+        of the request, as Client's)."""
         plan = await self._plan(calls, session_id, harness, split, timeout,
-                                model_content_max_chars)
+                                model_content_max_chars, on_permission)
         events = self._stream(plan)
         try:
             async for event in events:
@@ -91,46 +94,43 @@ class AsyncClient(_core.Connection):
         stream = None
         if plan.daemon_positions:
             stream = self._tools.ExecuteBatch(plan.request, metadata=self._metadata)
+        steps = _core.batch_steps(plan)
         try:
-            for position in range(len(plan.calls)):
-                if not plan.is_daemon(position):
-                    call, runner = plan.harness_call(position), plan.runners[position]
-                    yield ({"harness_call": call} if runner is False
-                           else {"result": await _run_harness_call(call, runner)})
-                    continue
-                while True:
-                    event = plan.remap(await self._next(stream))
-                    if "result" in event:
-                        _check_order(event["result"], position)
-                    yield event
-                    if "result" in event:
-                        break
-            if stream is not None:
-                while True:
-                    response = await self._read(stream)
-                    if response is aio.EOF:
-                        break
-                    yield plan.remap(response)
+            answer = None
+            for kind, body in iter(lambda: steps.send(answer), None):
+                answer = None
+                if kind == "event":
+                    yield body
+                elif kind == "read":
+                    answer = await self._read(stream)
+                elif kind == "run":
+                    answer = await _run_harness_call(body, plan.runners[body["index"]])
+                else:
+                    await self._answer(plan.on_permission, body)
         finally:
             if stream is not None:
                 stream.cancel()
 
     @staticmethod
     async def _read(stream):
+        """The next response, or None at the stream's end."""
         try:
-            return await stream.read()
+            response = await stream.read()
         except grpc.RpcError as e:
             raise rpc_error(e, "ExecuteBatch") from None
+        return None if response is aio.EOF else response
 
-    async def _next(self, stream):
-        response = await self._read(stream)
-        if response is aio.EOF:
-            raise ToolexecError("the ExecuteBatch stream ended before every result")
-        return response
+    async def _answer(self, on_permission, request):
+        answer = on_permission(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        answer = _core.permission_answer(answer)
+        if answer is not None:
+            await self.respond_permission(request["request_id"], *answer)
 
     async def run_batch(self, calls, session_id=None, **options):
         plan = await self._plan(calls, session_id, *_core.plan_options(options))
-        _require_runners(plan)
+        _core.require_runners(plan)
         return [e["result"] async for e in self._stream(plan) if "result" in e]
 
     async def call(self, name, arguments=None, /, **kwargs):
@@ -138,7 +138,7 @@ class AsyncClient(_core.Connection):
 
     async def _call(self, name, arguments, kwargs, session_id):
         calls = [{"id": "1", "name": name, "args": {**(arguments or {}), **kwargs}}]
-        plan = await self._plan(calls, session_id, None, False, None, 0)
+        plan = await self._plan(calls, session_id, None, False, None, 0, None)
         result = _core.only_result([e async for e in self._stream(plan)])
         if result["status"] != "RESULT_STATUS_SUCCESS":
             raise tool_call_error(result)
@@ -296,12 +296,8 @@ class AsyncSession(_core.SessionBase):
         return await self.client.delete_artifact(self.session_id, name, version)
 
 
-class AsyncWatch:
+class AsyncWatch(_core.WatchBase):
     """A WatchSession stream: ``async for event in watch``; cancel() ends it."""
-
-    def __init__(self, call):
-        self._call = call
-        self._cancelled = False
 
     async def __aiter__(self):
         while True:
@@ -318,10 +314,6 @@ class AsyncWatch:
             if event is aio.EOF:
                 return
             yield message_to_py(event)
-
-    def cancel(self):
-        self._cancelled = True
-        self._call.cancel()
 
     async def __aenter__(self):
         return self

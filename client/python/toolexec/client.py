@@ -11,7 +11,7 @@ from . import _core
 from ._batch import run_harness_call
 from ._convert import message_to_py
 from ._proto.toolexec.v1 import toolexec_pb2 as pb
-from .errors import HarnessCallError, ToolexecError, rpc_error, tool_call_error
+from .errors import ToolexecError, rpc_error, tool_call_error
 
 
 class Client(_core.Connection):
@@ -56,15 +56,16 @@ class Client(_core.Connection):
             self._executors = _core.executors(response)
         return _core.list_tools_result(response, format)
 
-    def _plan(self, calls, session_id, harness, split, timeout, model_content_max_chars):
+    def _plan(self, calls, session_id, harness, split, timeout, model_content_max_chars,
+              on_permission):
         if split and self._executors is None:
             response = self._unary(self._tools.ListTools, pb.ListToolsRequest(), "ListTools")
             self._executors = _core.executors(response)
         return self._new_plan(calls, session_id, harness, split, timeout,
-                              model_content_max_chars)
+                              model_content_max_chars, on_permission)
 
     def execute(self, calls, session_id=None, *, harness=None, split=True, timeout=None,
-                model_content_max_chars=0):
+                model_content_max_chars=0, on_permission=None):
         """Runs a batch; yields its events as they stream, as dicts:
         ``{"result": {...}}`` in call order, ``{"progress": {...}}`` and
         ``{"permission_request": {...}}`` as they come. Each ``index`` is the
@@ -79,49 +80,61 @@ class Client(_core.Connection):
         its place as ``{"harness_call": {"index", "id", "name", "args"}}`` for the
         caller to run (``toolexec.harness_result`` shapes its result). ``split=False``
         sends every call to the daemon. ``timeout`` is each call's, in seconds.
+
+        A policy's ``ask`` rule makes the batch wait (no call starts) for an
+        answer to each ``{"permission_request": {"request_id", ...}}``: call
+        ``respond_permission(request_id, "allow_once" | "allow_session" | "deny")``
+        while iterating, or pass ``on_permission``, a function of the request
+        that returns the decision (or a ``(decision, reason)`` pair, or None to
+        leave it to someone else); the client then answers each request before
+        yielding it.
         """
-        plan = self._plan(calls, session_id, harness, split, timeout, model_content_max_chars)
+        plan = self._plan(calls, session_id, harness, split, timeout, model_content_max_chars,
+                          on_permission)
         return self._stream(plan)
 
     def _stream(self, plan):
         stream = None
         if plan.daemon_positions:
             stream = self._tools.ExecuteBatch(plan.request, metadata=self._metadata)
+        steps = _core.batch_steps(plan)
         try:
-            for position in range(len(plan.calls)):
-                if not plan.is_daemon(position):
-                    call, runner = plan.harness_call(position), plan.runners[position]
-                    yield ({"harness_call": call} if runner is False
-                           else {"result": run_harness_call(call, runner)})
-                    continue
-                while True:
-                    event = plan.remap(self._next(stream))
-                    if "result" in event:
-                        _check_order(event["result"], position)
-                    yield event
-                    if "result" in event:
-                        break
-            if stream is not None:
-                for response in _rpc_iter(stream):
-                    yield plan.remap(response)
+            answer = None
+            for kind, body in iter(lambda: steps.send(answer), None):
+                answer = None
+                if kind == "event":
+                    yield body
+                elif kind == "read":
+                    answer = self._read(stream)
+                elif kind == "run":
+                    answer = run_harness_call(body, plan.runners[body["index"]])
+                else:
+                    self._answer(plan.on_permission, body)
         finally:
             if stream is not None:
                 stream.cancel()  # a no-op once the stream has ended
 
     @staticmethod
-    def _next(stream):
+    def _read(stream):
+        """The next response, or None at the stream's end."""
         try:
             return next(stream)
         except StopIteration:
-            raise ToolexecError("the ExecuteBatch stream ended before every result") from None
+            return None
         except grpc.RpcError as e:
             raise rpc_error(e, "ExecuteBatch") from None
 
+    def _answer(self, on_permission, request):
+        answer = _core.permission_answer(on_permission(request))
+        if answer is not None:
+            self.respond_permission(request["request_id"], *answer)
+
     def run_batch(self, calls, session_id=None, **options):
         """execute(), collected: the results in call order (progress dropped). Every
-        harness call needs a callback; one without fails before anything runs."""
+        harness call needs a callback; one without fails before anything runs.
+        Options: those of execute() (``on_permission`` answers a policy's questions)."""
         plan = self._plan(calls, session_id, *_core.plan_options(options))
-        _require_runners(plan)
+        _core.require_runners(plan)
         return [e["result"] for e in self._stream(plan) if "result" in e]
 
     def call(self, name, arguments=None, /, **kwargs):
@@ -214,26 +227,6 @@ class Client(_core.Connection):
         return self.health_status(service) == "SERVING"
 
 
-def _check_order(result, position):
-    if result.get("index") != position:
-        raise ToolexecError(f"the daemon sent the result of call {result.get('index')} "
-                            f"where call {position}'s was due")
-
-
-def _require_runners(plan):
-    missing = plan.missing_runners()
-    if missing:
-        raise HarnessCallError(f"{', '.join(sorted(set(missing)))} run in the harness: pass "
-                               "harness={name: fn} (or iterate execute() for harness_call events)")
-
-
-def _rpc_iter(stream):
-    try:
-        yield from stream
-    except grpc.RpcError as e:
-        raise rpc_error(e, "ExecuteBatch") from None
-
-
 class Session(_core.SessionBase):
     """An open session; a context manager that closes it on leaving the block.
 
@@ -302,12 +295,8 @@ class Session(_core.SessionBase):
         return self.client.delete_artifact(self.session_id, name, version)
 
 
-class Watch:
+class Watch(_core.WatchBase):
     """A WatchSession stream: iterate it for event dicts; cancel() ends it from any thread."""
-
-    def __init__(self, call):
-        self._call = call
-        self._cancelled = False
 
     def __iter__(self):
         try:
@@ -317,10 +306,6 @@ class Watch:
             if self._cancelled and e.code() == grpc.StatusCode.CANCELLED:
                 return
             raise rpc_error(e, "WatchSession") from None
-
-    def cancel(self):
-        self._cancelled = True
-        self._call.cancel()
 
     def __enter__(self):
         return self

@@ -158,6 +158,18 @@ TEST(CommandReaper, ReapsOrphansAdoptedByTheDaemon) {
   EXPECT_TRUE(testing::Eventually([] { return testing::ZombieChildren() == 0; }));
 }
 
+TEST(CommandProcFiles, ReadSmallFileIsEmptyWhenTheReadFails) {
+  // open(2) of a directory succeeds and read(2) then fails (EISDIR), as a
+  // read of /proc/<pid>/stat fails (ESRCH) when that process is gone between
+  // the open and the read: the daemon scans every process's stat, so that
+  // must be "", never an exception.
+  std::string text = "unset";
+  EXPECT_NO_THROW(text = ReadSmallFile("/"));
+  EXPECT_EQ(text, "");
+  EXPECT_EQ(ReadSmallFile("/nonexistent/file"), "");
+  EXPECT_THAT(ReadSmallFile("/proc/self/stat"), HasSubstr(absl::StrCat(getpid(), " (")));
+}
+
 TEST(CommandRunId, NamesThisDaemonAndCounts) {
   std::string a = NewRunId();
   std::string b = NewRunId();

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -12,8 +13,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -24,12 +23,25 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/runtime/executor.h"
+#include "tools/runtime/file_io.h"
 
 namespace toolexec::command {
 
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // read(2), not an ifstream: libstdc++'s stream buffer throws when a read
+  // fails after the open succeeded, which is what reading /proc/<pid>/* of a
+  // process that exits in between does (ESRCH).
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "";
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+  }
 }
 
 bool ReadProcStat(pid_t pid, ProcStat* out) {

@@ -1,0 +1,574 @@
+// Design in mcp_http.h.
+#include "server/mcp_http.h"
+
+#include <civetweb.h>
+#include <openssl/rand.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "mcp_serve/dispatcher.h"
+#include "server/convert.h"
+#include "server/execute_batch_reactor.h"
+#include "server/metrics.h"
+#include "server/unary.h"
+#include "spdlog/spdlog.h"
+#include "tools/mcp/jsonrpc.h"
+#include "tools/runtime/trace_context.h"
+
+namespace toolexec {
+namespace {
+
+constexpr char kSessionHeader[] = "Mcp-Session-Id";
+// What a client that sends no MCP-Protocol-Version speaks (the spec's rule).
+constexpr char kDefaultProtocolVersion[] = "2025-03-26";
+// JSON-RPC error of a cancelled request answered as application/json, where
+// the HTTP exchange needs some body (the LSP's RequestCancelled).
+constexpr int kRequestCancelled = -32800;
+constexpr size_t kCallsPerSession = McpHttpServer::kWorkerThreads;
+
+// Queues one call's events for the thread waiting in EngineToolSource::Call:
+// the runner's threads never wait on HTTP. Progress past the gRPC stream's
+// limits is dropped (counted and logged), as it is there, so a client that
+// reads slowly cannot grow the daemon's memory.
+class CallObserver final : public BatchObserver {
+ public:
+  ~CallObserver() override {
+    if (dropped_ > 0) {
+      spdlog::warn("MCP tools/call dropped {} progress events: the client read too slowly",
+                   dropped_);
+    }
+  }
+  void OnProgress(ProgressEvent event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (progress_.size() >= ExecuteBatchReactor::kMaxQueuedProgress ||
+        progress_bytes_ + event.text.size() > ExecuteBatchReactor::kMaxQueuedProgressBytes) {
+      ++dropped_;
+      return;
+    }
+    progress_bytes_ += event.text.size();
+    progress_.push_back(std::move(event.text));
+    cv_.notify_all();
+  }
+  void OnPermissionRequest(const PermissionRequestEvent& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    asks_.push_back(event.request_id);
+    cv_.notify_all();
+  }
+  void OnResult(ToolCallResult result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_ = std::move(result);
+  }
+  void OnBatchDone() override {
+    // Notified under the lock: the waiter frees this once it sees done_.
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+
+  // Waits for events and hands them out on this thread until the batch is
+  // done; returns its result.
+  std::optional<ToolCallResult> Deliver(const std::function<void(const std::string&)>& progress,
+                                        const std::function<void(const std::string&)>& ask) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return done_ || !progress_.empty() || !asks_.empty(); });
+      std::vector<std::string> texts = std::move(progress_);
+      std::vector<std::string> asks = std::move(asks_);
+      progress_.clear();
+      progress_bytes_ = 0;
+      asks_.clear();
+      const bool done = done_;
+      lock.unlock();
+      for (const std::string& text : texts) progress(text);
+      for (const std::string& id : asks) ask(id);
+      lock.lock();
+      if (done) return std::move(result_);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> progress_;
+  size_t progress_bytes_ = 0;
+  uint64_t dropped_ = 0;
+  std::vector<std::string> asks_;
+  std::optional<ToolCallResult> result_;
+  bool done_ = false;
+};
+
+// The engine, as one caller sees it.
+class EngineToolSource final : public McpToolSource {
+ public:
+  EngineToolSource(Engine* engine, CallerIdentity caller, size_t max_result_bytes)
+      : engine_(engine), caller_(std::move(caller)), max_result_bytes_(max_result_bytes) {}
+
+  absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() override {
+    auto tools = engine_->ListTools(caller_, "", "");
+    if (!tools.ok()) return tools.status();
+    std::vector<v1::ToolDeclaration> out(tools->size());
+    for (size_t i = 0; i < tools->size(); ++i) ToProto(*(*tools)[i], &out[i]);
+    return out;
+  }
+
+  absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
+                                      const std::function<void(const std::string&)>& progress,
+                                      CallCancel* cancel) override {
+    BatchSpec spec;
+    CallRequest request;
+    request.id = call.id;
+    request.name = call.name;
+    request.args_json = call.args_json;
+    spec.calls.push_back(std::move(request));
+    if (const std::string* traceparent = CurrentTraceLog()) spec.traceparent = *traceparent;
+    CallObserver observer;
+    auto started = engine_->StartBatch(caller_, std::move(spec), &observer);
+    if (!started.ok()) return started.status();
+    cancel->Arm([batch = started->get()] { batch->Cancel(); });
+    std::optional<ToolCallResult> result = observer.Deliver(progress, [&](const std::string& id) {
+      // Nobody on an MCP connection can answer; waiting would only run
+      // into the ask timeout.
+      (void)engine_->RespondPermission(
+          caller_, id, PermissionAnswer::kDeny,
+          "the policy asks before this call, and MCP clients cannot answer permission "
+          "requests: ask the daemon's operator to allow the tool for this caller");
+    });
+    cancel->Disarm();
+    started->reset();
+    if (!result.has_value()) return absl::InternalError("the call ended without a result");
+    v1::ToolResult out;
+    ToProto(*std::move(result), &out, max_result_bytes_);
+    return out;
+  }
+
+ private:
+  Engine* const engine_;
+  const CallerIdentity caller_;
+  const size_t max_result_bytes_;
+};
+
+std::string NewSessionId() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) return "";
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+}
+
+std::string Header(const mg_connection* conn, const char* name) {
+  const char* value = mg_get_header(conn, name);
+  return value == nullptr ? "" : std::string(value);
+}
+
+// The host of "host", "host:port" or "[v6]:port", lower-cased, no brackets.
+std::string HostOf(absl::string_view authority) {
+  if (absl::ConsumePrefix(&authority, "[")) {
+    return absl::AsciiStrToLower(authority.substr(0, authority.find(']')));
+  }
+  return absl::AsciiStrToLower(authority.substr(0, authority.find(':')));
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return IsLocalListenAddress(
+      absl::StrCat(absl::StrContains(host, ':') ? "[" + host + "]" : host, ":0"));
+}
+
+// DNS rebinding: a browser page's Origin must be a loopback host; beyond
+// loopback, also the host the request was sent to (the page's own server).
+bool OriginAllowed(const std::string& origin, const std::string& host_header, bool loopback_bind) {
+  if (origin.empty()) return true;  // not a browser
+  absl::string_view rest = origin;
+  if (!absl::ConsumePrefix(&rest, "http://") && !absl::ConsumePrefix(&rest, "https://")) {
+    return false;  // "null" and other schemes
+  }
+  const std::string host = HostOf(rest.substr(0, rest.find('/')));
+  if (IsLoopbackHost(host)) return true;
+  return !loopback_bind && host == HostOf(host_header);
+}
+
+int GrpcCodeOfHttp(int status) {
+  switch (status) {
+    case 200:
+    case 202:
+      return 0;
+    case 401:
+      return static_cast<int>(absl::StatusCode::kUnauthenticated);
+    case 403:
+      return static_cast<int>(absl::StatusCode::kPermissionDenied);
+    case 404:
+      return static_cast<int>(absl::StatusCode::kNotFound);
+    case 405:
+      return static_cast<int>(absl::StatusCode::kUnimplemented);
+    case 413:
+      return static_cast<int>(absl::StatusCode::kResourceExhausted);
+    case 503:
+      return static_cast<int>(absl::StatusCode::kUnavailable);
+    default:
+      return static_cast<int>(status < 500 ? absl::StatusCode::kInvalidArgument
+                                           : absl::StatusCode::kInternal);
+  }
+}
+
+// The metric's method label: the MCP method, from a fixed set.
+std::string RpcName(const std::string& verb, const std::string& method) {
+  if (verb != "POST") return absl::StrCat("mcp/", verb);
+  for (const char* known : {"initialize", "ping", "tools/list", "tools/call",
+                            "notifications/initialized", "notifications/cancelled"}) {
+    if (method == known) return absl::StrCat("mcp/", method);
+  }
+  return method.empty() ? "mcp/POST" : "mcp/other";
+}
+
+}  // namespace
+
+struct McpHttpServer::Session {
+  Session(std::string session_id, CallerIdentity who, Engine* engine, const Options& options)
+      : id(std::move(session_id)),
+        caller(std::move(who)),
+        source(engine, caller, options.max_result_bytes),
+        dispatcher(&source, McpDispatcher::Options{options.version, "", kCallsPerSession}) {}
+
+  const std::string id;
+  const CallerIdentity caller;
+  EngineToolSource source;
+  McpDispatcher dispatcher;
+  uint64_t last_use = 0;  // under the server's mu_
+};
+
+// One HTTP request as it is served, and what its log line says.
+struct McpHttpServer::Request {
+  mg_connection* conn = nullptr;
+  std::string verb;
+  std::string peer;
+  CallerIdentity caller;
+  std::string method;   // the JSON-RPC method (POST)
+  std::string detail;   // e.g. "tool=view_file"
+  std::string message;  // why it was refused
+
+  // A whole response: `body` (JSON, or nothing) and `headers`.
+  int Reply(int status, const std::string& body,
+            const std::vector<std::pair<const char*, std::string>>& headers = {}) {
+    mg_response_header_start(conn, status);
+    if (!body.empty()) mg_response_header_add(conn, "Content-Type", "application/json", -1);
+    for (const auto& [name, value] : headers) {
+      mg_response_header_add(conn, name, value.data(), static_cast<int>(value.size()));
+    }
+    const std::string length = absl::StrCat(body.size());
+    mg_response_header_add(conn, "Content-Length", length.c_str(), -1);
+    mg_response_header_send(conn);
+    if (!body.empty()) mg_write(conn, body.data(), body.size());
+    return status;
+  }
+  // An HTTP error with a JSON-RPC error body (no id) saying why.
+  int Fail(int status, const std::string& why, int code = mcp::kInvalidRequest,
+           const std::vector<std::pair<const char*, std::string>>& headers = {}) {
+    message = why;
+    return Reply(status, mcp::BuildError(mcp::RequestId(), code, why), headers);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engine,
+                                                                    const Authenticator* auth,
+                                                                    Options options) {
+  std::unique_ptr<McpHttpServer> server(new McpHttpServer(engine, auth, std::move(options)));
+  const std::string& listen = server->options_.listen;
+  const size_t colon = listen.rfind(':');
+  server->host_ = listen.substr(0, colon);
+  std::string ports = listen;
+  // civetweb takes numeric hosts only.
+  if (server->host_ == "localhost") ports = absl::StrCat("127.0.0.1", listen.substr(colon));
+  constexpr unsigned kIpv6Feature = 8;  // mg_check_feature's bit for IPv6
+  if (absl::StartsWith(server->host_, "[") && mg_check_feature(kIpv6Feature) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mcp_listen (--mcp_listen) ", listen,
+        ": this build's civetweb has no IPv6; give an IPv4 host, e.g. 127.0.0.1:8765"));
+  }
+  const std::string threads = absl::StrCat(kWorkerThreads);
+  const char* config[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
+                          // One request per connection: an idle keep-alive
+                          // connection would hold a worker thread.
+                          "enable_keep_alive", "no",
+                          // A client that stops reading or sending is dropped.
+                          "request_timeout_ms", "60000",
+                          // Each SSE event is written as it comes: no Nagle delay.
+                          "tcp_nodelay", "1", nullptr};
+  mg_init_library(0);
+  mg_callbacks callbacks{};
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.user_data = server.get();
+  init.configuration_options = config;
+  char error_text[256] = "";
+  unsigned error_code = 0;
+  mg_error_data error{&error_code, error_text, sizeof(error_text)};
+  server->context_ = mg_start2(&init, &error);
+  if (server->context_ == nullptr) {
+    mg_exit_library();
+    return absl::UnavailableError(absl::StrCat("mcp_listen: cannot listen on ", listen, ": ",
+                                               error_text[0] ? error_text : "civetweb failed"));
+  }
+  mg_set_request_handler(server->context_, "/mcp$", &McpHttpServer::HandleRequest, server.get());
+  mg_server_port port{};
+  if (mg_get_server_ports(server->context_, 1, &port) < 1) {
+    server->Stop();
+    return absl::UnavailableError(absl::StrCat("mcp_listen: cannot listen on ", listen));
+  }
+  server->address_ = absl::StrCat(server->host_, ":", port.port);
+  return server;
+}
+
+McpHttpServer::~McpHttpServer() { Stop(); }
+
+void McpHttpServer::Stop() {
+  std::map<std::string, std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    sessions.swap(sessions_);
+  }
+  draining_.store(true);
+  for (auto& [id, session] : sessions) session->dispatcher.CancelAll();
+  // Once civetweb stops, its writes fail: let the requests in progress (the
+  // drain has ended their calls) write their responses first.
+  const absl::Time deadline = absl::Now() + kStopGrace;
+  while (requests_in_progress_.load() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (context_ != nullptr) {
+    mg_stop(context_);  // closes the listener, joins the workers
+    context_ = nullptr;
+    mg_exit_library();
+  }
+}
+
+int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
+  auto* server = static_cast<McpHttpServer*>(self);
+  server->requests_in_progress_.fetch_add(1);
+  absl::Cleanup done = [server] { server->requests_in_progress_.fetch_sub(1); };
+  const mg_request_info* info = mg_get_request_info(conn);
+  Request request;
+  request.conn = conn;
+  request.verb = info->request_method == nullptr ? "" : info->request_method;
+  request.peer = absl::StrContains(info->remote_addr, ':')
+                     ? absl::StrCat("[", info->remote_addr, "]:", info->remote_port)
+                     : absl::StrCat(info->remote_addr, ":", info->remote_port);
+  const std::string traceparent =
+      TraceContext::FromTraceparent(Header(conn, "traceparent")).Traceparent();
+  ScopedTraceLog trace(traceparent);
+  const int status = server->Serve(request);
+  CountRpc(RpcName(request.verb, request.method), GrpcCodeOfHttp(status));
+  if (spdlog::should_log(spdlog::level::info)) {
+    spdlog::info(
+        "MCP {} peer={}{}{}{}{}{} status={}{}", request.verb, request.peer,
+        CallerLogField(request.caller), request.method.empty() ? "" : " method=", request.method,
+        request.detail.empty() ? "" : " ", request.detail, status,
+        request.message.empty() ? ""
+                                : absl::StrCat(" msg=\"", absl::CEscape(request.message), "\""));
+  }
+  return status;
+}
+
+int McpHttpServer::Serve(Request& r) {
+  if (draining_.load()) {
+    return r.Fail(503, "toolexecd is shutting down", mcp::kInternalError);
+  }
+  if (!OriginAllowed(Header(r.conn, "Origin"), Header(r.conn, "Host"),
+                     IsLocalListenAddress(options_.listen))) {
+    return r.Fail(403, absl::StrCat("Origin '", Header(r.conn, "Origin"),
+                                    "' may not call this server (DNS rebinding protection): "
+                                    "only pages served from a loopback host may"));
+  }
+  auto caller = auth_->AuthenticateBearer(Header(r.conn, "Authorization"));
+  if (!caller.ok()) {
+    return r.Fail(401, std::string(caller.status().message()), mcp::kInvalidRequest,
+                  {{"WWW-Authenticate", "Bearer realm=\"toolexec\""}});
+  }
+  r.caller = *std::move(caller);
+  if (r.verb == "POST") return Post(r);
+  if (r.verb == "DELETE") return Delete(r);
+  return r.Fail(405,
+                absl::StrCat(r.verb,
+                             " is not served: POST JSON-RPC messages to /mcp, DELETE "
+                             "it to end the session (no server-initiated stream)"),
+                mcp::kInvalidRequest, {{"Allow", "POST, DELETE"}});
+}
+
+int McpHttpServer::Post(Request& r) {
+  const std::string content_type = absl::AsciiStrToLower(Header(r.conn, "Content-Type"));
+  if (!absl::StrContains(content_type, "application/json")) {
+    return r.Fail(415, "send the JSON-RPC message with Content-Type: application/json");
+  }
+  const std::string accept = absl::AsciiStrToLower(Header(r.conn, "Accept"));
+  const bool any = accept.empty() || absl::StrContains(accept, "*/*");
+  const bool accepts_sse = any || absl::StrContains(accept, "text/event-stream");
+  if (!any && !accepts_sse && !absl::StrContains(accept, "application/json")) {
+    return r.Fail(406, "accept application/json and text/event-stream");
+  }
+  const std::string version = Header(r.conn, "MCP-Protocol-Version");
+  if (!version.empty() && !IsServedMcpProtocolVersion(version)) {
+    return r.Fail(400, absl::StrCat("MCP-Protocol-Version ", version, " is not served; ",
+                                    "this server speaks ", kMcpProtocolVersions[0], " down to ",
+                                    kDefaultProtocolVersion, " and 2024-11-05"));
+  }
+  // The body, within the limit.
+  const long long declared = mg_get_request_info(r.conn)->content_length;
+  if (declared > 0 && static_cast<unsigned long long>(declared) > options_.max_body_bytes) {
+    return r.Fail(413, absl::StrCat("the message is ", declared, " bytes; at most ",
+                                    options_.max_body_bytes, " are accepted"));
+  }
+  std::string body;
+  char buffer[16384];
+  for (;;) {
+    int n = mg_read(r.conn, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    body.append(buffer, static_cast<size_t>(n));
+    if (body.size() > options_.max_body_bytes) {
+      return r.Fail(413, absl::StrCat("the message is over the limit of ", options_.max_body_bytes,
+                                      " bytes"));
+    }
+  }
+  auto message = mcp::ParseMessage(body);
+  if (!message.ok()) {
+    return r.Fail(400, std::string(message.status().message()), mcp::kParseError);
+  }
+  const bool is_request = message->kind == mcp::Message::Kind::kRequest;
+  r.method = message->is_response() ? "response" : message->method;
+
+  std::shared_ptr<Session> session;
+  const std::string session_id = Header(r.conn, kSessionHeader);
+  bool opened = false;
+  if (session_id.empty()) {
+    if (!is_request || message->method != "initialize") {
+      return r.Fail(400, absl::StrCat("the ", kSessionHeader,
+                                      " header is missing: send "
+                                      "initialize first, then the id it returned with every "
+                                      "request"));
+    }
+    session = OpenSession(r.caller);
+    if (session == nullptr) {
+      return r.Fail(503,
+                    absl::StrCat("too many MCP sessions (", kMaxSessions,
+                                 ") with calls in flight; end one (DELETE) or retry later"),
+                    mcp::kInternalError);
+    }
+    opened = true;
+  } else {
+    session = FindSession(session_id, r.caller);
+    if (session == nullptr) {
+      return r.Fail(404,
+                    "unknown MCP session (ended, expired, or never opened): initialize "
+                    "a new one");
+    }
+  }
+
+  std::vector<std::string> sent;
+  auto collect = [&sent](const std::string& m) { sent.push_back(m); };
+  std::unique_ptr<McpCall> call = session->dispatcher.Handle(*message, collect);
+  if (call == nullptr) {
+    if (!is_request) return r.Reply(202, "");
+    std::vector<std::pair<const char*, std::string>> headers;
+    if (opened) headers.emplace_back(kSessionHeader, session->id);
+    return sent.empty() ? r.Fail(500, "no answer", mcp::kInternalError)
+                        : r.Reply(200, sent.back(), headers);
+  }
+  if (const JsonValue* params = &message->params;
+      params->IsObject() && params->HasMember("name") && (*params)["name"].IsString()) {
+    r.detail = absl::StrCat("tool=", absl::CEscape((*params)["name"].GetString()));
+  }
+  if (calls_running_.fetch_add(1) >= kMaxCallsRunning) {
+    calls_running_.fetch_sub(1);
+    r.message = "too many tool calls in flight";
+    return r.Reply(200, mcp::BuildError(
+                            call->id(), mcp::kInternalError,
+                            absl::StrCat("too many tool calls in flight (", kMaxCallsRunning,
+                                         ") on this server; wait for one to finish, then call "
+                                         "again")));
+  }
+  absl::Cleanup running = [this] { calls_running_.fetch_sub(1); };
+  if (!accepts_sse) {
+    if (!call->Run(collect)) {
+      r.message = "cancelled";
+      return r.Reply(200,
+                     mcp::BuildError(call->id(), kRequestCancelled, "the request was cancelled"));
+    }
+    return r.Reply(200, sent.back());
+  }
+  // Server-sent events: each message as one event, written as it comes.
+  mg_response_header_start(r.conn, 200);
+  mg_response_header_add(r.conn, "Content-Type", "text/event-stream", -1);
+  mg_response_header_add(r.conn, "Cache-Control", "no-cache", -1);
+  mg_response_header_send(r.conn);
+  const bool answered = call->Run([&r](const std::string& m) {
+    const std::string event = absl::StrCat("event: message\ndata: ", m, "\n\n");
+    mg_write(r.conn, event.data(), event.size());
+  });
+  if (!answered) r.message = "cancelled";
+  return 200;
+}
+
+int McpHttpServer::Delete(Request& r) {
+  const std::string session_id = Header(r.conn, kSessionHeader);
+  if (session_id.empty()) {
+    return r.Fail(400, absl::StrCat("DELETE needs the ", kSessionHeader, " header"));
+  }
+  std::shared_ptr<Session> session = FindSession(session_id, r.caller);
+  if (session == nullptr) return r.Fail(404, "unknown MCP session");
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(session_id);
+  }
+  session->dispatcher.CancelAll();
+  return r.Reply(200, "");
+}
+
+std::shared_ptr<McpHttpServer::Session> McpHttpServer::FindSession(const std::string& id,
+                                                                   const CallerIdentity& caller) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  // Another caller's session is as unknown as one that never was.
+  if (it == sessions_.end() || it->second->caller.name != caller.name) return nullptr;
+  it->second->last_use = ++use_counter_;
+  return it->second;
+}
+
+std::shared_ptr<McpHttpServer::Session> McpHttpServer::OpenSession(const CallerIdentity& caller) {
+  std::string id = NewSessionId();
+  if (id.empty()) return nullptr;
+  auto session = std::make_shared<Session>(id, caller, engine_, options_);
+  std::shared_ptr<Session> evicted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return nullptr;
+    if (sessions_.size() >= kMaxSessions) {
+      auto oldest = sessions_.end();
+      for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+        if (it->second->dispatcher.calls_in_flight() > 0) continue;
+        if (oldest == sessions_.end() || it->second->last_use < oldest->second->last_use) {
+          oldest = it;
+        }
+      }
+      if (oldest == sessions_.end()) return nullptr;
+      evicted = std::move(oldest->second);
+      sessions_.erase(oldest);
+    }
+    session->last_use = ++use_counter_;
+    sessions_.emplace(id, session);
+  }
+  if (evicted != nullptr)
+    spdlog::info("MCP session {}… ended: least recently used of {}", evicted->id.substr(0, 8),
+                 kMaxSessions);
+  return session;
+}
+
+}  // namespace toolexec

@@ -1,0 +1,143 @@
+// toolexecd's tools served to MCP clients over streamable HTTP (the MCP
+// transport of 2025-03-26 and later) at http://<mcp_listen>/mcp, beside the
+// gRPC API. civetweb serves the HTTP; every request goes to the Engine
+// in-process (never back through gRPC), through the dispatcher and the result
+// mapping that `toolexec mcp` uses too (mcp_serve/dispatcher.h).
+//
+// Protocol
+// --------
+// * POST /mcp carries one JSON-RPC message. An initialize without a session
+//   opens one: its id (128 random bits, hex) comes back in Mcp-Session-Id,
+//   and every later request must send it (400 without; 404 for a session
+//   that is unknown, ended, or another caller's). A request is answered with
+//   application/json, except tools/call, answered as text/event-stream when
+//   the client accepts it: progress notifications (when it sent a
+//   progressToken), then the response; a cancelled call's stream ends
+//   without one. A notification or response gets 202.
+// * DELETE /mcp ends the session and cancels its calls. GET is 405: the
+//   server sends nothing outside the calls' own responses.
+// * Authorization: Bearer <token>, checked against the daemon's token set
+//   (Authenticator::AuthenticateBearer) on every request; 401 with
+//   WWW-Authenticate when it is missing or wrong. The caller's name and
+//   profile apply to its calls (policy, logs), as on gRPC.
+// * DNS rebinding: a request whose Origin is neither a loopback host nor the
+//   host the request was sent to is 403.
+// * MCP-Protocol-Version: a version not served is 400; none means 2025-03-26.
+// * A body over max_body_bytes is 413. Sessions are capped (kMaxSessions):
+//   an initialize past the cap ends the least recently used session with no
+//   call in flight, or is 503 when every session has one.
+// * One log line per request: `MCP <verb> peer=... [caller=...] [method=...]
+//   [tool=...] status=<HTTP status> [msg="..."]`, in the request's trace
+//   (its traceparent header, else a new one); counted as RPCs named
+//   "mcp/<method>" in the metrics.
+//
+// Threads and ownership
+// ---------------------
+// * civetweb's worker threads run the handlers, one request each; a
+//   tools/call holds its worker until the call ends (kWorkerThreads bounds
+//   the requests in progress; more wait in the listen queue). At most
+//   kMaxCallsRunning calls run at once: one more gets a JSON-RPC error at
+//   once, so a notifications/cancelled always finds a worker.
+// * `sessions_` (under `mu_`) owns each Session through a shared_ptr; a
+//   handler holds its session for the request, so DELETE or eviction never
+//   frees one under a running call (they cancel its calls instead).
+// * A call is a one-call batch the engine runs on its threads; its observer
+//   only queues progress and the result under its own mutex (the runner
+//   never blocks on HTTP), and the worker thread waits for them and writes
+//   the events itself.
+// * Shutdown, from the daemon's shutdown thread: BeginDrain() before the
+//   engine's Drain makes every new request 503 while the calls in flight go
+//   on, finishing or ending CANCELLED as the drain decides; Stop() after it
+//   waits (kStopGrace at most) until the requests in progress have written
+//   their responses, then closes the listener and joins the workers.
+#ifndef TOOLEXEC_SERVER_MCP_HTTP_H_
+#define TOOLEXEC_SERVER_MCP_HTTP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+#include "server/auth.h"
+
+struct mg_connection;
+struct mg_context;
+
+namespace toolexec {
+
+class McpHttpServer final {
+ public:
+  struct Options {
+    std::string listen;  // "host:port"; port 0 picks one
+    size_t max_body_bytes = 64 << 20;
+    size_t max_result_bytes = 64 << 20;  // a larger result becomes a TOOL_FAILED result
+    std::string version;                 // serverInfo.version
+  };
+  static constexpr int kWorkerThreads = 64;
+  // tools/call requests in progress at once; past it a call is refused at
+  // once, so the other workers stay free for cancels, pings and lists.
+  static constexpr int kMaxCallsRunning = kWorkerThreads - 8;
+  static constexpr size_t kMaxSessions = 1024;
+  // How long Stop() waits for the requests in progress to write their
+  // responses (their calls have ended: Stop comes after the engine's drain).
+  static constexpr absl::Duration kStopGrace = absl::Seconds(5);
+
+  // Listens and serves. `engine` and `auth` must outlive the server.
+  // Unavailable if it cannot listen on options.listen.
+  static absl::StatusOr<std::unique_ptr<McpHttpServer>> Start(Engine* engine,
+                                                              const Authenticator* auth,
+                                                              Options options);
+  ~McpHttpServer();  // Stop()
+  McpHttpServer(const McpHttpServer&) = delete;
+  McpHttpServer& operator=(const McpHttpServer&) = delete;
+
+  // The bound "host:port".
+  const std::string& address() const { return address_; }
+  // From now on every new request is 503; calls in flight go on.
+  void BeginDrain() { draining_.store(true); }
+  // Ends every session (cancelling what still runs), closes the listener and
+  // joins the worker threads. Idempotent.
+  void Stop();
+
+ private:
+  struct Session;
+  struct Request;
+
+  McpHttpServer(Engine* engine, const Authenticator* auth, Options options)
+      : engine_(engine), auth_(auth), options_(std::move(options)) {}
+  static int HandleRequest(mg_connection* conn, void* self);
+  // Answers one request; returns the HTTP status sent.
+  int Serve(Request& request);
+  int Post(Request& request);
+  int Delete(Request& request);
+  // The session of the request's Mcp-Session-Id, if it is the caller's.
+  std::shared_ptr<Session> FindSession(const std::string& id, const CallerIdentity& caller);
+  // A new session for `caller`, or null when the cap is reached and every
+  // session has a call in flight.
+  std::shared_ptr<Session> OpenSession(const CallerIdentity& caller);
+
+  Engine* const engine_;
+  const Authenticator* const auth_;
+  const Options options_;
+  std::string address_;
+  std::string host_;  // of options.listen, as civetweb takes it
+  mg_context* context_ = nullptr;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> calls_running_{0};
+  std::atomic<int> requests_in_progress_{0};
+
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  uint64_t use_counter_ ABSL_GUARDED_BY(mu_) = 0;  // orders sessions by last use
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_SERVER_MCP_HTTP_H_
