@@ -70,8 +70,12 @@ bool PathCovers(absl::string_view grant, bool grant_recursive, absl::string_view
   if ((grant.front() == '/') != (path.front() == '/')) return false;
   std::string g_norm = NormalizePath(grant);
   std::string p_norm = NormalizePath(path);
-  std::vector<absl::string_view> g = Components(g_norm == "." ? "" : g_norm);
-  std::vector<absl::string_view> p = Components(p_norm == "." ? "" : p_norm);
+  // Views of g_norm and p_norm themselves (a `? "" : g_norm` would make a
+  // temporary copy, and the views would outlive it).
+  std::vector<absl::string_view> g =
+      Components(g_norm == "." ? absl::string_view() : absl::string_view(g_norm));
+  std::vector<absl::string_view> p =
+      Components(p_norm == "." ? absl::string_view() : absl::string_view(p_norm));
   if (p.size() < g.size() || !std::equal(g.begin(), g.end(), p.begin())) return false;
   if (std::find(p.begin(), p.end(), "..") != p.end()) return false;  // above the grant
   if (grant_recursive) return true;

@@ -15,6 +15,8 @@ build_pkgs=(
   libcivetweb-dev
 )
 test_pkgs=(python3 python3-yaml ripgrep bubblewrap git openssl)
+# The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and its sanitizers.
+test_pkgs+=(clang libclang-rt-14-dev)
 # libcurl4: MCP servers over streamable HTTP; prometheus-cpp: /metrics;
 # libcivetweb1: toolexecd's own MCP streamable HTTP endpoint (--mcp_listen).
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates

@@ -25,3 +25,34 @@ cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}"
 cd - >/dev/null
 scripts/test_python.sh
+
+# ---- fuzzing and sanitizers (README "Tests and benchmarks") ----------------
+# After the suite (~11 of CI's 25 minutes on a fresh 2-core machine), ~10
+# more minutes: every fuzz target for 10 s, then one sanitizer job, rotating
+# by the day of the year (TOOLEXEC_CI_SANITIZER=address|thread picks one):
+#   even days  ASan+UBSan over asan_tests, in build-asan/ beside the fuzz
+#              targets (the libraries are built once for both);
+#   odd days   TSan over tsan_tests (the concurrency-heavy tests), build-tsan/.
+# The subsets are in tests/sanitizers/CMakeLists.txt. The job is skipped only
+# when the suite overran so much that it cannot fit (a safety net: it says so).
+# TOOLEXEC_CI_FULL=1 runs every fuzz target 20 s and both sanitizers over all
+# the unit and integration tests, whatever the time.
+if [ "${TOOLEXEC_CI_FULL:-0}" = 1 ]; then
+  scripts/fuzz.sh 20
+  scripts/sanitize.sh address
+  scripts/sanitize.sh thread
+else
+  scripts/fuzz.sh 10
+  sanitizer=${TOOLEXEC_CI_SANITIZER:-}
+  if [ -z "$sanitizer" ]; then
+    if (( 10#$(date -u +%j) % 2 == 0 )); then sanitizer=address; else sanitizer=thread; fi
+  fi
+  if [ "$sanitizer" = address ]; then subset=asan; else subset=tsan; fi
+  left=$(( ${TOOLEXEC_CI_BUDGET_MIN:-25} - SECONDS / 60 ))
+  if [ "$left" -ge "${TOOLEXEC_CI_SANITIZER_MIN:-7}" ]; then
+    SANITIZE_TARGETS=${subset}_tests scripts/sanitize.sh "$sanitizer" -L "$subset"
+  else
+    echo "test.sh: SKIPPED the $sanitizer sanitizer job: only $left min of the CI budget" \
+         "left; scripts/sanitize.sh $sanitizer runs it" >&2
+  fi
+fi

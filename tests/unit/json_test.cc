@@ -72,6 +72,43 @@ TEST(ParseJsonTest, NumbersAreParsedExactly) {
   EXPECT_EQ(wrong, 0);
 }
 
+// Every digit zero and an exponent far from 0: zero, with its sign (RapidJSON
+// 1.1.0 alone read "0.0e40" as -1.5e228 and "0e-30" as 9.6e-240).
+TEST(ParseJsonTest, ZeroWithAnyExponentIsZero) {
+  auto doc = ParseJson("[0.0e40, -0.0e40, 0e-30, 0.000E+300, -0.00e-100, 0, -0, 0.0, 1e-30]");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const auto& a = (*doc).GetArray();
+  for (rapidjson::SizeType i = 0; i < 5; ++i) {
+    ASSERT_TRUE(a[i].IsDouble()) << i;
+    EXPECT_EQ(a[i].GetDouble(), 0.0) << i;
+    EXPECT_EQ(std::signbit(a[i].GetDouble()), i == 1 || i == 4) << i;
+  }
+  EXPECT_TRUE(a[5].IsInt() && a[5].GetInt() == 0);
+  EXPECT_TRUE(a[6].IsInt() && a[6].GetInt() == 0);
+  EXPECT_TRUE(a[7].IsDouble() && a[7].GetDouble() == 0.0);
+  EXPECT_EQ(a[8].GetDouble(), 1e-30);
+  // A number too big for a double is still refused, where it starts.
+  auto big = ParseJson("[1, 1e400]");
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(std::string(big.status().message()), ::testing::HasSubstr("offset 4: Number too big"));
+}
+
+// A lone surrogate would decode to bytes that are not UTF-8: refused, where
+// the string ends. A pair is one character; "\u0000" is a character too.
+TEST(ParseJsonTest, RefusesLoneSurrogates) {
+  for (const char* text : {R"(["\udc00"])", R"({"\ude00x": 1})", R"(["\ud71d\ude00"])",
+                           R"(["\ud800"])", R"(["\ud800x"])"}) {
+    auto doc = ParseJson(text);
+    ASSERT_FALSE(doc.ok()) << text;
+    EXPECT_THAT(std::string(doc.status().message()), HasSubstr("surrogate")) << text;
+  }
+  auto pair = ParseJson(R"(["\ud83d\ude00", "a\u0000b"])");
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_EQ(std::string((*pair)[0].GetString()), "\xF0\x9F\x98\x80");
+  EXPECT_EQ((*pair)[1].GetStringLength(), 3u);
+  EXPECT_TRUE(ParseJson(ToJsonString(*pair)).ok());
+}
+
 TEST(IntegralNumbersTest, IntegralDoublesBecomeIntegers) {
   Json doc = *ParseJson(R"({"a":1.0,"b":[1e2,-0.0,2.5,9007199254740992.0,1e300],"c":3})");
   EXPECT_TRUE(HasIntegralNonIntegers(doc));

@@ -44,6 +44,19 @@ TEST(PathCoversTest, WholeComponentsOnly) {
   EXPECT_FALSE(PathCovers("/a/b", true, "/a", false));
 }
 
+// Paths longer than a short string's inline buffer: their components are
+// compared in the normalized strings, not in freed copies of them.
+TEST(PathCoversTest, LongPaths) {
+  EXPECT_TRUE(PathCovers("/workspace/projects/toolexec", true,
+                         "/workspace/projects/toolexec/src/main.cc", false));
+  EXPECT_FALSE(PathCovers("/workspace/projects/toolexec", true,
+                          "/workspace/projects/toolexec-evil/x", false));
+  EXPECT_TRUE(PathCovers("/home/someone/long-directory-name", false,
+                         "/home/someone/long-directory-name/file.txt", false));
+  EXPECT_FALSE(PathCovers("/home/someone/long-directory-name", true,
+                          "/home/someone/other-directory-name/file.txt", false));
+}
+
 TEST(PathCoversTest, RecursiveCoversDescendantsOtherwiseItselfAndDirectChildren) {
   EXPECT_TRUE(PathCovers("/a", false, "/a", false));
   EXPECT_TRUE(PathCovers("/a", false, "/a/b", false));

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/reader.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -25,12 +27,35 @@ class DepthLimitedHandler {
   bool Int64(int64_t i) { return doc_.Int64(i); }
   bool Uint64(uint64_t u) { return doc_.Uint64(u); }
   bool Double(double d) { return doc_.Double(d); }
+  // Numbers arrive as their text (kParseNumbersAsStringsFlag) and are
+  // converted here, by RapidJSON as before, except one case: RapidJSON
+  // 1.1.0's full-precision conversion takes clz(0) when every digit is zero
+  // and the exponent is far from 0, so "0.0e40" became -1.5e228 and "0e-30"
+  // 9.6e-240. Such a number is a zero.
   bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
-    return doc_.RawNumber(s, n, copy);
+    absl::string_view text(s, n);
+    const size_t exponent = text.find_first_of("eE");
+    const absl::string_view digits = text.substr(0, exponent);
+    if (digits.find_first_not_of("-0.") == absl::string_view::npos &&
+        (exponent != absl::string_view::npos || absl::StrContains(digits, '.'))) {
+      return doc_.Double(absl::StartsWith(text, "-") ? -0.0 : 0.0);
+    }
+    rapidjson::MemoryStream ms(s, n);
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+    rapidjson::Reader reader;
+    refusal_ = reader.Parse<rapidjson::kParseFullPrecisionFlag>(is, doc_).Code();
+    return refusal_ == rapidjson::kParseErrorNone;
   }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  // RapidJSON 1.1.0 decodes a lone low surrogate ("\udc00") into bytes that
+  // are not UTF-8, which nothing downstream (protobuf strings, our own
+  // writer read back) accepts: refused, as newer RapidJSON does.
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    return ValidText(s, n) && doc_.String(s, n, copy);
+  }
   bool StartObject() { return Enter() && doc_.StartObject(); }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) {
+    return ValidText(s, n) && doc_.Key(s, n, copy);
+  }
   bool EndObject(rapidjson::SizeType n) {
     --depth_;
     return doc_.EndObject(n);
@@ -42,8 +67,16 @@ class DepthLimitedHandler {
   }
 
   bool too_deep() const { return too_deep_; }
+  // Why a number or string was refused (kParseErrorNone if none was).
+  rapidjson::ParseErrorCode refusal() const { return refusal_; }
 
  private:
+  bool ValidText(const char* s, rapidjson::SizeType n) {
+    if (IsValidUtf8(absl::string_view(s, n))) return true;
+    refusal_ = rapidjson::kParseErrorStringUnicodeSurrogateInvalid;
+    return false;
+  }
+
   bool Enter() {
     if (++depth_ > max_depth_) {
       too_deep_ = true;
@@ -56,6 +89,7 @@ class DepthLimitedHandler {
   int max_depth_;
   int depth_ = 0;
   bool too_deep_ = false;
+  rapidjson::ParseErrorCode refusal_ = rapidjson::kParseErrorNone;
 };
 
 }  // namespace
@@ -66,15 +100,17 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
   rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
   rapidjson::Reader reader;
   bool too_deep = false;
+  rapidjson::ParseErrorCode refusal = rapidjson::kParseErrorNone;
   rapidjson::ParseResult result;
   // Populate() feeds the document through our depth-counting handler and
   // finalizes it only when the generator reports success.
   auto generate = [&](Json& handler) {
     DepthLimitedHandler limited(handler, max_depth);
     result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
-                          rapidjson::kParseStopWhenDoneFlag | rapidjson::kParseFullPrecisionFlag>(
-        is, limited);
+                          rapidjson::kParseStopWhenDoneFlag |
+                          rapidjson::kParseNumbersAsStringsFlag>(is, limited);
     too_deep = limited.too_deep();
+    refusal = limited.refusal();
     return !result.IsError();
   };
   doc.Populate(generate);
@@ -83,9 +119,10 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
         absl::StrCat("JSON nests deeper than ", max_depth, " levels"));
   }
   if (result.IsError()) {
+    const rapidjson::ParseErrorCode code =
+        refusal != rapidjson::kParseErrorNone ? refusal : result.Code();
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON at offset ", result.Offset(),
-                                                   ": ",
-                                                   rapidjson::GetParseError_En(result.Code())));
+                                                   ": ", rapidjson::GetParseError_En(code)));
   }
   // kParseStopWhenDoneFlag leaves trailing text to us: only whitespace may follow.
   for (size_t i = is.Tell(); i < text.size(); ++i) {

@@ -1,6 +1,5 @@
 #include "tools/runtime/provider_format.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,8 +181,9 @@ class Converter {
       return Described(Convert(*target, root, optional, a, inlined + 1), node, a);
     }
     if (!root) {
-      if (auto alternatives = Alternatives(node, optional, a, inlined)) {
-        return Described(std::move(*alternatives), node, a);
+      JsonValue alternatives;
+      if (Alternatives(node, optional, a, inlined, &alternatives)) {
+        return Described(std::move(alternatives), node, a);
       }
     }
     Notes notes(node);
@@ -264,13 +264,14 @@ class Converter {
   }
 
   // A node of "anyOf"/"oneOf" alternatives (a {"type":"null"} one makes it
-  // nullable): the one left, or an anyOf of them converted. nullopt for a
-  // node without alternatives.
-  std::optional<JsonValue> Alternatives(const JsonValue& node, bool optional, Alloc& a,
-                                        int inlined) const {
+  // nullable): the one left, or an anyOf of them converted, into `out`. False
+  // for a node without alternatives. (Not a std::optional<JsonValue>: clang
+  // 14 with libstdc++ cannot instantiate one, and the fuzz build is clang.)
+  bool Alternatives(const JsonValue& node, bool optional, Alloc& a, int inlined,
+                    JsonValue* out) const {
     const JsonValue* list = Member(node, "anyOf");
     if (list == nullptr) list = Member(node, "oneOf");
-    if (list == nullptr || !list->IsArray() || list->Empty()) return std::nullopt;
+    if (list == nullptr || !list->IsArray() || list->Empty()) return false;
     bool nullable = optional && d_ == Dialect::kOpenAiStrict;
     std::vector<const JsonValue*> branches;
     for (const auto& b : list->GetArray()) {
@@ -281,18 +282,20 @@ class Converter {
         branches.push_back(&b);
       }
     }
-    if (branches.empty()) return std::nullopt;
+    if (branches.empty()) return false;
     if (branches.size() == 1) {
       JsonValue only = Convert(*branches[0], false, false, a, inlined);
       if (nullable) MakeNullable(only, a);
-      return only;
+      *out = std::move(only);
+      return true;
     }
     JsonValue converted(rapidjson::kArrayType);
     for (const JsonValue* b : branches) converted.PushBack(Convert(*b, false, false, a, inlined), a);
-    JsonValue out(rapidjson::kObjectType);
-    Add(out, "anyOf", std::move(converted), a);
-    if (nullable) MakeNullable(out, a);
-    return out;
+    JsonValue any_of(rapidjson::kObjectType);
+    Add(any_of, "anyOf", std::move(converted), a);
+    if (nullable) MakeNullable(any_of, a);
+    *out = std::move(any_of);
+    return true;
   }
 
   // What a "$ref" (local, "#/...") or a lone "allOf" member stands for; null

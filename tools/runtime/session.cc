@@ -460,7 +460,9 @@ absl::StatusOr<MergeResult> SessionManager::Merge(Session& child, Session& paren
   }
   for (const auto& [name, version] : saved) {
     bool allowed = std::any_of(merge.artifact_prefixes.begin(), merge.artifact_prefixes.end(),
-                               [&](const std::string& p) { return absl::StartsWith(name, p); });
+                               [&name = name](const std::string& p) {
+                                 return absl::StartsWith(name, p);
+                               });
     if (!allowed) {
       violations.push_back(absl::StrCat("unauthorized artifact write to '", name, "'"));
       unlisted_artifacts.push_back(name);
