@@ -345,6 +345,16 @@ void McpHttpServer::Stop() {
   while (requests_in_progress_.load() > 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(5));
   }
+  if (const int left = requests_in_progress_.load(); left > 0) {
+    // Their calls ignored cancellation: civetweb's mg_stop would join their
+    // workers forever. Like the engine with such calls, stop without them:
+    // the listener is left to the process's exit (toolexecd exits without
+    // destroying the server).
+    spdlog::warn("{} MCP HTTP request(s) still running {} after they were cancelled; "
+                 "stopping without them",
+                 left, absl::FormatDuration(kStopGrace));
+    return;
+  }
   if (context_ != nullptr) {
     mg_stop(context_);  // closes the listener, joins the workers
     context_ = nullptr;
@@ -497,12 +507,15 @@ int McpHttpServer::Post(Request& r) {
   }
   absl::Cleanup running = [this] { calls_running_.fetch_sub(1); };
   if (!accepts_sse) {
-    if (!call->Run(collect)) {
+    // One JSON answer: only the last message (the response) is kept, so a
+    // call's progress cannot pile up while it runs.
+    std::string last;
+    if (!call->Run([&last](const std::string& m) { last = m; })) {
       r.message = "cancelled";
       return r.Reply(200,
                      mcp::BuildError(call->id(), kRequestCancelled, "the request was cancelled"));
     }
-    return r.Reply(200, sent.back());
+    return r.Reply(200, last);
   }
   // Server-sent events: each message as one event, written as it comes.
   mg_response_header_start(r.conn, 200);
@@ -536,8 +549,13 @@ std::shared_ptr<McpHttpServer::Session> McpHttpServer::FindSession(const std::st
                                                                    const CallerIdentity& caller) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(id);
-  // Another caller's session is as unknown as one that never was.
-  if (it == sessions_.end() || it->second->caller.name != caller.name) return nullptr;
+  // Another caller's session is as unknown as one that never was; so is the
+  // caller's own once its credential's profile changed (a token reload), so
+  // that no call runs under the profile it had when the session opened.
+  if (it == sessions_.end() || it->second->caller.name != caller.name ||
+      it->second->caller.profile != caller.profile) {
+    return nullptr;
+  }
   it->second->last_use = ++use_counter_;
   return it->second;
 }
@@ -565,9 +583,12 @@ std::shared_ptr<McpHttpServer::Session> McpHttpServer::OpenSession(const CallerI
     session->last_use = ++use_counter_;
     sessions_.emplace(id, session);
   }
-  if (evicted != nullptr)
+  if (evicted != nullptr) {
+    // A request that found it just before may have started a call on it.
+    evicted->dispatcher.CancelAll();
     spdlog::info("MCP session {}… ended: least recently used of {}", evicted->id.substr(0, 8),
                  kMaxSessions);
+  }
   return session;
 }
 

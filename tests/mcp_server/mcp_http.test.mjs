@@ -255,6 +255,39 @@ describe('toolexecd MCP over streamable HTTP: policy', () => {
 });
 
 describe('toolexecd MCP over streamable HTTP: shutdown', () => {
+  test('a session ends when its caller\'s profile changes (token file reloaded)', async (t) => {
+    if (missing) assert.fail(missing);
+    const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-mcp-http-reload-'));
+    const daemon = await startDaemon(workspace);
+    t.after(() => {
+      daemon.proc.kill('SIGKILL');
+      fs.rmSync(workspace, { recursive: true, force: true });
+    });
+    const send = (message, headers = {}) => fetch(daemon.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: JSON_AND_SSE,
+                 Authorization: `Bearer ${ALICE}`, ...headers },
+      body: JSON.stringify(message),
+    });
+    const open = (id) => send({ jsonrpc: '2.0', id, method: 'initialize', params: {
+      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+    const init = await open(1);
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id');
+    const ping = { jsonrpc: '2.0', id: 2, method: 'ping' };
+    assert.equal((await send(ping, { 'Mcp-Session-Id': session })).status, 200);
+    // The same token and name, now narrowed to read_only.
+    fs.writeFileSync(path.join(workspace, '.tokens'), `${ALICE} alice read_only\n${BOB} bob\n`);
+    daemon.proc.kill('SIGHUP');
+    assert.ok(await eventually(() => /reloaded token file/.test(daemon.log)), daemon.log);
+    assert.equal((await send(ping, { 'Mcp-Session-Id': session })).status, 404,
+                 'a session opened under the old profile must not run calls under it');
+    const again = await open(3);
+    assert.equal(again.status, 200);
+    assert.equal((await send(ping, { 'Mcp-Session-Id': again.headers.get('mcp-session-id') })).status,
+                 200);
+  });
+
   test('SIGTERM lets a call in flight finish, refuses new requests, and exits 0', async (t) => {
     if (missing) assert.fail(missing);
     const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-mcp-http-drain-'));
