@@ -159,7 +159,9 @@ absl::StatusOr<std::shared_ptr<const Policy>> Policy::Create(
     }
     p->rules_.push_back(std::move(rule));
   }
-  p->allows_everything_ = p->rules_.empty() && p->default_decision_ == PolicyDecision::kAllow;
+  p->allow_read_only_tools_ = options.allow_read_only_tools;
+  p->allows_everything_ = p->rules_.empty() && !p->allow_read_only_tools_ &&
+                          p->default_decision_ == PolicyDecision::kAllow;
   return std::shared_ptr<const Policy>(std::move(p));
 }
 
@@ -192,6 +194,11 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
   PolicyVerdict verdict;
   verdict.policy = name_;
   verdict.decision = default_decision_;
+  if (allow_read_only_tools_ && call.read_only) {
+    verdict.decision = PolicyDecision::kAllow;
+    verdict.rule = "read-only tool";
+    return verdict;
+  }
   const Rule* best = nullptr;
   using Kind = PermissionRequirement::Kind;
   for (const Rule& rule : rules_) {
@@ -513,14 +520,7 @@ absl::StatusOr<std::unique_ptr<PolicyEngine>> PolicyEngine::Create(
   all.push_back({std::string(kProfileDefault), options.default_decision, options.rules});
   all.push_back({std::string(kProfileAllowAll), PolicyDecision::kAllow, {}});
   PolicyProfileOptions read_only{std::string(kProfileReadOnly), PolicyDecision::kDeny, {}};
-  for (const auto& t : registry->tools()) {
-    if (!t->tool->spec().read_only) continue;
-    PolicyRuleOptions r;
-    r.name = "read-only tool";
-    r.tool = t->name;
-    r.decision = PolicyDecision::kAllow;
-    read_only.rules.push_back(std::move(r));
-  }
+  read_only.allow_read_only_tools = true;
   all.push_back(std::move(read_only));
   PolicyRuleOptions outside;
   outside.name = "path outside the workspace";
@@ -727,6 +727,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     facts.tool = call.name;
     facts.server_name = rt->server_name;
     facts.workspaces = workspaces;
+    facts.read_only = tool.spec().read_only;
     auto evaluation_error = [&](const std::string& detail) {
       call.refusal = ToolError(ErrorCode::kDenied,
                                absl::StrCat("policy '", absl::StrJoin(chain_names, "+"),

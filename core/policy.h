@@ -109,6 +109,11 @@ struct PolicyProfileOptions {
   std::string name;
   std::optional<PolicyDecision> default_decision;  // unset = allow
   std::vector<PolicyRuleOptions> rules;
+  // The built-in read_only profile: a tool the call's registry snapshot
+  // declares read-only is allowed (rule "read-only tool"), any other gets the
+  // default decision. Decided per call, so a name that later belongs to
+  // another tool (an MCP server's list changed) is judged by that tool.
+  bool allow_read_only_tools = false;
 };
 
 struct PolicyOptions {
@@ -142,6 +147,7 @@ struct CallFacts {
   // workspace).
   std::vector<PermissionRequirement> needs;
   std::vector<std::string> workspaces;  // real paths of the call's roots
+  bool read_only = false;               // the tool declares itself read-only
 };
 
 struct PolicyVerdict {
@@ -173,6 +179,7 @@ class Policy final {
   PolicyDecision default_decision_ = PolicyDecision::kAllow;
   std::vector<Rule> rules_;
   bool allows_everything_ = true;
+  bool allow_read_only_tools_ = false;
 };
 
 // The strictest verdict of `chain` for `call` (the config's policy when the

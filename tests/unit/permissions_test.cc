@@ -168,6 +168,25 @@ TEST(PolicyTest, DefaultIsAllowWithoutRules) {
   EXPECT_EQ(v.Explain(), "the default decision of policy 'test'");
 }
 
+TEST(PolicyTest, ReadOnlyToolsAreJudgedByTheToolTheNameHasNow) {
+  PolicyProfileOptions o{"read_only", PolicyDecision::kDeny, {}};
+  o.allow_read_only_tools = true;
+  auto p = Policy::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE((*p)->allows_everything());
+  CallFacts reader = Facts("lookup");
+  reader.read_only = true;
+  PolicyVerdict v = (*p)->Evaluate(reader);
+  EXPECT_EQ(v.decision, PolicyDecision::kAllow);
+  EXPECT_EQ(v.rule, "read-only tool");
+  // The same name, now another (e.g. an MCP server's) tool that writes.
+  CallFacts writer = Facts("lookup");
+  writer.read_only = false;
+  v = (*p)->Evaluate(writer);
+  EXPECT_EQ(v.decision, PolicyDecision::kDeny);
+  EXPECT_EQ(v.Explain(), "the default decision of policy 'read_only'");
+}
+
 TEST(PolicyTest, SpecificBeatsPrefixBeatsGlobal) {
   auto p = Make({Rule("all", "*", PolicyDecision::kDeny),
                  Rule("github", "github/*", PolicyDecision::kAsk),
