@@ -217,6 +217,13 @@ class HookSet::Batch final : public CallInterceptor {
     return message;
   }
 
+  // Only the audit log: nothing blocks before a call, and off the call's
+  // thread its line is written by the HookSet's executor.
+  bool MayRunOnAnyThread() const override {
+    return set_->hooks_.empty() && set_->pre_.empty() && set_->on_error_.empty() &&
+           set_->post_.empty();
+  }
+
   void AfterCall(uint32_t index, const CallRequest& req, const JsonValue* args,
                  const ToolCallResult& result, bool on_call_thread,
                  const CancellationToken& cancel) override {

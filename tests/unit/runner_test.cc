@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -803,6 +805,187 @@ TEST(RunnerHeapTest, HeapFreedByCallsIsReturnedOnceTheRunnerIsIdle) {
       << "resident before " << (before >> 20) << " MiB, after " << (after >> 20) << " MiB";
   kept->clear();
   kept->shrink_to_fit();
+}
+
+}  // namespace
+}  // namespace toolexec
+
+namespace toolexec {
+namespace {
+
+// The thread a call ran on, as a number a result can carry.
+uint64_t ThisThread() { return std::hash<std::thread::id>{}(std::this_thread::get_id()); }
+
+// "where" (quick unless `quick` is false): returns the thread it ran on.
+std::unique_ptr<Tool> WhereTool(std::string name, bool quick) {
+  ToolSpec spec(std::move(name), "returns the thread it ran on", testing::kAnyObject);
+  spec.quick = quick;
+  return std::make_unique<testing::FnTool>(
+      std::move(spec), [](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+        Json out = MakeObject();
+        out.AddMember("thread", ThisThread(), out.GetAllocator());
+        return out;
+      });
+}
+
+uint64_t ThreadOf(const ToolCallResult& r) {
+  return r.payload.IsObject() && r.payload.HasMember("thread") ? r.payload["thread"].GetUint64()
+                                                               : 0;
+}
+
+// Records the thread of every AfterCall and whether it was told it runs on
+// the call's thread.
+class RecordingInterceptor final : public CallInterceptor {
+ public:
+  explicit RecordingInterceptor(bool any_thread) : any_thread_(any_thread) {}
+  absl::Status BeforeCall(uint32_t, const RegisteredTool&, const CallRequest&, Json&,
+                          const CancellationToken&) override {
+    return absl::OkStatus();
+  }
+  std::optional<std::string> OnError(uint32_t, const CallRequest&, const JsonValue*,
+                                     const ToolCallResult&, bool,
+                                     const CancellationToken&) override {
+    return std::nullopt;
+  }
+  void AfterCall(uint32_t index, const CallRequest&, const JsonValue*, const ToolCallResult&,
+                 bool on_call_thread, const CancellationToken&) override {
+    absl::MutexLock lock(&mu);
+    seen[index] = {ThisThread(), on_call_thread};
+  }
+  bool MayRunOnAnyThread() const override { return any_thread_; }
+
+  absl::Mutex mu;
+  std::map<uint32_t, std::pair<uint64_t, bool>> seen;
+
+ private:
+  const bool any_thread_;
+};
+
+class RunnerQuickTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registry_.Register(WhereTool("quick", true), "test").ok());
+    ASSERT_TRUE(registry_.Register(WhereTool("slow", false), "test").ok());
+    runner_ = std::make_unique<ToolRunner>(&registry_, ToolRunner::Options{});
+  }
+
+  // Starts `req` on this thread and waits for its results.
+  std::vector<ToolCallResult> StartHere(BatchRequest req) {
+    testing::Collector collector;
+    auto handle = runner_->Start(std::move(req), &collector);
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    if (!handle.ok()) return {};
+    collector.Wait();
+    return std::move(collector.results);
+  }
+
+  ToolRegistry registry_;
+  std::unique_ptr<ToolRunner> runner_;
+};
+
+// A quick tool's call runs on the thread that starts the batch; any other
+// call is handed to a worker.
+TEST_F(RunnerQuickTest, QuickCallsRunWhereTheBatchStartsOthersOnWorkers) {
+  BatchRequest req;
+  req.calls = Calls(Call("quick", "", "q1"), Call("slow", "", "s"), Call("quick", "", "q2"));
+  auto results = StartHere(std::move(req));
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_EQ(results[0].id, "q1");
+  EXPECT_EQ(ThreadOf(results[0]), ThisThread());
+  EXPECT_NE(ThreadOf(results[1]), ThisThread());
+  EXPECT_EQ(ThreadOf(results[2]), ThisThread());
+}
+
+// The calls handed to workers start before the quick calls run here: a
+// quick call (ill-behaved: it waits) sees the slow call after it start.
+TEST_F(RunnerQuickTest, SlowCallsStartBeforeQuickCallsRunHere) {
+  auto slow_started = std::make_shared<absl::Notification>();
+  ToolSpec waits("waits_for_slow", "quick, but waits for the slow call", testing::kAnyObject);
+  waits.quick = true;
+  ASSERT_TRUE(registry_
+                  .Register(std::make_unique<testing::FnTool>(
+                                std::move(waits),
+                                [slow_started](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+                                  if (!slow_started->WaitForNotificationWithTimeout(absl::Seconds(10))) {
+                                    return absl::DeadlineExceededError("the slow call never started");
+                                  }
+                                  return MakeObject();
+                                }),
+                            "test")
+                  .ok());
+  ASSERT_TRUE(registry_
+                  .Register(testing::MakeTool("starts_slow",
+                                              [slow_started](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+                                                slow_started->Notify();
+                                                return MakeObject();
+                                              }),
+                            "test")
+                  .ok());
+  BatchRequest req;
+  req.calls = Calls(Call("waits_for_slow", "", "q"), Call("starts_slow", "", "s"));
+  auto results = StartHere(std::move(req));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+  EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+}
+
+// One thread runs at most kMaxQuickCallsHere of a long batch of quick calls;
+// the rest run as tasks, and every result still arrives, in call order.
+TEST_F(RunnerQuickTest, ALongBatchOfQuickCallsIsNotRunByOneThreadAlone) {
+  constexpr int kCalls = 1000;
+  BatchRequest req;
+  for (int i = 0; i < kCalls; ++i) req.calls.push_back(Call("quick", "", absl::StrCat(i)));
+  auto results = StartHere(std::move(req));
+  ASSERT_EQ(results.size(), static_cast<size_t>(kCalls));
+  size_t here = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].error_message;
+    EXPECT_EQ(results[i].id, absl::StrCat(i));
+    if (ThreadOf(results[i]) == ThisThread()) ++here;
+  }
+  EXPECT_GE(here, 1u);
+  EXPECT_LE(here, ToolRunner::kMaxQuickCallsHere);
+}
+
+// Hooks that may block never run on the starting thread (a gRPC thread in
+// the daemon): with such an interceptor every call is a task, and its hooks
+// are told they run on the call's thread.
+TEST_F(RunnerQuickTest, AnInterceptorThatMayBlockKeepsCallsOffTheStartingThread) {
+  auto interceptor = std::make_shared<RecordingInterceptor>(/*any_thread=*/false);
+  BatchRequest req;
+  req.calls = Calls(Call("quick", "", "q"), Call("no_such_tool", "", "u"));
+  req.interceptor = interceptor;
+  auto results = StartHere(std::move(req));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_NE(ThreadOf(results[0]), ThisThread());
+  absl::MutexLock lock(&interceptor->mu);
+  ASSERT_EQ(interceptor->seen.size(), 2u);
+  for (const auto& [index, seen] : interceptor->seen) {
+    EXPECT_NE(seen.first, ThisThread()) << index;
+    EXPECT_TRUE(seen.second) << index;
+  }
+}
+
+// An interceptor that may run anywhere lets quick calls, and calls that fail
+// before reaching a tool, run on the starting thread; its hooks are told
+// they are not on a call's thread, so they defer what may block.
+TEST_F(RunnerQuickTest, QuickCallsRunHereWhenTheInterceptorAllowsIt) {
+  auto interceptor = std::make_shared<RecordingInterceptor>(/*any_thread=*/true);
+  BatchRequest req;
+  req.calls = Calls(Call("quick", "", "q"), Call("no_such_tool", "", "u"), Call("slow", "", "s"));
+  req.interceptor = interceptor;
+  auto results = StartHere(std::move(req));
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(ThreadOf(results[0]), ThisThread());
+  EXPECT_EQ(results[1].error->code, ErrorCode::kUnknownTool);
+  EXPECT_NE(ThreadOf(results[2]), ThisThread());
+  absl::MutexLock lock(&interceptor->mu);
+  ASSERT_EQ(interceptor->seen.size(), 3u);
+  EXPECT_EQ(interceptor->seen[0], std::make_pair(ThisThread(), false));
+  EXPECT_EQ(interceptor->seen[1], std::make_pair(ThisThread(), false));
+  EXPECT_NE(interceptor->seen[2].first, ThisThread());
+  EXPECT_TRUE(interceptor->seen[2].second);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ std::string FormatNumber(double x) {
 }  // namespace
 
 CalculateSumTool::CalculateSumTool()
-    : Tool(ToolSpec("calculate_sum", "Adds up a list of numbers and returns the sum.", kSchema)) {}
+    : Tool(ToolSpec("calculate_sum", "Adds up a list of numbers and returns the sum.", kSchema).Quick()) {}
 
 absl::StatusOr<Json> CalculateSumTool::Call(const JsonValue& args, ToolContext& ctx) const {
   // Validation (S4) guarantees an array of numbers; GetDouble() reads both

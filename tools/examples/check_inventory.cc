@@ -21,7 +21,8 @@ CheckInventoryTool::CheckInventoryTool()
                "check_inventory",
                "Returns how many of an item are in stock (0 for an item the store does not carry).",
                kSchema)
-               .ReadOnly()),
+               .ReadOnly()
+               .Quick()),
       stock_({{"apples", 10}, {"bananas", 5}, {"oranges", 0}}) {}
 
 void CheckInventoryTool::SetCount(absl::string_view item, int64_t count) {

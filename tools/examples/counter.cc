@@ -17,7 +17,8 @@ constexpr char kKey[] = "count";
 CounterTool::CounterTool()
     : Tool(ToolSpec("counter", "Increments this session's counter and returns its new value.",
                     kSchema)
-               .NeedsContext()) {}
+               .NeedsContext()
+               .Quick()) {}
 
 absl::StatusOr<Json> CounterTool::Call(const JsonValue& args, ToolContext& ctx) const {
   // update_state, not get_state + set_state: two concurrent calls in one

@@ -31,7 +31,8 @@ GetWeatherTool::GetWeatherTool()
               "Gets the current weather for a city: temperature in degrees Celsius and conditions.",
               kSchema)
               .Type(ToolType::kApiCall)
-              .ReadOnly()) {}
+              .ReadOnly()
+              .Quick()) {}
 
 std::string GetWeatherTool::display_title(const JsonValue& input) const {
   return absl::StrCat("Weather in ", CityOf(input));

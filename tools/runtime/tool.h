@@ -146,6 +146,10 @@ struct ToolSpec {
   // The tool changes nothing (ToolDeclaration.read_only). The read_only tag
   // implies it; a tool may be read-only without being in the read_only set.
   bool read_only = false;
+  // The tool never blocks (no I/O, no waiting, no lock held for long) and
+  // returns within microseconds: the runner may run its calls on the thread
+  // that starts them instead of handing each to a worker (ToolRunner).
+  bool quick = false;
   std::vector<std::string> tags;
   // S13: the name shown to a person; "" means `name`.
   std::string display_name;
@@ -170,6 +174,10 @@ struct ToolSpec {
   }
   ToolSpec& ReadOnly() {
     read_only = true;
+    return *this;
+  }
+  ToolSpec& Quick() {
+    quick = true;
     return *this;
   }
   ToolSpec& Tags(std::initializer_list<absl::string_view> more) {

@@ -304,13 +304,25 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     c.resources.erase(std::unique(c.resources.begin(), c.resources.end()), c.resources.end());
   }
 
-  // Submits the calls in `ready` and every call that may start after them,
-  // on this thread, without recursion (a refused submission completes the
-  // call, which may make the next call on its resources ready).
-  void Dispatch(std::vector<uint32_t> ready) {
+  // Starts the calls in `ready` and every call that may start after them,
+  // without recursion (a refused submission completes the call, which may
+  // make the next call on its resources ready): quick calls here, unless
+  // `may_run_here` is false (the timer thread), after the rest are submitted
+  // as executor tasks, so slow calls start first.
+  void Dispatch(std::vector<uint32_t> ready, bool may_run_here = true) {
+    size_t quick_here = may_run_here && (interceptor_ == nullptr ||
+                                         interceptor_->MayRunOnAnyThread())
+                            ? ToolRunner::kMaxQuickCallsHere
+                            : 0;
+    std::vector<uint32_t> here;
     while (true) {
       for (size_t k = 0; k < ready.size(); ++k) {
         uint32_t i = ready[k];
+        if (quick_here > 0 && IsQuick(*calls_[i])) {
+          --quick_here;
+          here.push_back(i);
+          continue;
+        }
         auto self = shared_from_this();
         absl::Status queued = runner_->executor_.Submit([self, i] {
           self->RunCall(i);
@@ -319,10 +331,25 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
         if (!queued.ok()) SubmitFailed(i, queued, &ready);
       }
       ready.clear();
+      for (uint32_t i : here) {
+        RunCall(i, &ready);  // collects the calls its completion makes ready
+        absl::MutexLock lock(&mu_);
+        EndLocked(i, &ready);
+      }
+      here.clear();
       absl::MutexLock lock(&mu_);
       AdmitLocked(&ready);
       if (ready.empty()) return;
     }
+  }
+
+  // Whether call `i` takes microseconds: its tool is quick, or it fails
+  // before reaching a tool (see Execute).
+  bool IsQuick(const Call& c) const {
+    if (c.tool == nullptr || !c.request.refusal.ok()) return true;
+    const ToolSpec& spec = c.tool->tool->spec();
+    if (spec.executor != ToolExecutor::kDaemon) return true;
+    return spec.quick || (c.args.has_value() && !c.args->ok());
   }
 
   // Admits calls in call order while the batch may start more; those not
@@ -452,7 +479,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
   }
 
-  void RunCall(uint32_t i) {
+  // Runs call `i` on this thread. `here`: a quick call run where it was
+  // made ready (Dispatch), which collects in `here` the calls its completion
+  // makes ready; null: an executor task.
+  void RunCall(uint32_t i, std::vector<uint32_t>* here = nullptr) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
     ScopedTraceLog trace(traceparent_);  // the tool's log lines carry the batch's trace
@@ -470,7 +500,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       result = Failure(i, rt, ErrorCode::kToolFailed,
                        absl::StrCat("tool '", c.request.name, "' threw a non-standard exception"));
     }
-    Complete(i, std::move(result), nullptr, true, /*on_call_thread=*/true);
+    Complete(i, std::move(result), here, true, /*on_call_thread=*/here == nullptr);
   }
 
   // Said to the model, which cannot list the tools itself: the closest names
@@ -713,7 +743,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (deliver) Deliver();  // here, or where no delivery thread is left
     // Started by the caller's own Dispatch loop, or here: released resources,
     // and room for results if the deliverer released some.
-    if (ready == nullptr) Dispatch(std::move(own_ready));
+    if (ready == nullptr) Dispatch(std::move(own_ready), /*may_run_here=*/deliver_here);
     return true;
   }
 

@@ -17,6 +17,18 @@
 // holds one of its resources. The task coerces and validates the arguments,
 // checks context and session rules, and runs Tool::Call.
 //
+// Quick calls: a call whose tool is quick (ToolSpec::quick), or that fails
+// before reaching its tool (unknown tool, refused by the policy, run
+// elsewhere, unreadable arguments), runs on the thread that makes it ready
+// instead of as a task: the gRPC thread that started the batch or whose write
+// completed, or the worker that ended the call before it. Handing a call that
+// takes microseconds to another thread costs more than the call. At most
+// kMaxQuickCallsHere run per dispatch, so one thread never runs a long batch
+// alone; the rest are tasks. The timer thread never runs calls, and a batch
+// whose interceptor may block before a call (hooks other than the audit log,
+// CallInterceptor::MayRunOnAnyThread) runs every call as a task, since hooks
+// never run on a gRPC thread.
+//
 // Resource order: per batch, each resource key has a queue of the calls that
 // name it, in call order; the head holds the resource. A call is submitted
 // when it heads all its queues; it releases them when its task returns (not
@@ -199,6 +211,11 @@ class CallInterceptor {
   virtual void AfterCall(uint32_t index, const CallRequest& call, const JsonValue* args,
                          const ToolCallResult& result, bool on_call_thread,
                          const CancellationToken& cancel) = 0;
+  // Whether a call may run on any thread, a gRPC thread included: BeforeCall
+  // never blocks, and OnError/AfterCall, told they are not on the call's
+  // thread, defer what may block. Then quick calls run where they are made
+  // ready (and their OnError/AfterCall get on_call_thread false).
+  virtual bool MayRunOnAnyThread() const { return false; }
 };
 
 struct BatchRequest {
@@ -278,6 +295,9 @@ class BatchHandle {
 
 class ToolRunner final {
  public:
+  // Quick calls one dispatch runs on its own thread (see "Quick calls").
+  static constexpr size_t kMaxQuickCallsHere = 64;
+
   struct Options {
     Executor::Options executor;
     absl::Duration default_timeout = absl::Minutes(10);

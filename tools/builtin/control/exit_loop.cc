@@ -11,7 +11,8 @@ class ExitLoopTool final : public Tool {
   ExitLoopTool()
       : Tool(ToolSpec("exit_loop",
                       "Exits the current agent loop. Call it only when the loop's work is done.",
-                      R"({"type":"object","properties":{},"additionalProperties":false})")) {}
+                      R"({"type":"object","properties":{},"additionalProperties":false})")
+                 .Quick()) {}
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
     ctx.actions().escalate = true;
     ctx.actions().skip_summarization = true;

@@ -20,7 +20,8 @@ class FinishTool final : public Tool {
                       "Finishes the task and returns its final output. Give the output as any "
                       "JSON value (output) or as text (output_string).",
                       Parameters(output_schema.get()))
-                 .Tags({kTagReadOnly})),
+                 .Tags({kTagReadOnly})
+                 .Quick()),
         output_schema_(std::move(output_schema)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
