@@ -217,8 +217,9 @@ class HookSet::Batch final : public CallInterceptor {
     return message;
   }
 
-  // Only the audit log: nothing blocks before a call, and off the call's
-  // thread its line is written by the HookSet's executor.
+  // Only the audit log: a line appended to a local file per call, on the
+  // call's thread like the daemon's own log lines, so in call order and under
+  // the runner's backpressure.
   bool MayRunOnAnyThread() const override {
     return set_->hooks_.empty() && set_->pre_.empty() && set_->on_error_.empty() &&
            set_->post_.empty();

@@ -25,7 +25,9 @@
 // changes only the words: the status and error code stay, so a failure never
 // turns into a success.
 //
-// Threads: hooks never run on a gRPC thread. Pre-call hooks run on the
+// Threads: hooks never run on a gRPC thread; with no hook but the audit log,
+// a quick call (ToolSpec::quick) may run on the gRPC thread that starts it,
+// and its audit line is written there. Pre-call hooks run on the
 // executor thread that runs the call, under the call's deadline and
 // cancellation token: a client cancel, the batch timeout or shutdown stops a
 // command hook's process (SIGTERM, grace, SIGKILL, the same supervisor

@@ -213,10 +213,11 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
     }
     if (batch_) batch = batch_->handle();
   }
-  if (batch && results_released > 0) batch->ResultsReleased(results_released);
   // Cancelling completes the remaining calls; their results arrive through
-  // Enqueue, which finishes the stream once the batch is done.
+  // Enqueue, which finishes the stream once the batch is done. Before the
+  // release: room for results must not start calls for a client that is gone.
   if (to_cancel) to_cancel->Cancel();
+  if (batch && results_released > 0) batch->ResultsReleased(results_released);
   Action action;
   {
     absl::MutexLock lock(&mu_);

@@ -948,6 +948,72 @@ TEST_F(RunnerQuickTest, ALongBatchOfQuickCallsIsNotRunByOneThreadAlone) {
   EXPECT_LE(here, ToolRunner::kMaxQuickCallsHere);
 }
 
+// Set while ReleasingObserver::OnResult runs on this thread.
+thread_local bool in_on_result = false;
+
+// Releases each result as it is handed it, as a stream whose client is gone
+// drops results, once the test has given it the batch's handle.
+class ReleasingObserver final : public BatchObserver {
+ public:
+  bool HoldsResults() const override { return true; }
+  void OnProgress(ProgressEvent) override {}
+  void OnResult(ToolCallResult r) override {
+    in_on_result = true;
+    {
+      absl::MutexLock lock(&mu);
+      results.push_back(std::move(r));
+    }
+    if (BatchHandle* h = handle.load()) h->ResultsReleased(1);
+    in_on_result = false;
+  }
+  void OnBatchDone() override { done.Notify(); }
+  std::atomic<BatchHandle*> handle{nullptr};
+  absl::Mutex mu;
+  std::vector<ToolCallResult> results;
+  absl::Notification done;
+};
+
+// A release made while the batch's results are being handed out (the stream
+// dropping them) starts no call on that thread: each would start a fresh
+// dispatch per result, and the whole batch would run inside the delivery.
+TEST(RunnerQuickDeliveryTest, ReleasesDuringDeliveryRunNoCallThere) {
+  ToolRegistry registry;
+  ToolSpec probe("probe", "quick; says whether it ran inside OnResult", testing::kAnyObject);
+  probe.quick = true;
+  ASSERT_TRUE(registry
+                  .Register(std::make_unique<testing::FnTool>(
+                                std::move(probe),
+                                [](const JsonValue&, ToolContext&) -> absl::StatusOr<Json> {
+                                  Json out = MakeObject();
+                                  out.AddMember("nested", in_on_result, out.GetAllocator());
+                                  out.AddMember("pad", JsonValue(std::string(2048, 'x'), out.GetAllocator()),
+                                                out.GetAllocator());
+                                  return out;
+                                }),
+                            "test")
+                  .ok());
+  ASSERT_TRUE(registry.Register(MakeTool("sleep", Sleep, kSleepSchema), "test").ok());
+  ToolRunner::Options options;
+  options.max_held_result_bytes_per_batch = 32 << 10;  // admission waits for releases
+  ToolRunner runner(&registry, options);
+  ReleasingObserver observer;
+  BatchRequest req;
+  req.calls.push_back(Call("sleep", R"({"ms":300})", "slow"));
+  for (int i = 0; i < 300; ++i) req.calls.push_back(Call("probe", "", absl::StrCat(i)));
+  auto handle = runner.Start(std::move(req), &observer);
+  ASSERT_TRUE(handle.ok());
+  observer.handle.store(handle->get());  // before the slow first call ends
+  ASSERT_TRUE(observer.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  absl::MutexLock lock(&observer.mu);
+  ASSERT_EQ(observer.results.size(), 301u);
+  int nested = 0;
+  for (const auto& r : observer.results) {
+    ASSERT_TRUE(r.ok()) << r.error_message;
+    if (r.payload.HasMember("nested") && r.payload["nested"].GetBool()) ++nested;
+  }
+  EXPECT_EQ(nested, 0);
+}
+
 // Hooks that may block never run on the starting thread (a gRPC thread in
 // the daemon): with such an interceptor every call is a task, and its hooks
 // are told they run on the call's thread.
@@ -968,8 +1034,8 @@ TEST_F(RunnerQuickTest, AnInterceptorThatMayBlockKeepsCallsOffTheStartingThread)
 }
 
 // An interceptor that may run anywhere lets quick calls, and calls that fail
-// before reaching a tool, run on the starting thread; its hooks are told
-// they are not on a call's thread, so they defer what may block.
+// before reaching a tool, run on the starting thread, which is their call's
+// thread for the hooks.
 TEST_F(RunnerQuickTest, QuickCallsRunHereWhenTheInterceptorAllowsIt) {
   auto interceptor = std::make_shared<RecordingInterceptor>(/*any_thread=*/true);
   BatchRequest req;
@@ -982,8 +1048,8 @@ TEST_F(RunnerQuickTest, QuickCallsRunHereWhenTheInterceptorAllowsIt) {
   EXPECT_NE(ThreadOf(results[2]), ThisThread());
   absl::MutexLock lock(&interceptor->mu);
   ASSERT_EQ(interceptor->seen.size(), 3u);
-  EXPECT_EQ(interceptor->seen[0], std::make_pair(ThisThread(), false));
-  EXPECT_EQ(interceptor->seen[1], std::make_pair(ThisThread(), false));
+  EXPECT_EQ(interceptor->seen[0], std::make_pair(ThisThread(), true));
+  EXPECT_EQ(interceptor->seen[1], std::make_pair(ThisThread(), true));
   EXPECT_NE(interceptor->seen[2].first, ThisThread());
   EXPECT_TRUE(interceptor->seen[2].second);
 }

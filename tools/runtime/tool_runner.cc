@@ -229,13 +229,15 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     Dispatch({});
   }
 
-  // The runner found room for results again (see MayAdmitLocked).
+  // The runner found room for results again (see MayAdmitLocked). On the
+  // thread that released it, which may be the timer thread or another
+  // batch's deliverer: no call runs here.
   void RoomFreed() {
     {
       absl::MutexLock lock(&mu_);
       waiting_for_room_ = false;
     }
-    Dispatch({});
+    Dispatch({}, /*may_run_here=*/false);
   }
 
   void CancelAll(CancelReason reason) {
@@ -310,8 +312,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // `may_run_here` is false (the timer thread), after the rest are submitted
   // as executor tasks, so slow calls start first.
   void Dispatch(std::vector<uint32_t> ready, bool may_run_here = true) {
-    size_t quick_here = may_run_here && (interceptor_ == nullptr ||
-                                         interceptor_->MayRunOnAnyThread())
+    // Not inside this batch's own delivery either: an observer that releases
+    // results as it is handed them (a stream whose client is gone drops them)
+    // would start a fresh dispatch per result, all on this thread.
+    size_t quick_here = may_run_here && delivering_here_ != this &&
+                                (interceptor_ == nullptr || interceptor_->MayRunOnAnyThread())
                             ? ToolRunner::kMaxQuickCallsHere
                             : 0;
     std::vector<uint32_t> here;
@@ -500,7 +505,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       result = Failure(i, rt, ErrorCode::kToolFailed,
                        absl::StrCat("tool '", c.request.name, "' threw a non-standard exception"));
     }
-    Complete(i, std::move(result), here, true, /*on_call_thread=*/here == nullptr);
+    Complete(i, std::move(result), here, true, /*on_call_thread=*/true);
   }
 
   // Said to the model, which cannot list the tools itself: the closest names
@@ -751,6 +756,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // The final observer call may destroy the observer, so nothing here touches
   // it (or mu_'s guarded state) after that call.
   void Deliver() {
+    DeliveringHere delivering(this);
     bool released = false;
     mu_.Lock();
     while (next_ < slots_.size() && slots_[next_].has_value()) {
@@ -786,6 +792,19 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     mu_.Unlock();
     if (released) runner_->WakeBatchesWaiting();
   }
+
+  // Marks this thread as delivering `batch`'s results while in scope.
+  class DeliveringHere {
+   public:
+    explicit DeliveringHere(const Batch* batch) : outer_(delivering_here_) {
+      delivering_here_ = batch;
+    }
+    ~DeliveringHere() { delivering_here_ = outer_; }
+
+   private:
+    const Batch* const outer_;
+  };
+  static thread_local const Batch* delivering_here_;
 
   BatchObserver* DetachObserver() {
     absl::WriterMutexLock lock(&observer_mu_);
@@ -835,6 +854,8 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
   bool empty_done_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+thread_local const Batch* Batch::delivering_here_ = nullptr;
 
 ToolRunner::ToolRunner(const ToolRegistry* registry, Options options)
     : registry_(registry), options_(std::move(options)), executor_(options_.executor) {}

@@ -24,8 +24,10 @@
 // completed, or the worker that ended the call before it. Handing a call that
 // takes microseconds to another thread costs more than the call. At most
 // kMaxQuickCallsHere run per dispatch, so one thread never runs a long batch
-// alone; the rest are tasks. The timer thread never runs calls, and a batch
-// whose interceptor may block before a call (hooks other than the audit log,
+// alone; the rest are tasks. Neither the timer thread, nor a thread freeing
+// room for other batches' results (RoomFreed), nor one inside the batch's own
+// delivery (an observer releasing results as it is handed them) runs calls.
+// A batch whose interceptor may block (hooks other than the audit log, see
 // CallInterceptor::MayRunOnAnyThread) runs every call as a task, since hooks
 // never run on a gRPC thread.
 //
@@ -211,10 +213,10 @@ class CallInterceptor {
   virtual void AfterCall(uint32_t index, const CallRequest& call, const JsonValue* args,
                          const ToolCallResult& result, bool on_call_thread,
                          const CancellationToken& cancel) = 0;
-  // Whether a call may run on any thread, a gRPC thread included: BeforeCall
-  // never blocks, and OnError/AfterCall, told they are not on the call's
-  // thread, defer what may block. Then quick calls run where they are made
-  // ready (and their OnError/AfterCall get on_call_thread false).
+  // Whether a call may run on any thread, a gRPC thread included: none of
+  // the above blocks for long even on the call's own thread (appending a line
+  // to a local file, as the daemon's log does, is fine; running a program is
+  // not). Then quick calls run where they are made ready.
   virtual bool MayRunOnAnyThread() const { return false; }
 };
 
