@@ -396,16 +396,20 @@ class McpHttpTest : public McpServersTest {
  protected:
   void SetUp() override {
     McpServersTest::SetUp();
-    int port = FreePort();
+    port_ = FreePort();
     server_pid_ = fork();
     if (server_pid_ == 0) {
-      setenv("PORT", std::to_string(port).c_str(), 1);
-      execlp("node", "node", kEverything.c_str(), "streamableHttp", nullptr);
+      StartServer();
       _exit(127);
     }
-    url_ = absl::StrCat("http://127.0.0.1:", port, "/mcp");
-    for (int i = 0; i < 200 && !Listening(port); ++i) absl::SleepFor(absl::Milliseconds(50));
-    ASSERT_TRUE(Listening(port)) << "server-everything streamableHttp did not listen";
+    url_ = absl::StrCat("http://127.0.0.1:", port_, "/mcp");
+    for (int i = 0; i < 200 && !Listening(port_); ++i) absl::SleepFor(absl::Milliseconds(50));
+    ASSERT_TRUE(Listening(port_)) << "the HTTP MCP server did not listen";
+  }
+  // In the child: execs the server, listening on port_.
+  virtual void StartServer() {
+    setenv("PORT", std::to_string(port_).c_str(), 1);
+    execlp("node", "node", kEverything.c_str(), "streamableHttp", nullptr);
   }
   void TearDown() override {
     McpServersTest::TearDown();
@@ -435,6 +439,7 @@ class McpHttpTest : public McpServersTest {
     close(fd);
     return ok;
   }
+  int port_ = 0;
   pid_t server_pid_ = -1;
   std::string url_;
 };
@@ -460,6 +465,51 @@ TEST_F(McpHttpTest, ToolsOverStreamableHttp) {
   r = Call("web__get-sum", R"({"a":2,"b":3})");
   EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   EXPECT_THAT(PayloadJson(r), HasSubstr("5"));
+}
+
+// changing_server.mjs over streamable HTTP: list_changed arrives only on
+// the GET stream the client holds open.
+class McpHttpChangingToolsTest : public McpHttpTest {
+ protected:
+  void StartServer() override {
+    execlp("node", "node", kChanging.c_str(), "--http", std::to_string(port_).c_str(), nullptr);
+  }
+  bool Listed(const std::string& name) {
+    for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
+      if (FindTool(List(), name) != nullptr) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+};
+
+TEST_F(McpHttpChangingToolsTest, ListChangedOnTheGetStreamIsSeenAndTheStreamReopened) {
+  mcp::McpServerOptions web;
+  web.name = "changing";
+  web.url = url_;
+  web.startup_timeout = absl::Seconds(30);
+  ASSERT_TRUE(StartDaemon({web}).ok());
+  v1::ToolResult r = Call("add_tool", R"({"name":"gizmo"})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  ASSERT_TRUE(Listed("gizmo"));
+  EXPECT_EQ(FindTool(List(), "gizmo")->server_name(), "changing");
+
+  // The server ends the stream; the client opens another.
+  r = Call("drop_stream", "{}");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  bool reopened = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); !reopened && absl::Now() < end;) {
+    r = Call("get_requests", "{}");
+    ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
+    const size_t digits = payload.find_first_of("0123456789");
+    reopened = digits != std::string::npos && std::atoi(payload.c_str() + digits) >= 2;
+    if (!reopened) absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(reopened) << PayloadJson(r);
+  r = Call("add_tool", R"({"name":"gizmo2"})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  EXPECT_TRUE(Listed("gizmo2"));
 }
 
 }  // namespace

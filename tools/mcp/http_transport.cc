@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -19,9 +20,11 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-// What one POST's answer holds so far.
+// What one POST's (or the GET stream's) answer holds so far.
 struct Answer {
-  HttpTransport* transport = nullptr;
+  Answer(const std::atomic<bool>* closing, size_t max_bytes,
+         std::function<void(absl::string_view)> deliver)
+      : deliver(std::move(deliver)), closing(closing), max_bytes(max_bytes) {}
   std::function<void(absl::string_view)> deliver;
   const std::atomic<bool>* closing = nullptr;
   size_t max_bytes = 0;
@@ -64,6 +67,20 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return static_cast<Answer*>(user)->closing->load() ? 1 : 0;
+}
+
+// What a POST and the GET stream share: where to, with which headers, and
+// where the answer goes.
+void SetUpTransfer(CURL* curl, const HttpOptions& options, curl_slist* headers, Answer* answer) {
+  curl_easy_setopt(curl, CURLOPT_URL, options.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, answer);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(options.connect_timeout)));
 }
 
 // Transfer errors that mean the server cannot be reached any more.
@@ -173,6 +190,7 @@ absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline
   if (!parsed.ok()) return parsed.status();
   if (parsed->kind != Message::Kind::kRequest) {
     Post(message, RequestId(), deadline);
+    if (parsed->method == "notifications/initialized") StartListening();
     return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);
@@ -196,38 +214,15 @@ void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Tim
   struct curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Content-Type: application/json");
   headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
-  {
-    absl::MutexLock lock(&mu_);
-    if (!session_id_.empty()) {
-      headers = curl_slist_append(headers, absl::StrCat("Mcp-Session-Id: ", session_id_).c_str());
-    }
-    if (!protocol_version_.empty()) {
-      headers = curl_slist_append(
-          headers, absl::StrCat("MCP-Protocol-Version: ", protocol_version_).c_str());
-    }
-  }
-  for (const auto& [name, value] : options_.headers) {
-    headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
-  }
-  Answer answer;
-  answer.transport = this;
-  answer.closing = &closing_;
-  answer.max_bytes = options_.max_message_bytes;
-  answer.deliver = [this](absl::string_view text) { Deliver(text); };
-  curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  headers = SessionHeaders(headers);
+  Answer answer(&closing_, options_.max_message_bytes,
+                [this](absl::string_view text) { Deliver(text); });
+  SetUpTransfer(curl, options_, headers, &answer);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &answer);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   // The caller gives up at its deadline (and cancels); the transfer ends soon after.
   int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now()) + 1000;
   if (deadline != absl::InfiniteFuture()) {
@@ -291,9 +286,129 @@ void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Tim
   }
 }
 
+curl_slist* HttpTransport::SessionHeaders(curl_slist* headers) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!session_id_.empty()) {
+      headers = curl_slist_append(headers, absl::StrCat("Mcp-Session-Id: ", session_id_).c_str());
+    }
+    if (!protocol_version_.empty()) {
+      headers = curl_slist_append(
+          headers, absl::StrCat("MCP-Protocol-Version: ", protocol_version_).c_str());
+    }
+  }
+  for (const auto& [name, value] : options_.headers) {
+    headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
+  }
+  return headers;
+}
+
+void HttpTransport::StartListening() {
+  absl::MutexLock close_lock(&close_mu_);
+  if (closing_.load() || ended_.load() || listener_.joinable()) return;
+  auto thread = StartThread([this] { Listen(); });
+  if (!thread.ok()) {
+    spdlog::warn("MCP server '{}': no thread for the server's GET stream ({}); messages it "
+                 "sends unprompted are missed",
+                 options_.server_name, std::string(thread.status().message()));
+    return;
+  }
+  listener_ = std::move(*thread);
+}
+
+void HttpTransport::Listen() {
+  constexpr absl::Duration kFirstPause = absl::Seconds(1);
+  constexpr absl::Duration kMaxPause = absl::Seconds(30);
+  absl::Duration pause = kFirstPause;
+  while (true) {
+    const absl::Time opened = absl::Now();
+    switch (ListenOnce()) {
+      case ListenEnd::kClosing:
+        return;
+      case ListenEnd::kNotOffered:
+        spdlog::debug("MCP server '{}' offers no GET stream (HTTP 405)", options_.server_name);
+        return;
+      case ListenEnd::kSessionGone:
+        Ended(absl::UnavailableError(absl::StrCat(
+            "the server ended the MCP session (HTTP 404 from ", options_.url, ")")));
+        return;
+      case ListenEnd::kEnded:
+        break;
+    }
+    if (absl::Now() - opened > kMaxPause) pause = kFirstPause;  // it lasted: not a failing server
+    absl::MutexLock lock(&listen_mu_);
+    const absl::Time until = absl::Now() + pause;
+    while (!closing_.load() && !ended_.load()) {
+      if (listen_cv_.WaitWithDeadline(&listen_mu_, until)) break;
+    }
+    if (closing_.load() || ended_.load()) return;
+    pause = std::min(pause * 2, kMaxPause);
+  }
+}
+
+HttpTransport::ListenEnd HttpTransport::ListenOnce() {
+  CURL* curl = curl_easy_init();
+  CURLM* multi = curl_multi_init();
+  if (curl == nullptr || multi == nullptr) {
+    if (curl != nullptr) curl_easy_cleanup(curl);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    return ListenEnd::kEnded;
+  }
+  struct curl_slist* headers = curl_slist_append(nullptr, "Accept: text/event-stream");
+  headers = SessionHeaders(headers);
+  Answer answer(&closing_, options_.max_message_bytes,
+                [this](absl::string_view text) { Deliver(text); });
+  SetUpTransfer(curl, options_, headers, &answer);
+  curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  curl_multi_add_handle(multi, curl);
+  {
+    absl::MutexLock lock(&listen_mu_);
+    listen_multi_ = multi;  // from now on Close() wakes the poll below
+  }
+  CURLcode code = CURLE_OK;
+  int running = 1;
+  while (!closing_.load() && !ended_.load()) {
+    if (curl_multi_perform(multi, &running) != CURLM_OK || running == 0) break;
+    curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+  }
+  {
+    absl::MutexLock lock(&listen_mu_);
+    listen_multi_ = nullptr;
+  }
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+    if (m->msg == CURLMSG_DONE) code = m->data.result;
+  }
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_multi_remove_handle(multi, curl);
+  curl_multi_cleanup(multi);
+  curl_easy_cleanup(curl);
+  curl_slist_free_all(headers);
+  if (closing_.load() || ended_.load()) return ListenEnd::kClosing;
+  if (status == 405) return ListenEnd::kNotOffered;
+  bool has_session;
+  {
+    absl::MutexLock lock(&mu_);
+    has_session = !session_id_.empty();
+  }
+  if (status == 404 && has_session) return ListenEnd::kSessionGone;
+  if (code != CURLE_OK || status < 200 || status >= 300) {
+    spdlog::debug("MCP server '{}': the GET stream ended: {} (HTTP {})", options_.server_name,
+                  curl_easy_strerror(code), status);
+  }
+  return ListenEnd::kEnded;
+}
+
 void HttpTransport::Close() {
   absl::MutexLock close_lock(&close_mu_);
   if (closing_.exchange(true)) return;
+  {
+    absl::MutexLock lock(&listen_mu_);
+    if (listen_multi_ != nullptr) curl_multi_wakeup(static_cast<CURLM*>(listen_multi_));
+    listen_cv_.SignalAll();
+  }
+  if (listener_.joinable()) listener_.join();
   std::list<std::unique_ptr<Worker>> workers;
   std::string session;
   {
@@ -306,11 +421,7 @@ void HttpTransport::Close() {
     // Ends the session on the server (best effort; 405 means it keeps none).
     CURL* curl = curl_easy_init();
     if (curl != nullptr) {
-      struct curl_slist* headers = nullptr;
-      headers = curl_slist_append(headers, absl::StrCat("Mcp-Session-Id: ", session).c_str());
-      for (const auto& [name, value] : options_.headers) {
-        headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
-      }
+      struct curl_slist* headers = SessionHeaders(nullptr);
       curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
       curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
       curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);

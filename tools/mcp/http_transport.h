@@ -6,13 +6,17 @@
 // on_message as they arrive. A failed connection or an expired session (404)
 // ends the transport (the server is then reconnected by its supervisor); any
 // other HTTP error answers that request with a JSON-RPC error. Close() sends
-// DELETE to end the session. The optional GET stream for messages the server
-// sends unprompted is not opened: list_changed and logs sent on request
-// streams are seen.
+// DELETE to end the session. Once the client has sent
+// notifications/initialized, a GET holds a server-sent event stream open for
+// the messages the server sends unprompted (tools/list_changed, logs); when
+// the server ends it, it is opened again after a pause that doubles from 1 s
+// up to 30 s (back to 1 s after a stream that lasted); a 405 means the server
+// offers none, and a 404 that the session has ended.
 //
 // Threads: one thread per request in flight (its POST may stream for as long
-// as the call runs); notifications are posted on the caller's thread.
-// Close() aborts the transfers and joins the threads.
+// as the call runs); notifications are posted on the caller's thread; one
+// thread holds the GET stream. Close() aborts the transfers (the GET's at
+// once, through curl_multi_wakeup) and joins the threads.
 #ifndef TOOLEXEC_TOOLS_MCP_HTTP_TRANSPORT_H_
 #define TOOLEXEC_TOOLS_MCP_HTTP_TRANSPORT_H_
 
@@ -28,6 +32,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tools/mcp/transport.h"
+
+struct curl_slist;  // libcurl's header list
 
 namespace toolexec::mcp {
 
@@ -78,6 +84,14 @@ class HttpTransport final : public Transport {
   // One POST; messages in the answer go to on_message. `id` is the request's
   // (kNone for a notification or response).
   void Post(const std::string& body, const RequestId& id, absl::Time deadline);
+  // The GET stream: Listen() runs on listener_ until Close(); ListenOnce()
+  // holds one GET open until it ends and says how.
+  enum class ListenEnd { kEnded, kNotOffered, kSessionGone, kClosing };
+  void StartListening();
+  void Listen();
+  ListenEnd ListenOnce();
+  // Adds the session id, the protocol version and the config's headers.
+  ::curl_slist* SessionHeaders(::curl_slist* headers) const;
   void Ended(absl::Status why);
   void ReapWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(absl::string_view text);
@@ -92,6 +106,11 @@ class HttpTransport final : public Transport {
   std::string session_id_ ABSL_GUARDED_BY(mu_);
   std::string protocol_version_ ABSL_GUARDED_BY(mu_);
   std::list<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
+
+  std::thread listener_ ABSL_GUARDED_BY(close_mu_);
+  absl::Mutex listen_mu_;
+  absl::CondVar listen_cv_;  // wakes the pause between GETs on Close
+  void* listen_multi_ ABSL_GUARDED_BY(listen_mu_) = nullptr;  // the GET's CURLM*
 };
 
 }  // namespace toolexec::mcp
