@@ -73,10 +73,12 @@ startup() {
   ws="$(mktemp -d)"
   echo "what: 5 starts of \`build/toolexecd --listen=127.0.0.1:0 --workspace=TMP" \
     "--address_file=F --log_level=warn\` (default tools); time from fork to F written" \
-    "(toolexecd writes it once serving; polled every 2 ms), and VmRSS 1 s later"
+    "(toolexecd writes it once serving; polled every 2 ms), and VmRSS 1 s later, split" \
+    "into RssAnon (the daemon's own heap and stacks) and RssFile (program and library" \
+    "pages mapped from files, shared with other processes)"
   for i in 1 2 3 4 5; do
     addr="$ws/addr-$i"
-    local t0 t1 pid rss
+    local t0 t1 pid rss anon file
     t0=$(date +%s%N)
     build/toolexecd --listen=127.0.0.1:0 --workspace="$ws" --address_file="$addr" \
       --log_level=warn &
@@ -85,9 +87,11 @@ startup() {
     t1=$(date +%s%N)
     sleep 1
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+    anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status")
+    file=$(awk '/^RssFile:/ {print $2}' "/proc/$pid/status")
     kill -TERM "$pid"
     wait "$pid"
-    echo "start $i: serving after $(( (t1 - t0) / 1000000 )) ms (address file written); idle RSS ${rss} KiB"
+    echo "start $i: serving after $(( (t1 - t0) / 1000000 )) ms (address file written); idle RSS ${rss} KiB (anon ${anon} KiB, file ${file} KiB)"
   done
   rm -rf "$ws"
 }

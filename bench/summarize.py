@@ -255,10 +255,16 @@ def memory_threads(out):
         med = sorted(ms)[len(ms) // 2]
         rows.append(["start to serving (address file written), median of 5", "< 100 ms",
                      f"{med} ms", "", "", verdict(med < 100)])
+    split = [(int(a), int(f)) for a, f in re.findall(r"\(anon (\d+) KiB, file (\d+) KiB\)", st)]
     if rss:
         med = sorted(rss)[len(rss) // 2] / 1024
-        rows.append(["idle RSS 1 s after start, median of 5", "< 20 MiB", f"{med:.1f} MiB", "", "",
-                     verdict(med < 20)])
+        parts = ""
+        if split:
+            anon = sorted(a for a, _ in split)[len(split) // 2] / 1024
+            mapped = sorted(f for _, f in split)[len(split) // 2] / 1024
+            parts = f" ({anon:.1f} anonymous + {mapped:.1f} mapped from files)"
+        rows.append(["idle RSS 1 s after start, median of 5", "< 20 MiB", f"{med:.1f} MiB{parts}",
+                     "", "", verdict(med < 20)])
     what = re.search(r"^what: (.*)$", st, re.M)
     commands = [f"`{command_of(read(out, n))}` (load average {loadavg_of(read(out, n))})"
                 for n in ("grep_threads", "unread_results_1", "unread_results_4") if read(out, n)]
