@@ -34,7 +34,8 @@ namespace {
 // A subagent's tools, resolved against the registry at start-up (S7).
 struct ResolvedSubagent {
   std::string description;
-  std::vector<std::string> tools;     // registration order
+  // Its lists, then never start_subagent (S7); applied when calls are made.
+  std::vector<ToolSelection> selections;
   std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
 
@@ -81,22 +82,20 @@ absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
     }
     ResolvedSubagent resolved;
     resolved.description = sa.description;
-    absl::StatusOr<std::vector<std::string>> tools;
+    absl::StatusOr<ToolSelection> tools;
     if (sa.enabled_tools.empty() && sa.disabled_tools.empty()) {
-      tools = ResolveToolSelection(registry, {"read_only"}, {}, what);  // S7 default
+      tools = ToolSelection::Create(registry, {"read_only"}, {}, what);  // S7 default
     } else {
-      tools = ResolveToolSelection(registry, sa.enabled_tools, sa.disabled_tools, what);
+      tools = ToolSelection::Create(registry, sa.enabled_tools, sa.disabled_tools, what);
     }
     if (!tools.ok()) return tools.status();
-    for (auto& name : *tools) {
-      if (name == "start_subagent") {
-        // A subagent cannot spawn subagents (S7).
-        resolved.warnings.push_back(absl::StrCat(
-            what, ": start_subagent dropped (a subagent cannot start subagents)"));
-        continue;
-      }
-      resolved.tools.push_back(std::move(name));
+    const RegisteredTool* start_subagent = registry.Find("start_subagent");
+    if (start_subagent != nullptr && tools->Chooses(*start_subagent)) {
+      // A subagent cannot spawn subagents (S7).
+      resolved.warnings.push_back(absl::StrCat(
+          what, ": start_subagent dropped (a subagent cannot start subagents)"));
     }
+    resolved.selections = {*std::move(tools), ToolSelection::Except({"start_subagent"})};
     for (const auto& w : resolved.warnings) spdlog::warn("{}", w);
     out.emplace(sa.name, std::move(resolved));
   }
@@ -353,7 +352,7 @@ SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
   info.user_id = s.user_id();
   info.parent_session_id = s.parent_session_id();
   for (const auto& w : s.workspaces()) info.workspaces.push_back(w->path());
-  info.tools = s.tools().empty() ? tools_->Snapshot()->names() : s.tools();
+  info.tools = s.ToolNames(*tools_->Snapshot());
   return info;
 }
 
@@ -372,7 +371,7 @@ absl::StatusOr<ToolList> RuntimeEngine::ListTools(
   if (session == nullptr) return ToolList(std::move(tools), *std::move(selected));
   std::vector<const RegisteredTool*> allowed;
   for (const RegisteredTool* t : *selected) {
-    if (session->AllowsTool(t->name)) allowed.push_back(t);
+    if (session->AllowsTool(*t)) allowed.push_back(t);
   }
   return ToolList(std::move(tools), std::move(allowed));
 }
@@ -470,23 +469,23 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
           "from the config");
     }
     options.subagent = spec.subagent;
-    options.tools = it->second.tools;
+    options.selections = it->second.selections;
     options.warnings = it->second.warnings;
   } else if (selects) {
-    auto tools =
-        ResolveToolSelection(*tools_->Snapshot(), spec.enabled_tools, spec.disabled_tools,
-                             "OpenSession");
+    auto tools = ToolSelection::Create(*tools_->Snapshot(), spec.enabled_tools,
+                                       spec.disabled_tools, "OpenSession");
     if (!tools.ok()) return tools.status();
-    if (tools->empty()) {
+    if (tools->Apply(*tools_->Snapshot()).empty()) {
       return absl::InvalidArgumentError(
           "the session would have no tools: the lists leave none of the registered tools");
     }
-    options.tools = std::move(*tools);
+    options.selections.push_back(*std::move(tools));
   }
-  if (options.tools.empty() && !options.parent_session_id.empty()) {
-    // A child sees no more tools than its parent.
+  if (!options.parent_session_id.empty()) {
+    // A child sees no more tools than its parent, whatever it chooses itself.
     if (auto parent = sessions_->Get(options.parent_session_id, caller.name); parent.ok()) {
-      options.tools = (*parent)->tools();
+      const std::vector<ToolSelection>& inherited = (*parent)->selections();
+      options.selections.insert(options.selections.begin(), inherited.begin(), inherited.end());
     }
   }
   // Policy (S12): the parent's profiles, the caller's, then the requested one.

@@ -719,7 +719,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     // What the runner refuses anyway (unknown tool, not enabled, run
     // elsewhere, unreadable arguments) is its to explain.
     if (rt == nullptr || rt->tool->spec().executor != ToolExecutor::kDaemon) continue;
-    if (batch.session != nullptr && !batch.session->AllowsTool(call.name)) continue;
+    if (batch.session != nullptr && !batch.session->AllowsTool(*rt)) continue;
     const JsonValue* args = ParsedArgs(call);
     if (args == nullptr) continue;
     const Tool& tool = *rt->tool;

@@ -113,6 +113,31 @@ TEST_F(EngineTest, SessionWorkspaceMustBeADirectoryInside) {
   EXPECT_EQ((*listed)[0]->name, "get_weather");
 }
 
+// A child session never gets a tool its parent may not call, even one its
+// own enabled_tools names.
+TEST_F(EngineTest, AChildsOwnToolListCannotWidenItsParents) {
+  OpenSessionSpec parent;
+  parent.enabled_tools = {"get_weather"};
+  auto p = engine_->OpenSession(caller_, parent);
+  ASSERT_TRUE(p.ok()) << p.status();
+  OpenSessionSpec child;
+  child.parent_session_id = p->session_id;
+  child.enabled_tools = {"get_weather", "calculate_sum"};
+  auto c = engine_->OpenSession(caller_, child);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->tools, ::testing::ElementsAre("get_weather"));
+  BatchSpec spec = Batch(Call("1", "calculate_sum", R"({"numbers":[1,2]})"));
+  spec.session_id = c->session_id;
+  Collector collector;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &collector);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  collector.Wait();
+  ASSERT_EQ(collector.results.size(), 1u);
+  ASSERT_TRUE(collector.results[0].error.has_value());
+  EXPECT_EQ(collector.results[0].error->code, ErrorCode::kDenied);
+  EXPECT_THAT(collector.results[0].error_message, HasSubstr("its tools are: get_weather"));
+}
+
 TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
   BatchSpec spec = Batch(Call("1", "wait", R"({"ms":200,"value":1})"));
   Collector collector;

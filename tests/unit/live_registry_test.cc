@@ -221,5 +221,50 @@ TEST(LiveRegistryTest, ASessionsRemovedToolIsUnknownAndNotSuggested) {
   EXPECT_EQ((*results)[0].error_message, "unknown tool 'gadget'; did you mean gadgets?");
 }
 
+// What a session chose is applied to the tools registered when it calls: a
+// tool published after it opened is callable under a disabled list and under
+// a tool set it belongs to, and not under a list of names.
+TEST(LiveRegistryTest, ASessionsChoiceAppliesToToolsPublishedLater) {
+  auto live = TwoSources();
+  SessionManager sessions(live.get(), {});
+  auto open = [&](ToolSelection selection) {
+    SessionOptions options;
+    options.selections.push_back(std::move(selection));
+    auto session = sessions.Open(std::move(options));
+    EXPECT_TRUE(session.ok()) << session.status();
+    return *session;
+  };
+  std::shared_ptr<Session> all_but_beta = open(
+      *ToolSelection::Create(*live->Snapshot(), {}, {"beta"}, "test"));
+  std::shared_ptr<Session> read_only = open(
+      *ToolSelection::Create(*live->Snapshot(), {"read_only"}, {}, "test"));
+  std::shared_ptr<Session> only_alpha = open(
+      *ToolSelection::Create(*live->Snapshot(), {"alpha"}, {}, "test"));
+  ToolSpec spec("gadget", "a read-only tool an MCP server adds", testing::kAnyObject);
+  spec.Tags({kTagReadOnly});
+  ASSERT_TRUE(live->Publish(0, {std::make_shared<testing::FnTool>(std::move(spec), Nothing)}, false)
+                  .ok());
+  std::shared_ptr<const ToolRegistry> now = live->Snapshot();
+  const RegisteredTool* gadget = now->Find("gadget");
+  ASSERT_NE(gadget, nullptr);
+  EXPECT_TRUE(all_but_beta->AllowsTool(*gadget));
+  EXPECT_TRUE(read_only->AllowsTool(*gadget));
+  EXPECT_FALSE(only_alpha->AllowsTool(*gadget));
+  EXPECT_EQ(all_but_beta->ToolNames(*now), (std::vector<std::string>{"alpha", "gadget"}));
+  EXPECT_EQ(only_alpha->ToolNames(*now), std::vector<std::string>{"alpha"});
+
+  ToolRunner runner(now.get(), {});
+  BatchRequest batch;
+  batch.tools = now;
+  batch.session = all_but_beta;
+  batch.calls.push_back(testing::Call("1", "gadget"));
+  batch.calls.push_back(testing::Call("2", "beta"));
+  auto results = runner.Run(std::move(batch));
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_TRUE((*results)[0].ok()) << (*results)[0].error_message;
+  EXPECT_EQ((*results)[1].error->code, ErrorCode::kDenied);
+  EXPECT_THAT((*results)[1].error_message, HasSubstr("its tools are: alpha, gadget"));
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -91,12 +91,21 @@ Json StateStore::Snapshot(const std::vector<std::string>& keys) const {
 // ---- Session ----
 
 Session::Session(std::string id, SessionOptions options)
-    : id_(std::move(id)), options_(std::move(options)) {
-  allowed_.insert(options_.tools.begin(), options_.tools.end());
+    : id_(std::move(id)), options_(std::move(options)), selections_(options_.selections) {
+  if (!options_.tools.empty()) selections_.push_back(ToolSelection::Only(options_.tools));
 }
 
-bool Session::AllowsTool(absl::string_view name) const {
-  return allowed_.empty() || allowed_.contains(name);
+bool Session::AllowsTool(const RegisteredTool& tool) const {
+  return std::all_of(selections_.begin(), selections_.end(),
+                     [&](const ToolSelection& s) { return s.Chooses(tool); });
+}
+
+std::vector<std::string> Session::ToolNames(const ToolRegistry& registry) const {
+  std::vector<std::string> out;
+  for (const auto& t : registry.tools()) {
+    if (AllowsTool(*t)) out.push_back(t->name);
+  }
+  return out;
 }
 
 ArtifactScope Session::artifact_scope() const {

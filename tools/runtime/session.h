@@ -40,6 +40,8 @@
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
 #include "tools/runtime/tool_context.h"
+#include "tools/runtime/tool_registry.h"
+#include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
 
@@ -106,8 +108,12 @@ struct SessionOptions {
   // relative paths resolve. Held for the session's life. A child given none
   // shares its parent's handles.
   WorkspaceRoots workspaces;
-  // The tools this session may call, in registration order; empty = all.
+  // The tools this session may call, by name (checked at open); empty = all.
   std::vector<std::string> tools;
+  // More choices of tools, each applied to the tools registered when a call
+  // is made (a parent's, a subagent's, the OpenSession lists): the session
+  // may call a tool that every one of them and `tools` choose.
+  std::vector<ToolSelection> selections;
   std::string parent_session_id;
   // With a parent: the parent keys copied into the child's state at open (S11).
   std::vector<std::string> state_keys;
@@ -171,9 +177,13 @@ class Session final {
   // S11 bookkeeping of what this session wrote, for a child's merge.
   void NoteStateWrite(absl::string_view key);
   void NoteArtifactSave(absl::string_view name, int64_t version);
-  // The tools this session may call; empty means every registered tool.
-  const std::vector<std::string>& tools() const { return options_.tools; }
-  bool AllowsTool(absl::string_view name) const;
+  // Whether the session may call `tool` (one of `registry`'s, the registry
+  // the caller uses now), and the names of all it may call there, in
+  // registration order.
+  bool AllowsTool(const RegisteredTool& tool) const;
+  std::vector<std::string> ToolNames(const ToolRegistry& registry) const;
+  // Every choice of tools the session makes (for a child, which adds its own).
+  const std::vector<ToolSelection>& selections() const { return selections_; }
 
   bool idle() const;
   void set_idle(bool idle);
@@ -204,7 +214,7 @@ class Session final {
   int depth_ = 0;
   // The parent's state clock when this child opened (S11).
   uint64_t parent_clock_at_open_ = 0;
-  absl::flat_hash_set<std::string> allowed_;
+  std::vector<ToolSelection> selections_;  // options_.tools included
   // Held by SessionManager::Close from its check that the session is open
   // until it has left the table: one close of a session at a time.
   absl::Mutex close_mu_;

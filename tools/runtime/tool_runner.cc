@@ -511,16 +511,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // Said to the model, which cannot list the tools itself: the closest names
   // it may call, else all of them.
   std::string UnknownToolMessage(const std::string& name) const {
-    // A session's list may name tools not registered now (an MCP server's
-    // tool it has removed): only those this batch could call.
-    std::vector<std::string> callable;
-    if (session_ != nullptr && !session_->tools().empty()) {
-      for (const std::string& t : session_->tools()) {
-        if (registry_->Find(t) != nullptr) callable.push_back(t);
-      }
-    } else {
-      callable = registry_->names();
-    }
+    // Only the tools this batch could call (a session's choice is applied
+    // to the batch's registry: a tool an MCP server removed is not offered).
+    std::vector<std::string> callable =
+        session_ != nullptr ? session_->ToolNames(*registry_) : registry_->names();
     std::vector<std::string> close = ClosestNames(name, callable);
     if (!close.empty()) {
       return absl::StrCat("unknown tool '", name, "'; did you mean ",
@@ -537,11 +531,11 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
     }
     if (!req.refusal.ok()) return Failure(i, rt, ErrorCodeOf(req.refusal), req.refusal.message());
-    if (session_ != nullptr && !session_->AllowsTool(req.name)) {
+    if (session_ != nullptr && !session_->AllowsTool(*rt)) {
       return Failure(i, rt, ErrorCode::kDenied,
                      absl::StrCat("tool '", req.name, "' is not enabled in session ",
                                   session_->id(), "; its tools are: ",
-                                  absl::StrJoin(session_->tools(), ", ")));
+                                  absl::StrJoin(session_->ToolNames(*registry_), ", ")));
     }
     // S9: declared here, run elsewhere; say who runs it before anything else.
     if (rt->tool->spec().executor != ToolExecutor::kDaemon) {

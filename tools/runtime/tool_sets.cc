@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -48,28 +47,20 @@ absl::StatusOr<std::vector<const RegisteredTool*>> SelectToolSet(const ToolRegis
   return out;
 }
 
-absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
-    const ToolRegistry& registry, const std::vector<std::string>& enabled,
-    const std::vector<std::string>& disabled, absl::string_view what) {
+absl::StatusOr<ToolSelection> ToolSelection::Create(const ToolRegistry& registry,
+                                                    const std::vector<std::string>& enabled,
+                                                    const std::vector<std::string>& disabled,
+                                                    absl::string_view what) {
   // S7: never a silent precedence rule between the two lists.
   if (!enabled.empty() && !disabled.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": give enabled_tools or disabled_tools, not both (which should win is ambiguous)"));
   }
-  bool enabling = !enabled.empty();
+  const bool enabling = !enabled.empty();
   const std::vector<std::string>& names = enabling ? enabled : disabled;
-  absl::flat_hash_set<std::string> named;
   std::vector<std::string> unknown;
   for (const auto& name : names) {
-    if (IsToolSetName(name)) {
-      auto set = SelectToolSet(registry, name);
-      if (!set.ok()) return set.status();
-      for (const auto* t : *set) named.insert(t->name);
-    } else if (registry.Find(name) != nullptr) {
-      named.insert(name);
-    } else {
-      unknown.push_back(name);
-    }
+    if (!IsToolSetName(name) && registry.Find(name) == nullptr) unknown.push_back(name);
   }
   if (!unknown.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -77,11 +68,38 @@ absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
         absl::StrJoin(unknown, ", "), "; registered tools: ", absl::StrJoin(registry.names(), ", "),
         "; tool sets: ", absl::StrJoin(ToolSetNames(), ", ")));
   }
+  return ToolSelection(names, enabling);
+}
+
+ToolSelection ToolSelection::Only(std::vector<std::string> names) {
+  return ToolSelection(std::move(names), true);
+}
+
+ToolSelection ToolSelection::Except(std::vector<std::string> names) {
+  return ToolSelection(std::move(names), false);
+}
+
+bool ToolSelection::Chooses(const RegisteredTool& tool) const {
+  const bool named = std::any_of(names_.begin(), names_.end(), [&](const std::string& n) {
+    return IsToolSetName(n) ? InSet(*tool.tool, n) : n == tool.name;
+  });
+  return named == enabling_;
+}
+
+std::vector<std::string> ToolSelection::Apply(const ToolRegistry& registry) const {
   std::vector<std::string> out;
   for (const auto& t : registry.tools()) {
-    if (names.empty() || named.contains(t->name) == enabling) out.push_back(t->name);
+    if (Chooses(*t)) out.push_back(t->name);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
+    const ToolRegistry& registry, const std::vector<std::string>& enabled,
+    const std::vector<std::string>& disabled, absl::string_view what) {
+  auto selection = ToolSelection::Create(registry, enabled, disabled, what);
+  if (!selection.ok()) return selection.status();
+  return selection->Apply(registry);
 }
 
 }  // namespace toolexec

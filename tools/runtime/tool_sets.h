@@ -24,10 +24,35 @@ bool IsToolSetName(absl::string_view name);
 absl::StatusOr<std::vector<const RegisteredTool*>> SelectToolSet(const ToolRegistry& registry,
                                                                  absl::string_view set);
 
-// Applies an enabled or a disabled list (tool or tool-set names; never both:
-// that is InvalidArgument, as is an unknown name) to the registry: the chosen
-// tool names in registration order. Neither list: every tool. `what` names the
-// lists' owner in messages (e.g. "subagent 'researcher'").
+// An enabled or a disabled list of tool and tool-set names, kept as given
+// and applied to whichever tools are registered when it is asked: a tool that
+// appears later (an MCP server's) is chosen when it is in a set the enabled
+// list names, or not named by the disabled list. Neither list: every tool.
+class ToolSelection {
+ public:
+  // Never both lists (InvalidArgument: which should win is ambiguous), and
+  // every name a tool registered now or a set (InvalidArgument naming them).
+  // `what` names the lists' owner in messages (e.g. "subagent 'researcher'").
+  static absl::StatusOr<ToolSelection> Create(const ToolRegistry& registry,
+                                              const std::vector<std::string>& enabled,
+                                              const std::vector<std::string>& disabled,
+                                              absl::string_view what);
+  // Unchecked: only `names`; every tool but `names`.
+  static ToolSelection Only(std::vector<std::string> names);
+  static ToolSelection Except(std::vector<std::string> names);
+
+  bool Chooses(const RegisteredTool& tool) const;
+  // The chosen tools' names, in registration order.
+  std::vector<std::string> Apply(const ToolRegistry& registry) const;
+
+ private:
+  ToolSelection(std::vector<std::string> names, bool enabling)
+      : names_(std::move(names)), enabling_(enabling) {}
+  std::vector<std::string> names_;
+  bool enabling_ = false;
+};
+
+// ToolSelection::Create applied to `registry` now.
 absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
     const ToolRegistry& registry, const std::vector<std::string>& enabled,
     const std::vector<std::string>& disabled, absl::string_view what);
