@@ -211,6 +211,17 @@ TEST(SseParserTest, EventsAcrossChunks) {
   p.Feed("id: 2\n\n");  // an event without data is nothing
   p.Feed("data: " + std::string(200, 'z') + "\n\ndata: ok\n\n");  // too long: dropped
   EXPECT_THAT(events, ElementsAre("{\"a\":1}", "x\ny", "ok"));
+  EXPECT_EQ(p.last_event_id(), "2");
+  EXPECT_EQ(p.retry_ms(), -1);
+}
+
+// What a reconnecting client needs: the last id the stream set and the
+// reconnection time it asked for (digits only).
+TEST(SseParserTest, KeepsTheLastIdAndRetry) {
+  SseParser p(100, [](absl::string_view) {});
+  p.Feed("retry: 2500\nid: ev-7\ndata: x\n\nretry: soon\n\n");
+  EXPECT_EQ(p.last_event_id(), "ev-7");
+  EXPECT_EQ(p.retry_ms(), 2500);
 }
 
 }  // namespace

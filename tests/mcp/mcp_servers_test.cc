@@ -472,8 +472,10 @@ TEST_F(McpHttpTest, ToolsOverStreamableHttp) {
 class McpHttpChangingToolsTest : public McpHttpTest {
  protected:
   void StartServer() override {
-    execlp("node", "node", kChanging.c_str(), "--http", std::to_string(port_).c_str(), nullptr);
+    execlp("node", "node", kChanging.c_str(), "--http", std::to_string(port_).c_str(),
+           no_get_ ? "--no-get" : nullptr, nullptr);
   }
+  bool no_get_ = false;
   bool Listed(const std::string& name) {
     for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
       if (FindTool(List(), name) != nullptr) return true;
@@ -510,6 +512,30 @@ TEST_F(McpHttpChangingToolsTest, ListChangedOnTheGetStreamIsSeenAndTheStreamReop
   r = Call("add_tool", R"({"name":"gizmo2"})");
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   EXPECT_TRUE(Listed("gizmo2"));
+}
+
+// A server that answers GET with 404 (it routes only POST) has no stream to
+// offer; its session goes on (it used to be ended and reconnected forever).
+class McpHttpPostOnlyTest : public McpHttpChangingToolsTest {
+ protected:
+  void SetUp() override {
+    no_get_ = true;
+    McpHttpChangingToolsTest::SetUp();
+  }
+};
+
+TEST_F(McpHttpPostOnlyTest, AServerWithoutAGetStreamKeepsItsSession) {
+  mcp::McpServerOptions web;
+  web.name = "changing";
+  web.url = url_;
+  web.startup_timeout = absl::Seconds(30);
+  ASSERT_TRUE(StartDaemon({web}).ok());
+  for (int i = 0; i < 3; ++i) {
+    absl::SleepFor(absl::Milliseconds(700));  // time for the GET and its answer
+    v1::ToolResult r = Call("get_requests", "{}");
+    ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    EXPECT_EQ(PayloadJson(r), R"({"result":"1"})");  // asked once, not again
+  }
 }
 
 }  // namespace

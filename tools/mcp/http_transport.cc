@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "spdlog/spdlog.h"
@@ -133,7 +134,18 @@ void SseParser::Line(absl::string_view line) {
   absl::string_view field = line.substr(0, colon);
   absl::string_view value = colon == absl::string_view::npos ? "" : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  if (field != "data") return;  // event, id, retry
+  if (field == "id") {
+    if (value.find('\0') == absl::string_view::npos) last_event_id_ = std::string(value);
+    return;
+  }
+  if (field == "retry") {
+    int64_t ms;
+    if (!value.empty() && absl::ascii_isdigit(value.front()) && absl::SimpleAtoi(value, &ms)) {
+      retry_ms_ = ms;
+    }
+    return;
+  }
+  if (field != "data") return;  // event
   if (data_.size() + value.size() + 1 > max_event_bytes_) {
     too_long_ = true;
     return;
@@ -319,30 +331,30 @@ void HttpTransport::StartListening() {
 void HttpTransport::Listen() {
   constexpr absl::Duration kFirstPause = absl::Seconds(1);
   constexpr absl::Duration kMaxPause = absl::Seconds(30);
-  absl::Duration pause = kFirstPause;
+  absl::Duration failing = kFirstPause;  // the next pause after a failed open
   while (true) {
-    const absl::Time opened = absl::Now();
+    absl::Duration pause;
     switch (ListenOnce()) {
       case ListenEnd::kClosing:
         return;
       case ListenEnd::kNotOffered:
-        spdlog::debug("MCP server '{}' offers no GET stream (HTTP 405)", options_.server_name);
+        spdlog::debug("MCP server '{}' offers no GET stream", options_.server_name);
         return;
-      case ListenEnd::kSessionGone:
-        Ended(absl::UnavailableError(absl::StrCat(
-            "the server ended the MCP session (HTTP 404 from ", options_.url, ")")));
-        return;
-      case ListenEnd::kEnded:
+      case ListenEnd::kEnded:  // the server ended a stream it had opened
+        pause = retry_ms_ >= 0 ? absl::Milliseconds(retry_ms_) : kFirstPause;
+        failing = kFirstPause;
+        break;
+      case ListenEnd::kFailed:
+        pause = failing;
+        failing = std::min(failing * 2, kMaxPause);
         break;
     }
-    if (absl::Now() - opened > kMaxPause) pause = kFirstPause;  // it lasted: not a failing server
     absl::MutexLock lock(&listen_mu_);
     const absl::Time until = absl::Now() + pause;
     while (!closing_.load() && !ended_.load()) {
       if (listen_cv_.WaitWithDeadline(&listen_mu_, until)) break;
     }
     if (closing_.load() || ended_.load()) return;
-    pause = std::min(pause * 2, kMaxPause);
   }
 }
 
@@ -352,23 +364,41 @@ HttpTransport::ListenEnd HttpTransport::ListenOnce() {
   if (curl == nullptr || multi == nullptr) {
     if (curl != nullptr) curl_easy_cleanup(curl);
     if (multi != nullptr) curl_multi_cleanup(multi);
-    return ListenEnd::kEnded;
+    return ListenEnd::kFailed;
   }
-  struct curl_slist* headers = curl_slist_append(nullptr, "Accept: text/event-stream");
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: text/event-stream");
+  if (!last_event_id_.empty()) {
+    headers = curl_slist_append(headers, absl::StrCat("Last-Event-ID: ", last_event_id_).c_str());
+  }
   headers = SessionHeaders(headers);
   Answer answer(&closing_, options_.max_message_bytes,
                 [this](absl::string_view text) { Deliver(text); });
   SetUpTransfer(curl, options_, headers, &answer);
   curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  // An idle stream whose connection silently died is noticed, and reopened.
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, 30L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 10L);
   curl_multi_add_handle(multi, curl);
   {
     absl::MutexLock lock(&listen_mu_);
     listen_multi_ = multi;  // from now on Close() wakes the poll below
   }
   CURLcode code = CURLE_OK;
+  bool opened = false;
   int running = 1;
   while (!closing_.load() && !ended_.load()) {
-    if (curl_multi_perform(multi, &running) != CURLM_OK || running == 0) break;
+    if (curl_multi_perform(multi, &running) != CURLM_OK) break;
+    if (!opened && absl::StartsWith(answer.content_type, "text/event-stream")) {
+      long status = 0;
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+      if (status == 200) {
+        opened = true;
+        // What changed while no stream was open went nowhere: list again.
+        Deliver(BuildNotification("notifications/tools/list_changed", nullptr));
+      }
+    }
+    if (running == 0) break;
     curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
   }
   {
@@ -381,23 +411,22 @@ HttpTransport::ListenEnd HttpTransport::ListenOnce() {
   }
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  if (answer.sse != nullptr) {
+    if (!answer.sse->last_event_id().empty()) last_event_id_ = answer.sse->last_event_id();
+    if (answer.sse->retry_ms() >= 0) retry_ms_ = answer.sse->retry_ms();
+  }
   curl_multi_remove_handle(multi, curl);
   curl_multi_cleanup(multi);
   curl_easy_cleanup(curl);
   curl_slist_free_all(headers);
   if (closing_.load() || ended_.load()) return ListenEnd::kClosing;
-  if (status == 405) return ListenEnd::kNotOffered;
-  bool has_session;
-  {
-    absl::MutexLock lock(&mu_);
-    has_session = !session_id_.empty();
-  }
-  if (status == 404 && has_session) return ListenEnd::kSessionGone;
-  if (code != CURLE_OK || status < 200 || status >= 300) {
-    spdlog::debug("MCP server '{}': the GET stream ended: {} (HTTP {})", options_.server_name,
-                  curl_easy_strerror(code), status);
-  }
-  return ListenEnd::kEnded;
+  // 405 is how a server says it has no such stream; a 404 from one that
+  // serves only POST means the same (an expired session shows on a POST).
+  if (status == 405 || status == 404) return ListenEnd::kNotOffered;
+  if (opened) return ListenEnd::kEnded;
+  spdlog::debug("MCP server '{}': the GET stream did not open: {} (HTTP {})",
+                options_.server_name, curl_easy_strerror(code), status);
+  return ListenEnd::kFailed;
 }
 
 void HttpTransport::Close() {

@@ -8,10 +8,13 @@
 // other HTTP error answers that request with a JSON-RPC error. Close() sends
 // DELETE to end the session. Once the client has sent
 // notifications/initialized, a GET holds a server-sent event stream open for
-// the messages the server sends unprompted (tools/list_changed, logs); when
-// the server ends it, it is opened again after a pause that doubles from 1 s
-// up to 30 s (back to 1 s after a stream that lasted); a 405 means the server
-// offers none, and a 404 that the session has ended.
+// the messages the server sends unprompted (tools/list_changed, logs). Each
+// time it opens, the connection hears a tools/list_changed of the
+// transport's own, since what changed while no stream was open is unknown.
+// When the server ends it, it is opened again after the server's "retry" (or
+// 1 s), with the last event id it saw (Last-Event-ID); when it cannot be
+// opened, after a pause that doubles from 1 s up to 30 s. A 405 or a 404 means
+// the server offers none (an expired session shows on the next POST).
 //
 // Threads: one thread per request in flight (its POST may stream for as long
 // as the call runs); notifications are posted on the caller's thread; one
@@ -46,14 +49,18 @@ struct HttpOptions {
 };
 
 // Splits a text/event-stream into events and hands each event's data (its
-// "data:" lines joined with "\n") to `on_data`. Comments, "event:", "id:" and
-// "retry:" fields are read and ignored. Memory is bounded by `max_event_bytes`
-// (a longer event is dropped).
+// "data:" lines joined with "\n") to `on_data`. "id:" and "retry:" are kept
+// (for reconnecting); comments and "event:" are ignored. Memory is bounded by
+// `max_event_bytes` (a longer event is dropped).
 class SseParser {
  public:
   SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data)
       : max_event_bytes_(max_event_bytes), on_data_(std::move(on_data)) {}
   void Feed(absl::string_view bytes);
+  // The last event id the stream set ("" = none), and the reconnection time
+  // it asked for (negative = none), in milliseconds.
+  const std::string& last_event_id() const { return last_event_id_; }
+  int64_t retry_ms() const { return retry_ms_; }
 
  private:
   void Line(absl::string_view line);
@@ -63,6 +70,8 @@ class SseParser {
   std::string data_;
   bool has_data_ = false;
   bool too_long_ = false;
+  std::string last_event_id_;
+  int64_t retry_ms_ = -1;
 };
 
 class HttpTransport final : public Transport {
@@ -86,7 +95,7 @@ class HttpTransport final : public Transport {
   void Post(const std::string& body, const RequestId& id, absl::Time deadline);
   // The GET stream: Listen() runs on listener_ until Close(); ListenOnce()
   // holds one GET open until it ends and says how.
-  enum class ListenEnd { kEnded, kNotOffered, kSessionGone, kClosing };
+  enum class ListenEnd { kEnded, kFailed, kNotOffered, kClosing };
   void StartListening();
   void Listen();
   ListenEnd ListenOnce();
@@ -111,6 +120,9 @@ class HttpTransport final : public Transport {
   absl::Mutex listen_mu_;
   absl::CondVar listen_cv_;  // wakes the pause between GETs on Close
   void* listen_multi_ ABSL_GUARDED_BY(listen_mu_) = nullptr;  // the GET's CURLM*
+  // The listener thread's own: what the last stream said for the next one.
+  std::string last_event_id_;
+  int64_t retry_ms_ = -1;
 };
 
 }  // namespace toolexec::mcp
