@@ -476,6 +476,14 @@ class McpHttpChangingToolsTest : public McpHttpTest {
            no_get_ ? "--no-get" : nullptr, nullptr);
   }
   bool no_get_ = false;
+  // The fixture, as toolexecd's MCP server "changing".
+  mcp::McpServerOptions Server() const {
+    mcp::McpServerOptions web;
+    web.name = "changing";
+    web.url = url_;
+    web.startup_timeout = absl::Seconds(30);
+    return web;
+  }
   bool Listed(const std::string& name) {
     for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
       if (FindTool(List(), name) != nullptr) return true;
@@ -486,11 +494,7 @@ class McpHttpChangingToolsTest : public McpHttpTest {
 };
 
 TEST_F(McpHttpChangingToolsTest, ListChangedOnTheGetStreamIsSeenAndTheStreamReopened) {
-  mcp::McpServerOptions web;
-  web.name = "changing";
-  web.url = url_;
-  web.startup_timeout = absl::Seconds(30);
-  ASSERT_TRUE(StartDaemon({web}).ok());
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
   v1::ToolResult r = Call("add_tool", R"({"name":"gizmo"})");
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   ASSERT_TRUE(Listed("gizmo"));
@@ -525,11 +529,7 @@ class McpHttpPostOnlyTest : public McpHttpChangingToolsTest {
 };
 
 TEST_F(McpHttpPostOnlyTest, AServerWithoutAGetStreamKeepsItsSession) {
-  mcp::McpServerOptions web;
-  web.name = "changing";
-  web.url = url_;
-  web.startup_timeout = absl::Seconds(30);
-  ASSERT_TRUE(StartDaemon({web}).ok());
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
   for (int i = 0; i < 3; ++i) {
     absl::SleepFor(absl::Milliseconds(700));  // time for the GET and its answer
     v1::ToolResult r = Call("get_requests", "{}");
