@@ -453,6 +453,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   options.state_keys = std::move(spec.state_keys);
   options.owner = caller.name;
   const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
+  const std::shared_ptr<const ToolRegistry> registry = tools_->Snapshot();
   if (!spec.subagent.empty()) {
     // S7: the subagent's own tool list; the request may not widen or narrow it.
     auto it = subagents_.find(spec.subagent);
@@ -472,13 +473,9 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
     options.selections = it->second.selections;
     options.warnings = it->second.warnings;
   } else if (selects) {
-    auto tools = ToolSelection::Create(*tools_->Snapshot(), spec.enabled_tools,
-                                       spec.disabled_tools, "OpenSession");
+    auto tools = ToolSelection::Create(*registry, spec.enabled_tools, spec.disabled_tools,
+                                       "OpenSession");
     if (!tools.ok()) return tools.status();
-    if (tools->Apply(*tools_->Snapshot()).empty()) {
-      return absl::InvalidArgumentError(
-          "the session would have no tools: the lists leave none of the registered tools");
-    }
     options.selections.push_back(*std::move(tools));
   }
   if (!options.parent_session_id.empty()) {
@@ -487,6 +484,16 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
       const std::vector<ToolSelection>& inherited = (*parent)->selections();
       options.selections.insert(options.selections.begin(), inherited.begin(), inherited.end());
     }
+  }
+  const bool any_tool = std::any_of(
+      registry->tools().begin(), registry->tools().end(), [&](const auto& t) {
+        return std::all_of(options.selections.begin(), options.selections.end(),
+                           [&](const ToolSelection& s) { return s.Chooses(*t); });
+      });
+  if (!any_tool) {
+    return absl::InvalidArgumentError(
+        "the session would have no tools: its lists (with its parent's or its subagent's) leave "
+        "none of the registered tools");
   }
   // Policy (S12): the parent's profiles, the caller's, then the requested one.
   auto chain =

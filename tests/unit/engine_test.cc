@@ -138,6 +138,21 @@ TEST_F(EngineTest, AChildsOwnToolListCannotWidenItsParents) {
   EXPECT_THAT(collector.results[0].error_message, HasSubstr("its tools are: get_weather"));
 }
 
+// A child whose own list and its parent's leave no tool in common is refused
+// at open, as a session whose lists leave none is.
+TEST_F(EngineTest, AChildWithNoToolInCommonWithItsParentIsRefused) {
+  OpenSessionSpec parent;
+  parent.enabled_tools = {"get_weather"};
+  auto p = engine_->OpenSession(caller_, parent);
+  ASSERT_TRUE(p.ok()) << p.status();
+  OpenSessionSpec child;
+  child.parent_session_id = p->session_id;
+  child.enabled_tools = {"calculate_sum"};
+  auto c = engine_->OpenSession(caller_, child);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("the session would have no tools"));
+}
+
 TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
   BatchSpec spec = Batch(Call("1", "wait", R"({"ms":200,"value":1})"));
   Collector collector;

@@ -252,6 +252,8 @@ TEST(LiveRegistryTest, ASessionsChoiceAppliesToToolsPublishedLater) {
   EXPECT_FALSE(only_alpha->AllowsTool(*gadget));
   EXPECT_EQ(all_but_beta->ToolNames(*now), (std::vector<std::string>{"alpha", "gadget"}));
   EXPECT_EQ(only_alpha->ToolNames(*now), std::vector<std::string>{"alpha"});
+  // A list of tool names is names only: a tool may be called like a set.
+  EXPECT_FALSE(ToolSelection::Only({"all"}).Chooses(*gadget));
 
   ToolRunner runner(now.get(), {});
   BatchRequest batch;

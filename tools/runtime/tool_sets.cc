@@ -68,20 +68,20 @@ absl::StatusOr<ToolSelection> ToolSelection::Create(const ToolRegistry& registry
         absl::StrJoin(unknown, ", "), "; registered tools: ", absl::StrJoin(registry.names(), ", "),
         "; tool sets: ", absl::StrJoin(ToolSetNames(), ", ")));
   }
-  return ToolSelection(names, enabling);
+  return ToolSelection(names, enabling, /*sets=*/true);
 }
 
 ToolSelection ToolSelection::Only(std::vector<std::string> names) {
-  return ToolSelection(std::move(names), true);
+  return ToolSelection(std::move(names), true, /*sets=*/false);
 }
 
 ToolSelection ToolSelection::Except(std::vector<std::string> names) {
-  return ToolSelection(std::move(names), false);
+  return ToolSelection(std::move(names), false, /*sets=*/false);
 }
 
 bool ToolSelection::Chooses(const RegisteredTool& tool) const {
   const bool named = std::any_of(names_.begin(), names_.end(), [&](const std::string& n) {
-    return IsToolSetName(n) ? InSet(*tool.tool, n) : n == tool.name;
+    return sets_ && IsToolSetName(n) ? InSet(*tool.tool, n) : n == tool.name;
   });
   return named == enabling_;
 }

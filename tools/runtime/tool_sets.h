@@ -37,7 +37,8 @@ class ToolSelection {
                                               const std::vector<std::string>& enabled,
                                               const std::vector<std::string>& disabled,
                                               absl::string_view what);
-  // Unchecked: only `names`; every tool but `names`.
+  // Unchecked, and tool names only (a tool may be called "all"): only
+  // `names`; every tool but `names`.
   static ToolSelection Only(std::vector<std::string> names);
   static ToolSelection Except(std::vector<std::string> names);
 
@@ -46,10 +47,11 @@ class ToolSelection {
   std::vector<std::string> Apply(const ToolRegistry& registry) const;
 
  private:
-  ToolSelection(std::vector<std::string> names, bool enabling)
-      : names_(std::move(names)), enabling_(enabling) {}
+  ToolSelection(std::vector<std::string> names, bool enabling, bool sets)
+      : names_(std::move(names)), enabling_(enabling), sets_(sets) {}
   std::vector<std::string> names_;
   bool enabling_ = false;
+  bool sets_ = false;  // a name may be a tool set's
 };
 
 // ToolSelection::Create applied to `registry` now.
