@@ -115,15 +115,22 @@ TEST_F(EngineTest, SessionWorkspaceMustBeADirectoryInside) {
 
 // A child session never gets a tool its parent may not call, even one its
 // own enabled_tools names.
-TEST_F(EngineTest, AChildsOwnToolListCannotWidenItsParents) {
+// Opens a parent that may call get_weather only, then its child with its
+// own `enabled_tools`.
+absl::StatusOr<SessionInfo> OpenChildOfAWeatherSession(Engine& engine, const CallerIdentity& caller,
+                                                       std::vector<std::string> enabled_tools) {
   OpenSessionSpec parent;
   parent.enabled_tools = {"get_weather"};
-  auto p = engine_->OpenSession(caller_, parent);
-  ASSERT_TRUE(p.ok()) << p.status();
+  auto p = engine.OpenSession(caller, parent);
+  if (!p.ok()) return p.status();
   OpenSessionSpec child;
   child.parent_session_id = p->session_id;
-  child.enabled_tools = {"get_weather", "calculate_sum"};
-  auto c = engine_->OpenSession(caller_, child);
+  child.enabled_tools = std::move(enabled_tools);
+  return engine.OpenSession(caller, child);
+}
+
+TEST_F(EngineTest, AChildsOwnToolListCannotWidenItsParents) {
+  auto c = OpenChildOfAWeatherSession(*engine_, caller_, {"get_weather", "calculate_sum"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(c->tools, ::testing::ElementsAre("get_weather"));
   BatchSpec spec = Batch(Call("1", "calculate_sum", R"({"numbers":[1,2]})"));
@@ -141,14 +148,7 @@ TEST_F(EngineTest, AChildsOwnToolListCannotWidenItsParents) {
 // A child whose own list and its parent's leave no tool in common is refused
 // at open, as a session whose lists leave none is.
 TEST_F(EngineTest, AChildWithNoToolInCommonWithItsParentIsRefused) {
-  OpenSessionSpec parent;
-  parent.enabled_tools = {"get_weather"};
-  auto p = engine_->OpenSession(caller_, parent);
-  ASSERT_TRUE(p.ok()) << p.status();
-  OpenSessionSpec child;
-  child.parent_session_id = p->session_id;
-  child.enabled_tools = {"calculate_sum"};
-  auto c = engine_->OpenSession(caller_, child);
+  auto c = OpenChildOfAWeatherSession(*engine_, caller_, {"calculate_sum"});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("the session would have no tools"));
 }
