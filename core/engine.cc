@@ -485,12 +485,8 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
       options.selections.insert(options.selections.begin(), inherited.begin(), inherited.end());
     }
   }
-  const bool any_tool = std::any_of(
-      registry->tools().begin(), registry->tools().end(), [&](const auto& t) {
-        return std::all_of(options.selections.begin(), options.selections.end(),
-                           [&](const ToolSelection& s) { return s.Chooses(*t); });
-      });
-  if (!any_tool) {
+  if (std::none_of(registry->tools().begin(), registry->tools().end(),
+                   [&](const auto& t) { return ChosenByAll(options.selections, *t); })) {
     return absl::InvalidArgumentError(
         "the session would have no tools: its lists (with its parent's or its subagent's) leave "
         "none of the registered tools");

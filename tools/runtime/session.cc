@@ -96,16 +96,11 @@ Session::Session(std::string id, SessionOptions options)
 }
 
 bool Session::AllowsTool(const RegisteredTool& tool) const {
-  return std::all_of(selections_.begin(), selections_.end(),
-                     [&](const ToolSelection& s) { return s.Chooses(tool); });
+  return ChosenByAll(selections_, tool);
 }
 
 std::vector<std::string> Session::ToolNames(const ToolRegistry& registry) const {
-  std::vector<std::string> out;
-  for (const auto& t : registry.tools()) {
-    if (AllowsTool(*t)) out.push_back(t->name);
-  }
-  return out;
+  return ChosenNames(selections_, registry);
 }
 
 ArtifactScope Session::artifact_scope() const {

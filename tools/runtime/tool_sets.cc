@@ -86,10 +86,16 @@ bool ToolSelection::Chooses(const RegisteredTool& tool) const {
   return named == enabling_;
 }
 
-std::vector<std::string> ToolSelection::Apply(const ToolRegistry& registry) const {
+bool ChosenByAll(const std::vector<ToolSelection>& selections, const RegisteredTool& tool) {
+  return std::all_of(selections.begin(), selections.end(),
+                     [&](const ToolSelection& s) { return s.Chooses(tool); });
+}
+
+std::vector<std::string> ChosenNames(const std::vector<ToolSelection>& selections,
+                                     const ToolRegistry& registry) {
   std::vector<std::string> out;
   for (const auto& t : registry.tools()) {
-    if (Chooses(*t)) out.push_back(t->name);
+    if (ChosenByAll(selections, *t)) out.push_back(t->name);
   }
   return out;
 }
@@ -99,7 +105,7 @@ absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
     const std::vector<std::string>& disabled, absl::string_view what) {
   auto selection = ToolSelection::Create(registry, enabled, disabled, what);
   if (!selection.ok()) return selection.status();
-  return selection->Apply(registry);
+  return ChosenNames({*std::move(selection)}, registry);
 }
 
 }  // namespace toolexec

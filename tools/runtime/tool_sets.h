@@ -43,8 +43,6 @@ class ToolSelection {
   static ToolSelection Except(std::vector<std::string> names);
 
   bool Chooses(const RegisteredTool& tool) const;
-  // The chosen tools' names, in registration order.
-  std::vector<std::string> Apply(const ToolRegistry& registry) const;
 
  private:
   ToolSelection(std::vector<std::string> names, bool enabling, bool sets)
@@ -53,6 +51,12 @@ class ToolSelection {
   bool enabling_ = false;
   bool sets_ = false;  // a name may be a tool set's
 };
+
+// Whether every one of `selections` chooses `tool` (none: every tool), and
+// the names of the tools of `registry` that all choose, in registration order.
+bool ChosenByAll(const std::vector<ToolSelection>& selections, const RegisteredTool& tool);
+std::vector<std::string> ChosenNames(const std::vector<ToolSelection>& selections,
+                                     const ToolRegistry& registry);
 
 // ToolSelection::Create applied to `registry` now.
 absl::StatusOr<std::vector<std::string>> ResolveToolSelection(
