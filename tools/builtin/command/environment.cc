@@ -76,6 +76,30 @@ bool LooksSecret(absl::string_view name) {
   return false;
 }
 
+bool IsCodeVariable(absl::string_view name) {
+  static constexpr absl::string_view kNames[] = {
+      // bash
+      "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS0", "PS1", "PS2", "PS3", "PS4",
+      "PROMPT_COMMAND", "IFS", "PATH", "EXECIGNORE", "BASH_LOADABLES_PATH", "SHELL",
+      // glibc (LD_* below)
+      "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+      "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+      // interpreters and tools
+      "NODE_OPTIONS", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PERL5OPT",
+      "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS",
+      "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH",
+      "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS",
+      "GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR", "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER",
+      "EDITOR", "VISUAL", "LESSOPEN", "LESSCLOSE", "BROWSER"};
+  static constexpr absl::string_view kPrefixes[] = {"LD_", "BASH_FUNC_", "GIT_CONFIG",
+                                                    "LUA_INIT"};
+  if (std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames)) return true;
+  for (absl::string_view prefix : kPrefixes) {
+    if (absl::StartsWith(name, prefix)) return true;
+  }
+  return false;
+}
+
 bool ValueHasUrlPassword(absl::string_view value) {
   for (size_t at = value.find("://"); at != absl::string_view::npos;
        at = value.find("://", at + 3)) {

@@ -43,6 +43,37 @@ bool ValueHasUrlPassword(absl::string_view value);
 // secret, or its value holds a URL with a password.
 bool IsSecretEntry(absl::string_view entry);
 
+// Whether setting (or unsetting) the variable `name` can make a command run
+// code or load something that its command line does not show, whatever the
+// program: the one place that lists them. A policy's command patterns judge a
+// call that sets one as a line they cannot see through (core/permissions.h).
+// * bash (every run_command line is `bash -c`): BASH_ENV and ENV (a file
+//   sourced at start-up, its name expanded: `$(…)` runs), SHELLOPTS and
+//   BASHOPTS (options at start-up: xtrace with PS4, …), PS0 to PS4 and
+//   PROMPT_COMMAND (expanded or run as code), BASH_FUNC_* (exported
+//   functions, which can replace any command), IFS (word splitting),
+//   PATH and EXECIGNORE (which program a name runs), BASH_LOADABLES_PATH
+//   (where `enable -f` loads builtins from), SHELL (the shell programs hand
+//   commands to);
+// * the dynamic loader and glibc, for every dynamically linked program:
+//   every LD_* name (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, …) and the rest
+//   of the names glibc itself strips from set-user-ID programs, but TMPDIR:
+//   GCONV_PATH, GETCONF_DIR, GLIBC_TUNABLES, HOSTALIASES, LOCALDOMAIN,
+//   LOCPATH, MALLOC_TRACE, NIS_PATH, NLSPATH, RESOLV_HOST_CONF, RES_OPTIONS,
+//   TZDIR;
+// * interpreters and tools agents run every day, whose variable names code
+//   to run or load: NODE_OPTIONS, PYTHONPATH, PYTHONHOME, PYTHONSTARTUP,
+//   PYTHONUSERBASE, PERL5OPT, PERL5LIB, PERLLIB, PERL5DB, RUBYOPT, RUBYLIB,
+//   JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS, LUA_INIT*, GIT_SSH,
+//   GIT_SSH_COMMAND, GIT_EXEC_PATH, GIT_EXTERNAL_DIFF, GIT_PAGER, GIT_EDITOR,
+//   GIT_SEQUENCE_EDITOR, GIT_ASKPASS, GIT_PROXY_COMMAND, GIT_TEMPLATE_DIR,
+//   GIT_CONFIG*, SSH_ASKPASS, SUDO_ASKPASS, PAGER, MANPAGER, EDITOR, VISUAL,
+//   LESSOPEN, LESSCLOSE, BROWSER.
+// Not on it: variables a program reads to find its own configuration (HOME,
+// XDG_CONFIG_HOME, GIT_DIR, …); what that configuration runs is the
+// program's, as is what its arguments make it run.
+bool IsCodeVariable(absl::string_view name);
+
 // `environ`-style entries ("NAME=value") minus the secret ones whose names
 // are not in `allow` (exact, case-sensitive names). Entries without '=' are
 // dropped.
