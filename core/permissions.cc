@@ -8,7 +8,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tools/builtin/command/environment.h"
 
 namespace toolexec {
 namespace {
@@ -17,10 +19,29 @@ std::vector<absl::string_view> Components(absl::string_view path) {
   return absl::StrSplit(path, '/', absl::SkipEmpty());
 }
 
-absl::string_view FirstWord(absl::string_view command) {
-  command = absl::StripAsciiWhitespace(command);
-  size_t end = command.find_first_of(" \t\n");
-  return end == absl::string_view::npos ? command : command.substr(0, end);
+absl::string_view BaseName(absl::string_view word) {
+  size_t slash = word.rfind('/');
+  return slash == absl::string_view::npos ? word : word.substr(slash + 1);
+}
+
+// The patterns of the command grants at `level` or above.
+std::vector<CommandPattern> CommandPatternsOf(const std::vector<PermissionGrant>& grants,
+                                              PermissionLevel level) {
+  std::vector<CommandPattern> out;
+  for (const PermissionGrant& g : grants) {
+    if (g.target.kind != PermissionRequirement::Kind::kCommand || g.target.level < level) {
+      continue;
+    }
+    auto p = CommandPattern::Parse(g.target.value);
+    if (p.ok()) out.push_back(*std::move(p));
+  }
+  return out;
+}
+
+bool CoveredBy(const std::vector<CommandPattern>& patterns, const CommandNeed& need) {
+  std::vector<const CommandPattern*> ptrs;
+  for (const CommandPattern& p : patterns) ptrs.push_back(&p);
+  return CommandCovers(ptrs, need);
 }
 
 std::string ParentOf(absl::string_view path) {
@@ -95,19 +116,141 @@ bool DomainCovers(absl::string_view pattern, absl::string_view domain) {
   return d == p;
 }
 
-bool CommandCovers(absl::string_view pattern, absl::string_view command) {
+absl::StatusOr<CommandPattern> CommandPattern::Parse(absl::string_view pattern) {
   pattern = absl::StripAsciiWhitespace(pattern);
-  command = absl::StripAsciiWhitespace(command);
-  if (pattern == "*") return true;
-  if (pattern.empty() || command.empty()) return false;
-  if (absl::EndsWith(pattern, " *")) {
-    absl::string_view base = absl::StripTrailingAsciiWhitespace(
-        pattern.substr(0, pattern.size() - 2));
-    if (command == base) return true;
-    return absl::StartsWith(command, base) && command.size() > base.size() &&
-           absl::ascii_isspace(static_cast<unsigned char>(command[base.size()]));
+  CommandPattern p;
+  if (pattern == "*") {
+    p.everything_ = true;
+    return p;
   }
-  return command == pattern;
+  bool star = false;
+  p.words_ = command::StaticWords(pattern, &star);
+  if (p.words_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "command pattern \"", pattern,
+        "\" is not the words of one command (no operator, redirection, variable, quote left "
+        "open or expansion; the only wildcard is a final ' *', as in \"git *\")"));
+  }
+  if (star) {
+    p.words_.pop_back();
+    p.rest_ = true;
+  }
+  return p;
+}
+
+bool CommandPattern::Covers(const command::SimpleCommand& c) const {
+  if (everything_) return true;
+  if (c.words.size() < words_.size()) return false;
+  for (size_t i = 0; i < words_.size(); ++i) {
+    if (c.words[i].dynamic || c.words[i].text != words_[i]) return false;
+  }
+  return rest_ || (c.words.size() == words_.size() && !c.more_args);
+}
+
+bool CommandPattern::MayMatch(const command::SimpleCommand& c) const {
+  if (everything_) return true;
+  for (size_t i = 0; i < words_.size(); ++i) {
+    if (i >= c.words.size()) return c.more_args;
+    const command::ShellWord& w = c.words[i];
+    if (w.dynamic) return true;  // it may be any words, or none
+    if (w.text == words_[i]) continue;
+    if (i == 0 && words_[0].find('/') == std::string::npos && BaseName(w.text) == words_[0]) {
+      continue;
+    }
+    return false;
+  }
+  if (rest_ || c.more_args) return true;
+  for (size_t i = words_.size(); i < c.words.size(); ++i) {
+    if (!c.words[i].dynamic) return false;  // a dynamic word may expand to nothing
+  }
+  return true;
+}
+
+CommandNeed AnalyzeCommandNeed(const PermissionRequirement& need) {
+  CommandNeed out;
+  out.line = command::AnalyzeCommandLine(need.value);
+  auto add = [&](absl::string_view name) {
+    if (!command::IsCodeVariable(name)) return;
+    if (std::find(out.code_variables.begin(), out.code_variables.end(), name) ==
+        out.code_variables.end()) {
+      out.code_variables.emplace_back(name);
+    }
+  };
+  for (const std::string& entry : need.env) add(absl::string_view(entry).substr(0, entry.find('=')));
+  for (const std::string& name : out.line.assigned) add(name);
+  return out;
+}
+
+bool CommandCovers(const std::vector<const CommandPattern*>& patterns, const CommandNeed& need,
+                   const std::vector<std::string>& allowed_code_variables) {
+  for (const CommandPattern* p : patterns) {
+    if (p->matches_everything()) return true;
+  }
+  if (!need.line.transparent() || need.line.commands.empty()) return false;
+  for (const std::string& name : need.code_variables) {
+    if (std::find(allowed_code_variables.begin(), allowed_code_variables.end(), name) ==
+        allowed_code_variables.end()) {
+      return false;
+    }
+  }
+  for (const command::SimpleCommand& c : need.line.commands) {
+    if (std::none_of(patterns.begin(), patterns.end(),
+                     [&](const CommandPattern* p) { return p->Covers(c); })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CommandMayMatch(const CommandPattern& pattern, const CommandNeed& need) {
+  if (pattern.matches_everything() || !need.line.transparent() ||
+      !need.code_variables.empty()) {
+    return true;
+  }
+  return std::any_of(need.line.commands.begin(), need.line.commands.end(),
+                     [&](const command::SimpleCommand& c) { return pattern.MayMatch(c); });
+}
+
+bool CommandCovers(absl::string_view pattern, absl::string_view command) {
+  auto p = CommandPattern::Parse(pattern);
+  if (!p.ok()) return false;
+  PermissionRequirement need;
+  need.kind = PermissionRequirement::Kind::kCommand;
+  need.value = std::string(command);
+  return CommandCovers({&*p}, AnalyzeCommandNeed(need));
+}
+
+std::string CommandNeedCaveat(const CommandNeed& need) {
+  if (!need.line.transparent()) {
+    return absl::StrCat("toolexec cannot tell what this line runs (", need.line.opaque,
+                        "), so no command pattern covers it");
+  }
+  if (!need.code_variables.empty()) {
+    return absl::StrCat("it sets ", absl::StrJoin(need.code_variables, ", "),
+                        ", which can make it run code the line does not show, so only a rule "
+                        "that names them covers it");
+  }
+  if (need.line.commands.empty()) return "it runs no command, so no command pattern covers it";
+  return "";
+}
+
+std::string DescribeNeed(const PermissionRequirement& need) {
+  if (need.kind != PermissionRequirement::Kind::kCommand) return need.value;
+  std::string out = need.value;
+  if (!need.env.empty()) {
+    std::vector<std::string> shown;
+    for (const std::string& e : need.env) {
+      size_t eq = e.find('=');
+      shown.push_back(eq == std::string::npos
+                          ? command::ShellQuote(e)
+                          : absl::StrCat(e.substr(0, eq), "=",
+                                         command::ShellQuote(absl::string_view(e).substr(eq + 1))));
+    }
+    absl::StrAppend(&out, " (with environment ", absl::StrJoin(shown, " "), ")");
+  }
+  std::string caveat = CommandNeedCaveat(AnalyzeCommandNeed(need));
+  if (!caveat.empty()) absl::StrAppend(&out, " [", caveat, "]");
+  return out;
 }
 
 bool Covers(const PermissionRequirement& grant, const PermissionRequirement& need) {
@@ -117,8 +260,10 @@ bool Covers(const PermissionRequirement& grant, const PermissionRequirement& nee
       return PathCovers(grant.value, grant.recursive, need.value, need.recursive);
     case PermissionRequirement::Kind::kDomain:
       return DomainCovers(grant.value, need.value);
-    case PermissionRequirement::Kind::kCommand:
-      return CommandCovers(grant.value, need.value);
+    case PermissionRequirement::Kind::kCommand: {
+      auto p = CommandPattern::Parse(grant.value);
+      return p.ok() && CommandCovers({&*p}, AnalyzeCommandNeed(need));
+    }
     case PermissionRequirement::Kind::kTool:
       return grant.value == "*" || grant.value == need.value;
   }
@@ -135,6 +280,10 @@ bool GrantSet::Covers(const PermissionRequirement& need, absl::Time now) {
   grants_.erase(std::remove_if(grants_.begin(), grants_.end(),
                                [now](const PermissionGrant& g) { return g.expires <= now; }),
                 grants_.end());
+  // A command line may need several grants, one per command it runs.
+  if (need.kind == PermissionRequirement::Kind::kCommand) {
+    return CoveredBy(CommandPatternsOf(grants_, need.level), AnalyzeCommandNeed(need));
+  }
   for (const PermissionGrant& g : grants_) {
     if (toolexec::Covers(g.target, need)) return true;
   }
@@ -144,6 +293,18 @@ bool GrantSet::Covers(const PermissionRequirement& need, absl::Time now) {
 std::vector<SuggestedGrant> SuggestGrants(const std::vector<PermissionRequirement>& needs) {
   std::vector<SuggestedGrant> out;
   std::map<std::tuple<int, std::string, bool>, size_t> by_key;
+  auto suggest = [&](size_t i, PermissionRequirement target) {
+    const PermissionRequirement& n = needs[i];
+    auto key = std::make_tuple(static_cast<int>(n.kind), target.value, target.recursive);
+    auto [it, inserted] = by_key.emplace(key, out.size());
+    if (inserted) {
+      target.level = n.level;
+      out.push_back({std::move(target), {}});
+    }
+    SuggestedGrant& s = out[it->second];
+    s.target.level = std::max(s.target.level, n.level);
+    if (s.members.empty() || s.members.back() != i) s.members.push_back(i);
+  };
   for (size_t i = 0; i < needs.size(); ++i) {
     const PermissionRequirement& n = needs[i];
     PermissionRequirement target;
@@ -154,9 +315,17 @@ std::vector<SuggestedGrant> SuggestGrants(const std::vector<PermissionRequiremen
         target.value = n.recursive ? NormalizePath(n.value) : ParentOf(n.value);
         break;
       case PermissionRequirement::Kind::kCommand: {
-        absl::string_view first = FirstWord(n.value);
-        target.value = first.empty() ? std::string(n.value) : absl::StrCat(first, " *");
-        break;
+        command::CommandLineAnalysis line = command::AnalyzeCommandLine(n.value);
+        if (!line.transparent() || line.commands.empty()) {
+          target.value = std::string(absl::StripAsciiWhitespace(n.value));
+          break;
+        }
+        for (const command::SimpleCommand& c : line.commands) {
+          PermissionRequirement each = target;
+          each.value = absl::StrCat(command::ShellQuote(c.words[0].text), " *");
+          suggest(i, std::move(each));
+        }
+        continue;
       }
       case PermissionRequirement::Kind::kDomain:
         target.value = absl::AsciiStrToLower(n.value);
@@ -165,15 +334,7 @@ std::vector<SuggestedGrant> SuggestGrants(const std::vector<PermissionRequiremen
         target.value = n.value;
         break;
     }
-    auto key = std::make_tuple(static_cast<int>(n.kind), target.value, target.recursive);
-    auto [it, inserted] = by_key.emplace(key, out.size());
-    if (inserted) {
-      target.level = n.level;
-      out.push_back({std::move(target), {}});
-    }
-    SuggestedGrant& s = out[it->second];
-    s.target.level = std::max(s.target.level, n.level);
-    s.members.push_back(i);
+    suggest(i, std::move(target));
   }
   return out;
 }

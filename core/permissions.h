@@ -10,9 +10,24 @@
 //   path or of a directory above it.
 // - Domain: "*.example.com" covers example.com and every subdomain;
 //   otherwise the name itself (case-insensitive); "*" covers every domain.
-// - Command: "git *" covers "git" and "git <anything>"; "git" covers "git"
-//   only (not "git status"); "*" covers every command. Commands are compared
-//   as text with surrounding whitespace ignored.
+// - Command: a need is a bash command line (plus the variables the call
+//   sets); a pattern is the words of one command, optionally ending in a
+//   lone `*`: "git *" covers `git` and `git <anything>`, "git" covers `git`
+//   only, "*" covers every command line. Words are compared after quote
+//   removal, so `'git' status` is `git status`. A line is covered only when
+//   EVERY simple command it runs (command_line.h: pipelines, lists,
+//   substitutions, `bash -c` strings, wrapped commands such as `sudo rm`)
+//   is covered, static analysis can tell what it runs (not opaque), it runs
+//   at least one command, and it sets no variable that makes a shell or the
+//   loader run code (IsCodeVariable: BASH_ENV, LD_PRELOAD, PATH, …; in the
+//   need's env or in the line). A word that expands (`$x`, a glob) matches
+//   only the final `*`. One grant or several: a session's grants cover a line
+//   when each of its commands is covered by one of them.
+//   Deny and ask rules ask the other question, CommandMayMatch: whether some
+//   command of the line may be one the pattern names, where an opaque line
+//   or one that sets such a variable may be anything, a name is also
+//   compared by its last path component (`/bin/rm` may be `rm`), and a word
+//   that expands may be any words.
 // - Tool: the tool's name, or "*".
 #ifndef TOOLEXEC_CORE_PERMISSIONS_H_
 #define TOOLEXEC_CORE_PERMISSIONS_H_
@@ -22,9 +37,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/builtin/command/command_line.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec {
@@ -35,7 +52,48 @@ absl::string_view PermissionKindName(PermissionRequirement::Kind kind);
 bool PathCovers(absl::string_view grant, bool grant_recursive, absl::string_view path,
                 bool path_recursive);
 bool DomainCovers(absl::string_view pattern, absl::string_view domain);
+
+// A command pattern, parsed once (see the header comment).
+class CommandPattern {
+ public:
+  // InvalidArgument saying why when `pattern` is not the static words of one
+  // simple command with at most a final lone `*`.
+  static absl::StatusOr<CommandPattern> Parse(absl::string_view pattern);
+  // The command is surely one the pattern names.
+  bool Covers(const command::SimpleCommand& command) const;
+  // The command may be one the pattern names.
+  bool MayMatch(const command::SimpleCommand& command) const;
+  bool matches_everything() const { return everything_; }
+
+ private:
+  std::vector<std::string> words_;
+  bool rest_ = false;        // a final `*`
+  bool everything_ = false;  // "*"
+};
+
+// A command need, analysed once.
+struct CommandNeed {
+  command::CommandLineAnalysis line;
+  // The variables it sets (in its env or in the line) that make code run.
+  std::vector<std::string> code_variables;
+};
+CommandNeed AnalyzeCommandNeed(const PermissionRequirement& need);
+
+// Covered by `patterns` together (each command by one of them);
+// `allowed_code_variables` may be set.
+bool CommandCovers(const std::vector<const CommandPattern*>& patterns, const CommandNeed& need,
+                   const std::vector<std::string>& allowed_code_variables = {});
+bool CommandMayMatch(const CommandPattern& pattern, const CommandNeed& need);
+// The same on text (a pattern that does not parse covers nothing).
 bool CommandCovers(absl::string_view pattern, absl::string_view command);
+
+// Why `need` cannot be covered by a pattern without looking at it again
+// ("" when it can): the line is opaque, or sets code variables.
+std::string CommandNeedCaveat(const CommandNeed& need);
+
+// A need as a person should see it in a question: for a command, the line,
+// the variables it sets (its env) and CommandNeedCaveat; else its value.
+std::string DescribeNeed(const PermissionRequirement& need);
 
 // `grant` (its kind, value, recursive flag and level) covers `need`.
 bool Covers(const PermissionRequirement& grant, const PermissionRequirement& need);
@@ -65,9 +123,11 @@ struct SuggestedGrant {
 };
 
 // Groups `needs` into the grants a person is asked for: paths by their parent
-// directory (a recursive need as itself, recursive), commands by their first
-// word ("git *"), domains and tools as they are; each at the highest level
-// among its members, in the order of their first member.
+// directory (a recursive need as itself, recursive), commands by the name of
+// each simple command they run ("git *"; a line no pattern can cover, as
+// itself), domains and tools as they are; each at the highest level among
+// its members, in the order of their first member. A command need is a
+// member of each grant its commands call for.
 std::vector<SuggestedGrant> SuggestGrants(const std::vector<PermissionRequirement>& needs);
 
 }  // namespace toolexec

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
+#include "tools/builtin/command/environment.h"
 #include "tools/builtin/fs/confined.h"
 #include "tools/builtin/search/glob.h"
 #include "tools/runtime/executor.h"
@@ -39,7 +40,9 @@ absl::string_view PolicyDecisionName(PolicyDecision d) {
 
 std::string PolicyVerdict::Explain() const {
   if (rule.empty()) return absl::StrCat("the default decision of policy '", policy, "'");
-  return absl::StrCat("rule '", rule, "' of policy '", policy, "'");
+  std::string out = absl::StrCat("rule '", rule, "' of policy '", policy, "'");
+  if (!note.empty()) absl::StrAppend(&out, " (", note, ")");
+  return out;
 }
 
 std::string PolicyVerdict::DecidedBy() const {
@@ -56,6 +59,29 @@ enum class Bucket { kSpecific = 0, kPrefix = 1, kGlobal = 2 };
 bool IsBuiltinProfile(absl::string_view name) {
   return name == kProfileDefault || name == kProfileAllowAll || name == kProfileReadOnly ||
          name == kProfileWorkspaceOnly;
+}
+
+absl::Status CheckCommandConditions(absl::string_view where, const PolicyRuleOptions& r) {
+  if (!r.command_pattern.empty()) {
+    if (auto p = CommandPattern::Parse(r.command_pattern); !p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": command_pattern: ", p.status().message()));
+    }
+  }
+  if (r.allow_code_env.empty()) return absl::OkStatus();
+  if (r.decision != PolicyDecision::kAllow || r.command_pattern.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": allow_code_env belongs on an allow rule with a command_pattern (it names the "
+               "variables the commands it covers may set)"));
+  }
+  for (const std::string& name : r.allow_code_env) {
+    if (!command::IsCodeVariable(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": allow_code_env: '", name,
+          "' is not a variable that makes code run; setting it needs no permission"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckRule(absl::string_view policy, const PolicyRuleOptions& r) {
@@ -82,6 +108,7 @@ absl::Status CheckRule(absl::string_view policy, const PolicyRuleOptions& r) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": path_glob: ", g.status().message()));
     }
   }
+  if (absl::Status s = CheckCommandConditions(where, r); !s.ok()) return s;
   return absl::OkStatus();
 }
 
@@ -124,6 +151,7 @@ struct Policy::Rule {
   Bucket bucket = Bucket::kGlobal;
   std::string server;  // kPrefix: the server name
   std::unique_ptr<search::GlobSet> glob;
+  std::optional<CommandPattern> command;
 };
 
 Policy::~Policy() = default;
@@ -156,6 +184,11 @@ absl::StatusOr<std::shared_ptr<const Policy>> Policy::Create(
                                                        set.status().message()));
       }
       rule.glob = *std::move(set);
+    }
+    if (!r.command_pattern.empty()) {
+      auto pattern = CommandPattern::Parse(r.command_pattern);
+      if (!pattern.ok()) return pattern.status();
+      rule.command = *std::move(pattern);
     }
     p->rules_.push_back(std::move(rule));
   }
@@ -200,19 +233,50 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
     return verdict;
   }
   const Rule* best = nullptr;
+  std::string best_note;
   using Kind = PermissionRequirement::Kind;
-  for (const Rule& rule : rules_) {
-    const PolicyRuleOptions& r = rule.options;
+  auto applies = [&](const Rule& rule) {
     switch (rule.bucket) {
       case Bucket::kSpecific:
-        if (r.tool != call.tool) continue;
-        break;
+        return rule.options.tool == call.tool;
       case Bucket::kPrefix:
-        if (call.server_name != rule.server) continue;
-        break;
+        return call.server_name == rule.server;
       case Bucket::kGlobal:
-        break;
+        return true;
     }
+    return false;
+  };
+  // The call's command lines, analysed at the first rule that asks. A
+  // variable that makes code run, which an allow rule of this policy lets
+  // the line set (allow_code_env), is vouched for: deny and ask rules no
+  // longer take the line for one that may run anything because of it.
+  std::optional<std::vector<CommandNeed>> commands;
+  auto analyse_commands = [&] {
+    commands.emplace();
+    for (const PermissionRequirement& n : call.needs) {
+      if (n.kind != Kind::kCommand) continue;
+      CommandNeed need = AnalyzeCommandNeed(n);
+      for (const Rule& rule : rules_) {
+        const PolicyRuleOptions& r = rule.options;
+        if (r.allow_code_env.empty() || !applies(rule) ||
+            !CommandCovers({&*rule.command}, need, r.allow_code_env)) {
+          continue;
+        }
+        auto& vars = need.code_variables;
+        vars.erase(std::remove_if(vars.begin(), vars.end(),
+                                  [&](const std::string& v) {
+                                    return std::find(r.allow_code_env.begin(),
+                                                     r.allow_code_env.end(),
+                                                     v) != r.allow_code_env.end();
+                                  }),
+                   vars.end());
+      }
+      commands->push_back(std::move(need));
+    }
+  };
+  for (const Rule& rule : rules_) {
+    const PolicyRuleOptions& r = rule.options;
+    if (!applies(rule)) continue;
     if (best != nullptr && rule.bucket > best->bucket) continue;
     if (rule.glob != nullptr &&
         !AnyNeed(call, Kind::kPath, [&](const PermissionRequirement& n) {
@@ -222,11 +286,34 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
         })) {
       continue;
     }
-    if (!r.command_pattern.empty() &&
-        !AnyNeed(call, Kind::kCommand, [&](const PermissionRequirement& n) {
-          return CommandCovers(r.command_pattern, n.value);
-        })) {
-      continue;
+    std::string note;
+    if (rule.command.has_value()) {
+      if (!commands.has_value()) analyse_commands();
+      if (commands->empty()) continue;
+      if (r.decision == PolicyDecision::kAllow) {
+        // Every command of every line is covered.
+        if (!std::all_of(commands->begin(), commands->end(), [&](const CommandNeed& n) {
+              return CommandCovers({&*rule.command}, n, r.allow_code_env);
+            })) {
+          continue;
+        }
+      } else {
+        const CommandNeed* hit = nullptr;
+        for (const CommandNeed& n : *commands) {
+          if (CommandMayMatch(*rule.command, n)) {
+            hit = &n;
+            break;
+          }
+        }
+        if (hit == nullptr) continue;
+        if (!rule.command->matches_everything() &&
+            std::none_of(hit->line.commands.begin(), hit->line.commands.end(),
+                         [&](const command::SimpleCommand& c) {
+                           return rule.command->MayMatch(c);
+                         })) {
+          note = CommandNeedCaveat(*hit);
+        }
+      }
     }
     if (!r.domain.empty() && !AnyNeed(call, Kind::kDomain, [&](const PermissionRequirement& n) {
           return DomainCovers(r.domain, n.value);
@@ -241,11 +328,13 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
     // A more specific bucket wins; within one, the stricter decision.
     if (best == nullptr || rule.bucket < best->bucket || r.decision > best->options.decision) {
       best = &rule;
+      best_note = std::move(note);
     }
   }
   if (best != nullptr) {
     verdict.decision = best->options.decision;
     verdict.rule = best->options.name;
+    verdict.note = std::move(best_note);
   }
   return verdict;
 }
@@ -662,11 +751,8 @@ std::string Describe(const PermissionRequirement& target, const std::vector<std:
                                  PermissionLevelName(target.level), " permission on ",
                                  PermissionKindName(target.kind), " ", target.value);
   if (target.recursive) absl::StrAppend(&out, " (and everything beneath it)");
-  constexpr size_t kShown = 5;
-  std::vector<std::string> shown(values.begin(),
-                                 values.begin() + std::min(values.size(), kShown));
-  absl::StrAppend(&out, ": ", absl::StrJoin(shown, "; "));
-  if (values.size() > kShown) absl::StrAppend(&out, "; and ", values.size() - kShown, " more");
+  // Every one: what is not shown must not run on the answer.
+  absl::StrAppend(&out, ": ", absl::StrJoin(values, "; "));
   return out;
 }
 
@@ -811,7 +897,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     for (size_t m : s.members) {
       const std::string& t = tool_of_call[asked_index[m]];
       if (std::find(tools.begin(), tools.end(), t) == tools.end()) tools.push_back(t);
-      values.push_back(asked[m].value);
+      values.push_back(DescribeNeed(asked[m]));
     }
     e.index = asked_index[s.members.front()];
     e.tool_name = tool_of_call[e.index];

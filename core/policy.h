@@ -97,12 +97,21 @@ struct PolicyRuleOptions {
   // A path the call touches matches this glob (find_file's syntax; relative
   // to the workspace for paths inside it, without '/' matching the name).
   std::string path_glob;
-  // The command matches (CommandCovers).
+  // A command pattern (CommandPattern: "git *"). An allow rule matches a
+  // call when the pattern covers every command need of it (CommandCovers:
+  // every simple command each line runs); a deny or ask rule when it may
+  // match some simple command (CommandMayMatch), which a line static
+  // analysis cannot see through, or that sets a variable that makes code
+  // run, always may (unless an allow rule of the same policy that covers
+  // the line names that variable in its allow_code_env).
   std::string command_pattern;
   // A domain the call reaches matches (DomainCovers).
   std::string domain;
   // A path the call touches lies outside every workspace of the call.
   bool outside_workspace = false;
+  // Allow rules with a command_pattern: the variables that make code run
+  // (command::IsCodeVariable) that the call may set and still be covered.
+  std::vector<std::string> allow_code_env;
 };
 
 struct PolicyProfileOptions {
@@ -154,6 +163,9 @@ struct PolicyVerdict {
   PolicyDecision decision = PolicyDecision::kAllow;
   std::string policy;  // the policy that decided
   std::string rule;    // its rule, "" for its default decision
+  // Why the rule matched when that is not plain (a command line it cannot
+  // see through); "" otherwise.
+  std::string note;
   // Why, for a person: "rule 'x' of policy 'y'" or "the default decision of
   // policy 'y'".
   std::string Explain() const;

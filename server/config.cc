@@ -500,7 +500,8 @@ absl::StatusOr<std::vector<PolicyRuleOptions>> RulesOf(
                                        "or DECISION_ASK"));
     }
     out.push_back({r.name(), r.tool(), **d, r.path_glob(), r.command_pattern(), r.domain(),
-                   r.outside_workspace()});
+                   r.outside_workspace(),
+                   std::vector<std::string>(r.allow_code_env().begin(), r.allow_code_env().end())});
   }
   return out;
 }

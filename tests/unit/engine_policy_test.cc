@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -560,6 +561,186 @@ TEST_F(EnginePolicyTest, WorkspaceOnlyDeniesPathsOutsideTheWorkspace) {
   ASSERT_EQ(r.results().size(), 1u);
   EXPECT_EQ(r.results()[0].status, ResultStatus::kDenied);
   EXPECT_THAT(r.results()[0].error_message, HasSubstr("policy 'workspace_only'"));
+}
+
+// --- command lines: what runs, not how it is spelled ---
+
+// A batch of run_command calls, one per line.
+BatchSpec Commands(const std::vector<std::string>& lines, std::string session_id = "") {
+  BatchSpec spec;
+  spec.session_id = std::move(session_id);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    Json args = MakeObject();
+    args.AddMember("command_line", JsonValue(lines[i], args.GetAllocator()), args.GetAllocator());
+    spec.calls.push_back(Call(std::to_string(i), "run_command", ToJsonString(args)));
+  }
+  return spec;
+}
+
+// A policy of one run_command rule with a command pattern.
+PolicyOptions OneCommandRule(std::string name, PolicyDecision decision, std::string pattern,
+                             std::optional<PolicyDecision> default_decision = std::nullopt) {
+  PolicyOptions p;
+  p.default_decision = default_decision;
+  PolicyRuleOptions rule = Rule(std::move(name), "run_command", decision);
+  rule.command_pattern = std::move(pattern);
+  p.rules.push_back(std::move(rule));
+  return p;
+}
+
+TEST_F(EnginePolicyTest, ASessionGrantOnACommandDoesNotCoverTheOtherCommandsOfALine) {
+  Start(AskingPolicy());
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  Recorder r;
+  ASSERT_TRUE(engine_->StartBatch(caller_, Commands({"git --version"}, session->session_id), &r)
+                  .ok());
+  auto requests = AwaitRequests(r, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target.value, "git *");
+  ASSERT_TRUE(engine_
+                  ->RespondPermission(caller_, requests[0].request_id,
+                                      PermissionAnswer::kAllowSession, "")
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+
+  // "git *" is granted; the line runs touch too, and every spelling of a
+  // second command is asked about.
+  for (const char* line : {"git --version; touch X", "git --version && touch X",
+                           "git --version | touch X", "git --version\ntouch X",
+                           "git $(touch X)", "git --version > \"$(touch X)\"",
+                           "git --version & sh -c 'touch X'", "git log | xargs touch"}) {
+    Recorder again;
+    auto batch = engine_->StartBatch(caller_, Commands({line}, session->session_id), &again);
+    ASSERT_TRUE(batch.ok());
+    auto asked = AwaitRequests(again, 1);
+    ASSERT_FALSE(asked.empty()) << line;
+    EXPECT_THAT(asked.back().description, HasSubstr(line)) << line;
+    (*batch)->Cancel();
+    ASSERT_TRUE(again.Wait());
+    EXPECT_FALSE(tree_.Exists("X")) << line;
+  }
+  // What the grant covers still runs without a question.
+  Recorder covered;
+  ASSERT_TRUE(engine_
+                  ->StartBatch(caller_, Commands({"git --version | git hash-object --stdin"},
+                                                 session->session_id),
+                               &covered)
+                  .ok());
+  ASSERT_TRUE(covered.Wait());
+  EXPECT_TRUE(covered.requests().empty());
+}
+
+TEST_F(EnginePolicyTest, AnAllowRuleCoversALineOnlyWhenItCoversEveryCommandOfIt) {
+  Start(OneCommandRule("git is fine", PolicyDecision::kAllow, "git *", PolicyDecision::kDeny));
+  Recorder r;
+  ASSERT_TRUE(engine_
+                  ->StartBatch(caller_,
+                               Commands({"git --version", "git --version; touch X",
+                                         "git --version `touch X`", "$(echo git) --version",
+                                         "'git' --version"}),
+                               &r)
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+  for (size_t i : {1, 2, 3}) {
+    EXPECT_EQ(results[i].status, ResultStatus::kDenied) << i;
+    EXPECT_THAT(results[i].error_message, HasSubstr("default decision")) << i;
+  }
+  EXPECT_TRUE(results[4].ok()) << results[4].error_message;  // quotes change nothing
+  EXPECT_FALSE(tree_.Exists("X"));
+}
+
+TEST_F(EnginePolicyTest, ADenyRuleOnACommandMatchesItHoweverItIsSpelledOrHidden) {
+  Start(OneCommandRule("no rm", PolicyDecision::kDeny, "rm *"));
+  tree_.Write("keep", "k");
+  const std::vector<std::string> lines = {
+      "true; rm keep",         "\\rm keep",         "r''m keep",       "/bin/rm keep",
+      "env rm keep",           "sudo -n rm keep",   "command rm keep", "echo keep | xargs rm",
+      "find . -name keep -exec rm {} +", "bash -c 'rm keep'", "eval rm keep",
+      "$(echo rm) keep",       "x=rm; $x keep",     "echo ok"};
+  Recorder r;
+  ASSERT_TRUE(engine_->StartBatch(caller_, Commands(lines), &r).ok());
+  ASSERT_TRUE(r.Wait());
+  auto& results = r.results();
+  ASSERT_EQ(results.size(), lines.size());
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    EXPECT_EQ(results[i].status, ResultStatus::kDenied) << lines[i];
+  }
+  // A line it cannot see through is denied saying so.
+  EXPECT_THAT(results[11].error_message, HasSubstr("cannot tell what this line runs"));
+  EXPECT_TRUE(results.back().ok()) << results.back().error_message;
+  EXPECT_TRUE(tree_.Exists("keep"));
+}
+
+TEST_F(EnginePolicyTest, EveryCommandOfABatchIsInTheQuestion) {
+  Start(AskingPolicy());
+  std::vector<std::string> lines;
+  for (int i = 0; i < 6; ++i) lines.push_back("git log -" + std::to_string(i + 1));
+  lines.back() += "; touch X";
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, Commands(lines), &r);
+  ASSERT_TRUE(batch.ok());
+  auto requests = AwaitRequests(r, 2);
+  ASSERT_EQ(requests.size(), 2u);  // git *, touch *
+  EXPECT_EQ(requests[0].target.value, "git *");
+  EXPECT_EQ(requests[1].target.value, "touch *");
+  for (const std::string& line : lines) {
+    EXPECT_THAT(requests[0].description, HasSubstr(line));
+  }
+  EXPECT_THAT(requests[0].description, ::testing::Not(HasSubstr("more")));
+  EXPECT_THAT(requests[1].description, HasSubstr(lines.back()));
+  (*batch)->Cancel();
+  ASSERT_TRUE(r.Wait());
+  EXPECT_FALSE(tree_.Exists("X"));
+}
+
+TEST_F(EnginePolicyTest, AVariableThatMakesBashRunCodeIsJudgedAndShown) {
+  Start(OneCommandRule("git version", PolicyDecision::kAllow, "git --version",
+                       PolicyDecision::kAsk));
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  BatchSpec spec;
+  spec.session_id = session->session_id;
+  spec.calls.push_back(Call("env", "run_command",
+                            R"j({"command_line":"git --version","env":{"BASH_ENV":"$(touch X)"}})j"));
+  spec.calls.push_back(
+      Call("list", "run_command", R"j({"command_line":"git --version","env":["LD_PRELOAD=x.so"]})j"));
+  spec.calls.push_back(
+      Call("line", "run_command", R"j({"command_line":"BASH_ENV='$(touch X)' git --version"})j"));
+  spec.calls.push_back(
+      Call("plain", "run_command", R"j({"command_line":"git --version","env":{"DEBUG":"1"}})j"));
+  Recorder r;
+  auto batch = engine_->StartBatch(caller_, std::move(spec), &r);
+  ASSERT_TRUE(batch.ok());
+  auto requests = AwaitRequests(r, 1);
+  ASSERT_EQ(requests.size(), 1u);  // "git *", for the three that set code
+  const std::string& d = requests[0].description;
+  EXPECT_THAT(d, HasSubstr("git --version (with environment BASH_ENV='$(touch X)')"));
+  EXPECT_THAT(d, HasSubstr("LD_PRELOAD=x.so"));
+  EXPECT_THAT(d, HasSubstr("BASH_ENV='$(touch X)' git --version"));
+  EXPECT_THAT(d, HasSubstr("it sets BASH_ENV"));
+  EXPECT_THAT(d, ::testing::Not(HasSubstr("DEBUG")));  // covered by the rule: not asked
+  // Allowed for the session, yet the next such call is asked again.
+  ASSERT_TRUE(engine_
+                  ->RespondPermission(caller_, requests[0].request_id,
+                                      PermissionAnswer::kAllowSession, "")
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+  std::remove(tree_.Abs("X").c_str());
+  Recorder again;
+  BatchSpec more;
+  more.session_id = session->session_id;
+  more.calls.push_back(Call("env", "run_command",
+                            R"j({"command_line":"git --version","env":{"BASH_ENV":"$(touch X)"}})j"));
+  auto second = engine_->StartBatch(caller_, std::move(more), &again);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(AwaitRequests(again, 1).size(), 1u);
+  (*second)->Cancel();
+  ASSERT_TRUE(again.Wait());
+  EXPECT_FALSE(tree_.Exists("X"));
 }
 
 }  // namespace

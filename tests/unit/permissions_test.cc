@@ -94,6 +94,80 @@ TEST(CommandCoversTest, StarCoversTheCommandAndItsArguments) {
   EXPECT_TRUE(CommandCovers("*", "rm -rf /tmp/x"));
 }
 
+TEST(CommandCoversTest, EveryCommandOfTheLineMustBeCovered) {
+  EXPECT_FALSE(CommandCovers("git *", "git --version; touch X"));
+  EXPECT_FALSE(CommandCovers("git *", "git log | sh"));
+  EXPECT_FALSE(CommandCovers("git *", "git $(touch X)"));
+  EXPECT_FALSE(CommandCovers("git *", "sudo git status"));  // sudo runs too
+  EXPECT_TRUE(CommandCovers("git *", "git log | git hash-object --stdin && git status"));
+  // Words, not text: quoting and spacing change nothing, expansions match
+  // only the final *.
+  EXPECT_TRUE(CommandCovers("git status", "'git'   \"status\""));
+  EXPECT_TRUE(CommandCovers("git log *", "git log $REV"));
+  EXPECT_FALSE(CommandCovers("git log", "git log $REV"));
+  EXPECT_FALSE(CommandCovers("git log -1", "git log $REV"));
+  EXPECT_FALSE(CommandCovers("git *", "/tmp/git status"));
+  // A line no analysis sees through, or that runs nothing: only "*".
+  for (const char* line : {"$X status", "eval \"$X\"", "f() { :; }; f", "A=1", ""}) {
+    EXPECT_FALSE(CommandCovers("git *", line)) << line;
+    if (*line != '\0') {
+      EXPECT_TRUE(CommandCovers("*", line)) << line;
+    }
+  }
+  // A variable that makes bash or the loader run code, set in the line.
+  EXPECT_FALSE(CommandCovers("git *", "BASH_ENV=x git status"));
+  EXPECT_FALSE(CommandCovers("git *", "export LD_PRELOAD=x.so; git status"));
+  EXPECT_TRUE(CommandCovers("git *", "GIT_AUTHOR_NAME=x git status"));
+}
+
+TEST(CommandPatternTest, PatternsAreTheWordsOfOneCommand) {
+  for (const char* p : {"git *", "git", "make test", "*", " git  status * ", "echo 'a b'"}) {
+    EXPECT_TRUE(CommandPattern::Parse(p).ok()) << p;
+  }
+  for (const char* p : {"", "git*", "git * x", "git; rm *", "A=1 git", "git > x", "$X *",
+                        "git 'open"}) {
+    auto parsed = CommandPattern::Parse(p);
+    EXPECT_FALSE(parsed.ok()) << p;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("only wildcard")) << p;
+  }
+}
+
+TEST(CommandMayMatchTest, DenyPatternsMatchAnyCommandThatMayBeTheirs) {
+  auto rm = *CommandPattern::Parse("rm *");
+  auto need = [](std::string line, std::vector<std::string> env = {}) {
+    PermissionRequirement r = Need(Kind::kCommand, std::move(line), PermissionLevel::kExecute);
+    r.env = std::move(env);
+    return AnalyzeCommandNeed(r);
+  };
+  for (const char* line : {"true && rm x", "/bin/rm x", "\\rm x", "env rm x", "xargs rm",
+                           "$CMD x", "bash -c 'rm x'", "eval rm x", "find . -delete -exec rm {} +"}) {
+    EXPECT_TRUE(CommandMayMatch(rm, need(line))) << line;
+  }
+  EXPECT_FALSE(CommandMayMatch(rm, need("ls -l; git rm x")));
+  EXPECT_TRUE(CommandMayMatch(rm, need("ls", {"BASH_ENV=$(rm x)"})));
+  EXPECT_FALSE(CommandMayMatch(rm, need("ls", {"DEBUG=1"})));
+  auto push = *CommandPattern::Parse("git push *");
+  EXPECT_TRUE(CommandMayMatch(push, need("git $SUB origin")));
+  EXPECT_FALSE(CommandMayMatch(push, need("git pull")));
+}
+
+TEST(CommandCoversTest, CodeVariablesInTheNeedsEnvironmentNeedARuleThatNamesThem) {
+  auto git = *CommandPattern::Parse("git --version");
+  PermissionRequirement n = Need(Kind::kCommand, "git --version", PermissionLevel::kExecute);
+  n.env = {"BASH_ENV=$(touch X)", "DEBUG=1"};
+  CommandNeed need = AnalyzeCommandNeed(n);
+  EXPECT_THAT(need.code_variables, ::testing::ElementsAre("BASH_ENV"));
+  EXPECT_FALSE(CommandCovers({&git}, need));
+  EXPECT_TRUE(CommandCovers({&git}, need, {"BASH_ENV"}));
+  EXPECT_THAT(DescribeNeed(n), HasSubstr("git --version (with environment "
+                                         "BASH_ENV='$(touch X)' DEBUG=1) [it sets BASH_ENV"));
+  GrantSet grants;
+  grants.Add({Need(Kind::kCommand, "git *", PermissionLevel::kExecute)});
+  EXPECT_FALSE(grants.Covers(n, absl::Now()));
+  n.env = {"DEBUG=1"};
+  EXPECT_TRUE(grants.Covers(n, absl::Now()));
+}
+
 TEST(CoversTest, ToolTargetsAndKindsMustAgree) {
   EXPECT_TRUE(Covers(Need(Kind::kTool, "get_weather", PermissionLevel::kExecute),
                      Need(Kind::kTool, "get_weather", PermissionLevel::kExecute)));
@@ -111,6 +185,19 @@ TEST(GrantSetTest, ExpiredGrantsStopCovering) {
   EXPECT_TRUE(grants.Covers(need, now));
   EXPECT_FALSE(grants.Covers(need, now + absl::Seconds(11)));
   EXPECT_FALSE(grants.Covers(need, now));  // dropped
+}
+
+TEST(GrantSetTest, ALineIsCoveredWhenEachCommandIsCoveredByOneGrant) {
+  GrantSet grants;
+  grants.Add({Need(Kind::kCommand, "git *", PermissionLevel::kExecute)});
+  auto line = Need(Kind::kCommand, "git diff | grep -c x", PermissionLevel::kExecute);
+  EXPECT_FALSE(grants.Covers(line, absl::Now()));
+  grants.Add({Need(Kind::kCommand, "grep *", PermissionLevel::kRead)});
+  EXPECT_FALSE(grants.Covers(line, absl::Now()));  // a grant below the need's level
+  grants.Add({Need(Kind::kCommand, "grep *", PermissionLevel::kExecute)});
+  EXPECT_TRUE(grants.Covers(line, absl::Now()));
+  EXPECT_FALSE(grants.Covers(Need(Kind::kCommand, "git diff | $PAGER", PermissionLevel::kExecute),
+                             absl::Now()));
 }
 
 TEST(SuggestGrantsTest, PathsByParentCommandsByFirstWord) {
@@ -135,6 +222,22 @@ TEST(SuggestGrantsTest, PathsByParentCommandsByFirstWord) {
   for (const auto& g : grants) {
     for (size_t m : g.members) EXPECT_TRUE(Covers(g.target, needs[m])) << needs[m].value;
   }
+}
+
+TEST(SuggestGrantsTest, ALineAsksForEachCommandItRuns) {
+  std::vector<PermissionRequirement> needs = {
+      Need(Kind::kCommand, "git --version; touch X", PermissionLevel::kExecute),
+      Need(Kind::kCommand, "git log | 'my tool' -x", PermissionLevel::kExecute),
+      Need(Kind::kCommand, "$X y", PermissionLevel::kExecute),
+  };
+  auto grants = SuggestGrants(needs);
+  ASSERT_EQ(grants.size(), 4u);
+  EXPECT_EQ(grants[0].target.value, "git *");
+  EXPECT_THAT(grants[0].members, ::testing::ElementsAre(0u, 1u));
+  EXPECT_EQ(grants[1].target.value, "touch *");
+  EXPECT_EQ(grants[2].target.value, "'my tool' *");
+  EXPECT_EQ(grants[3].target.value, "$X y");  // no pattern can cover it: as itself
+  EXPECT_THAT(DescribeNeed(needs[2]), HasSubstr("cannot tell what this line runs"));
 }
 
 // ---- policies ----
@@ -231,6 +334,36 @@ TEST(PolicyTest, ConditionsNarrowARule) {
             "web");
 }
 
+TEST(PolicyTest, AllowRulesCoverEveryCommandDenyRulesAnyAndSayWhenTheyCannotSee) {
+  PolicyRuleOptions make = Rule("make", "run_command", PolicyDecision::kAllow);
+  make.command_pattern = "make *";
+  make.allow_code_env = {"LD_LIBRARY_PATH"};
+  PolicyRuleOptions rm = Rule("no rm", "run_command", PolicyDecision::kDeny);
+  rm.command_pattern = "rm *";
+  auto p = Make({make, rm}, PolicyDecision::kAsk);
+  auto cmd = [](std::string c, std::vector<std::string> env = {}) {
+    auto n = Need(Kind::kCommand, std::move(c), PermissionLevel::kExecute);
+    n.env = std::move(env);
+    return n;
+  };
+  EXPECT_EQ(p->Evaluate(Facts("run_command", {cmd("make test")})).rule, "make");
+  EXPECT_EQ(p->Evaluate(Facts("run_command", {cmd("make test", {"LD_LIBRARY_PATH=lib"})})).rule,
+            "make");
+  // A variable no allow rule vouches for may make it run anything: rm too.
+  PolicyVerdict preload =
+      p->Evaluate(Facts("run_command", {cmd("make test", {"LD_PRELOAD=x.so"})}));
+  EXPECT_EQ(preload.rule, "no rm");
+  EXPECT_THAT(preload.Explain(), HasSubstr("it sets LD_PRELOAD"));
+  EXPECT_EQ(p->Evaluate(Facts("run_command", {cmd("make test && curl x")})).decision,
+            PolicyDecision::kAsk);
+  PolicyVerdict v = p->Evaluate(Facts("run_command", {cmd("make; rm -rf /")}));
+  EXPECT_EQ(v.rule, "no rm");
+  EXPECT_TRUE(v.note.empty());
+  v = p->Evaluate(Facts("run_command", {cmd("$(echo rm) -rf /")}));
+  EXPECT_EQ(v.rule, "no rm");
+  EXPECT_THAT(v.Explain(), HasSubstr("cannot tell what this line runs"));
+}
+
 TEST(PolicyTest, ChainTakesTheStrictestDecision) {
   PolicyChain chain = {Make({Rule("ok", "*", PolicyDecision::kAllow)}),
                        Make({Rule("ask shell", "run_command", PolicyDecision::kAsk)})};
@@ -248,6 +381,22 @@ TEST(PolicyOptionsTest, InvalidRulesAndProfilesAreRefusedByName) {
   glob.path_glob = "[unclosed";
   o.rules = {glob};
   EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("path_glob"));
+  PolicyRuleOptions pattern = Rule("p", "run_command", PolicyDecision::kDeny);
+  pattern.command_pattern = "rm -rf*";
+  o.rules = {pattern};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("command_pattern"));
+  PolicyRuleOptions code = Rule("c", "run_command", PolicyDecision::kDeny);
+  code.command_pattern = "make *";
+  code.allow_code_env = {"LD_LIBRARY_PATH"};
+  o.rules = {code};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("allow rule"));
+  code.decision = PolicyDecision::kAllow;
+  code.allow_code_env = {"DEBUG"};
+  o.rules = {code};
+  EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("needs no permission"));
+  code.allow_code_env = {"LD_LIBRARY_PATH"};
+  o.rules = {code};
+  EXPECT_TRUE(ValidatePolicyOptions(o).ok());
   o.rules = {};
   o.profiles = {{"read_only", std::nullopt, {}}};
   EXPECT_THAT(ValidatePolicyOptions(o).message(), HasSubstr("built in"));

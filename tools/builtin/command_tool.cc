@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/builtin/builtin.h"
 #include "tools/builtin/command/command.h"
+#include "tools/builtin/command/command_line.h"
 #include "tools/builtin/command/environment.h"
 #include "tools/builtin/command/launch.h"
 #include "tools/builtin/command/reaper.h"
@@ -75,7 +76,10 @@ class CommandTool final : public Tool {
       const JsonValue& /*input*/) const override {
     PermissionRequirement r;
     r.kind = PermissionRequirement::Kind::kCommand;
-    r.value = absl::StrJoin(argv_, " ");
+    // The program's argv as the command line bash would read it.
+    std::vector<std::string> quoted;
+    for (const std::string& word : argv_) quoted.push_back(command::ShellQuote(word));
+    r.value = absl::StrJoin(quoted, " ");
     r.level = PermissionLevel::kExecute;
     return {r};
   }

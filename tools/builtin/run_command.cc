@@ -77,6 +77,50 @@ absl::string_view Str(const JsonValue& v) {
   return absl::string_view(v.GetString(), v.GetStringLength());
 }
 
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// The `env` argument, in either form: {"NAME": "value"} or ["NAME=value"]
+// (the one every model provider's schema dialect can express).
+absl::StatusOr<EnvList> EnvArgument(const JsonValue& args) {
+  EnvList given;
+  auto it = args.FindMember("env");
+  if (it == args.MemberEnd()) return given;
+  if (it->value.IsArray()) {
+    for (const auto& item : it->value.GetArray()) {
+      if (!item.IsString()) return absl::InvalidArgumentError("env: every entry must be a string");
+      absl::string_view entry = Str(item);
+      size_t eq = entry.find('=');
+      if (eq == absl::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("env: '", entry, "' is not of the form NAME=value"));
+      }
+      given.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  } else if (it->value.IsObject()) {
+    for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
+      if (!m->value.IsString()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("env: the value of ", Str(m->name), " must be a string"));
+      }
+      given.emplace_back(std::string(Str(m->name)), std::string(Str(m->value)));
+    }
+  } else {
+    return absl::InvalidArgumentError("env must be an array of \"NAME=value\" or an object");
+  }
+  for (const auto& [name, value] : given) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "env: '", name, "' is not a valid variable name (no '=' or NUL, not empty)"));
+    }
+    if (value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("env: the value of ", name, " contains a NUL byte"));
+    }
+  }
+  return given;
+}
+
 class RunCommandTool final : public Tool {
  public:
   RunCommandTool(std::shared_ptr<const CommandConfig> config,
@@ -107,12 +151,19 @@ class RunCommandTool final : public Tool {
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
-  // S12: running a command needs Execute on that command line.
+  // S12: running a command needs Execute on that command line, with the
+  // variables it sets (judged with it: BASH_ENV makes bash run code). An env
+  // the call will refuse sets nothing.
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override {
     PermissionRequirement r;
     r.kind = PermissionRequirement::Kind::kCommand;
     r.value = std::string(CommandLineOf(input));
     r.level = PermissionLevel::kExecute;
+    if (input.IsObject()) {
+      if (auto env = EnvArgument(input); env.ok()) {
+        for (const auto& [name, value] : *env) r.env.push_back(absl::StrCat(name, "=", value));
+      }
+    }
     return {r};
   }
   void cleanup_session(absl::string_view session_id) const override {
@@ -154,45 +205,10 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   if (!dir.ok()) return dir.status();
 
   // --- environment ---
-  std::vector<std::pair<std::string, std::string>> overrides;
-  if (auto it = args.FindMember("env"); it != args.MemberEnd()) {
-    // Either form: {"NAME": "value"} or ["NAME=value"] (the one every model
-    // provider's schema dialect can express).
-    std::vector<std::pair<std::string, std::string>> given;
-    if (it->value.IsArray()) {
-      for (const auto& item : it->value.GetArray()) {
-        absl::string_view entry = Str(item);
-        size_t eq = entry.find('=');
-        if (eq == absl::string_view::npos) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("env: '", entry, "' is not of the form NAME=value"));
-        }
-        given.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-      }
-    } else {
-      for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
-        if (!m->value.IsString()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("env: the value of ", Str(m->name), " must be a string"));
-        }
-        given.emplace_back(std::string(Str(m->name)), std::string(Str(m->value)));
-      }
-    }
-    for (auto& [name, value] : given) {
-      if (name.empty() || name.find('=') != std::string::npos ||
-          name.find('\0') != std::string::npos) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "env: '", name, "' is not a valid variable name (no '=' or NUL, not empty)"));
-      }
-      if (value.find('\0') != std::string::npos) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("env: the value of ", name, " contains a NUL byte"));
-      }
-      overrides.emplace_back(std::move(name), std::move(value));
-    }
-  }
+  auto overrides = EnvArgument(args);
+  if (!overrides.ok()) return overrides.status();
   CommandSpec spec = MakeCommandSpec(*config_, ctx, *wp, dir->get(),
-                                     {"/bin/bash", "-c", command_line}, std::move(overrides));
+                                     {"/bin/bash", "-c", command_line}, *std::move(overrides));
   if (auto it = args.FindMember("stdin"); it != args.MemberEnd()) {
     spec.stdin_text = std::string(Str(it->value));
   }

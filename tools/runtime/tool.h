@@ -54,12 +54,17 @@ enum class ErrorCode {
 enum class PermissionLevel { kNone, kRead, kWrite, kExecute, kAdmin };
 
 // What a call needs permission for: a path, a domain, a command or a tool.
+// A command is a command line as bash reads it (a program's argv: its words
+// quoted), and is judged by the simple commands it runs (core/permissions.h).
 struct PermissionRequirement {
   enum class Kind { kPath, kDomain, kCommand, kTool };
   Kind kind = Kind::kTool;
   std::string value;
   bool recursive = false;
   PermissionLevel level = PermissionLevel::kNone;
+  // kCommand: the variables the call sets on top of the daemon's
+  // environment, as "NAME=value", in order. Judged with the command.
+  std::vector<std::string> env;
 };
 
 // What a tool that touches one workspace path needs (S12).
