@@ -15,7 +15,8 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(args_fuzzer path_fuzzer edit_fuzzer glob_fuzzer config_fuzzer mcp_fuzzer)
+  targets=(args_fuzzer path_fuzzer edit_fuzzer glob_fuzzer config_fuzzer mcp_fuzzer
+           command_line_fuzzer)
 fi
 dir=${FUZZ_BUILD_DIR:-build-asan}
 CC=${CC:-clang} CXX=${CXX:-clang++} BUILD_DIR=$dir \

@@ -83,7 +83,8 @@ CommandLineAnalysis AnalyzeCommandLine(absl::string_view line);
 // `*trailing_star` set. Empty when it is not. For command patterns.
 std::vector<std::string> StaticWords(absl::string_view line, bool* trailing_star);
 
-// `word` quoted for bash when it needs it ('…' with ' as '\'').
+// `word` quoted for bash when it needs it ('…' with ' as '\''), wherever it
+// stands: a reserved word and NAME=value are quoted too.
 std::string ShellQuote(absl::string_view word);
 
 // The command as one line: static words quoted, dynamic ones as spelled, and

@@ -680,9 +680,17 @@ std::vector<std::string> StaticWords(absl::string_view line, bool* trailing_star
   return words;
 }
 
-std::string ShellQuote(absl::string_view word) {
-  if (word == "[" || word == "]" || word == "[[" || word == "]]") return std::string(word);
-  if (!word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+namespace {
+
+// `word` quoted for bash; where a command's name stands, a reserved word and
+// NAME=value are quoted too.
+std::string Quote(absl::string_view word, bool command_name) {
+  if (word == "[" || word == "]") return std::string(word);
+  // NAME=value would read back as an assignment.
+  absl::string_view before_eq = word.substr(0, word.find('='));
+  if (absl::EndsWith(before_eq, "+")) before_eq.remove_suffix(1);
+  const bool assignment = word.find('=') != absl::string_view::npos && internal::IsName(before_eq);
+  if (!(command_name && (assignment || internal::IsReservedWord(word))) && !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
         return absl::ascii_isalnum(c) || absl::string_view("_@%+=:,./-").find(c) !=
                                              absl::string_view::npos;
       })) {
@@ -700,12 +708,16 @@ std::string ShellQuote(absl::string_view word) {
   return out;
 }
 
+}  // namespace
+
+std::string ShellQuote(absl::string_view word) { return Quote(word, /*command_name=*/true); }
+
 std::string RenderCommand(const SimpleCommand& command) {
   std::string out;
   for (size_t i = 0; i < command.words.size(); ++i) {
     if (i > 0) out.push_back(' ');
     const ShellWord& w = command.words[i];
-    out += w.dynamic ? w.text : ShellQuote(w.text);
+    out += w.dynamic ? w.text : Quote(w.text, /*command_name=*/i == 0);
   }
   if (command.more_args) out += " …";
   return out;

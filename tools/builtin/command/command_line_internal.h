@@ -77,6 +77,10 @@ class Analyzer {
 // Whether `text` is a bash identifier.
 bool IsName(absl::string_view text);
 
+// Whether bash reads `word`, unquoted where a command starts, as a reserved
+// word.
+bool IsReservedWord(absl::string_view word);
+
 // Whether arithmetic `text` holds nothing but numbers and operators (bash
 // evaluates a variable's value as an expression, subscripts included, so any
 // name or expansion may run a command hidden in a value).

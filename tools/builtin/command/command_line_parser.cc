@@ -95,17 +95,10 @@ bool Parser::ReadHeredoc(const Heredoc& h) {
 
 // A reserved word at the position (unquoted, delimited), or "".
 absl::string_view Parser::PeekReserved() const {
-  static constexpr absl::string_view kWords[] = {
-      "if",   "then", "elif", "else",     "fi",     "do", "done", "while", "until", "for",
-      "case", "esac", "in",   "function", "select", "{",  "}",    "!",     "[[",    "]]",
-      "time", "coproc"};
   size_t end = pos_;
   while (end < s_.size() && !IsMeta(s_[end])) ++end;
   absl::string_view w = s_.substr(pos_, end - pos_);
-  for (absl::string_view r : kWords) {
-    if (w == r) return r;
-  }
-  return "";
+  return IsReservedWord(w) ? w : absl::string_view();
 }
 
 bool Parser::ParseList(unsigned stops, std::string* found) {
@@ -503,6 +496,17 @@ bool IsName(absl::string_view text) {
     if (!IsNameChar(c)) return false;
   }
   return true;
+}
+
+bool IsReservedWord(absl::string_view word) {
+  static constexpr absl::string_view kWords[] = {
+      "if",   "then", "elif", "else",     "fi",     "do", "done", "while", "until", "for",
+      "case", "esac", "in",   "function", "select", "{",  "}",    "!",     "[[",    "]]",
+      "time", "coproc"};
+  for (absl::string_view r : kWords) {
+    if (word == r) return true;
+  }
+  return false;
 }
 
 bool IsLiteralArithmetic(absl::string_view text) {
