@@ -241,6 +241,26 @@ TEST_F(RunCommandTest, EnvAsNameValueStrings) {
             ErrorCode::kInvalidArguments);
 }
 
+// S12: the need is the line and the variables the call sets, which the
+// policy judges (BASH_ENV makes bash run code). The tool itself refuses none:
+// without a policy everything runs, and the command line could run the same
+// code directly.
+TEST_F(RunCommandTest, TheEnvIsPartOfTheNeedAndThePolicyNotTheToolJudgesIt) {
+  const Tool& tool = *registry_->Find("run_command")->tool;
+  for (const char* env : {R"j({"BASH_ENV":"$(touch ran)","A":"1"})j",
+                          R"j(["BASH_ENV=$(touch ran)","A=1"])j"}) {
+    auto perms = tool.required_permissions(
+        testing::J(absl::StrCat(R"({"command_line":"true","env":)", env, "}")));
+    ASSERT_EQ(perms.size(), 1u);
+    EXPECT_EQ(perms[0].kind, PermissionRequirement::Kind::kCommand);
+    EXPECT_EQ(perms[0].value, "true");
+    EXPECT_THAT(perms[0].env, ElementsAre("BASH_ENV=$(touch ran)", "A=1"));
+  }
+  auto r = Run(R"j({"command_line":"true","env":{"BASH_ENV":"$(touch ran)"}})j");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  EXPECT_TRUE(std::filesystem::exists(ws_ + "/ran"));
+}
+
 TEST_F(RunCommandTest, TimeoutsBeyondThirtyDaysAreInvalidNotImmediate) {
   // 10^13 ms overflowed the clock and ended a 1 s command at once as idle.
   for (const char* arg : {"timeout_ms", "idle_timeout_ms"}) {
