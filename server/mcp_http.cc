@@ -20,6 +20,7 @@
 #include "mcp_serve/dispatcher.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
+#include "server/listen_probe.h"
 #include "server/metrics.h"
 #include "server/unary.h"
 #include "spdlog/spdlog.h"
@@ -314,8 +315,10 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
   server->context_ = mg_start2(&init, &error);
   if (server->context_ == nullptr) {
     mg_exit_library();
-    return absl::UnavailableError(absl::StrCat("mcp_listen: cannot listen on ", listen, ": ",
-                                               error_text[0] ? error_text : "civetweb failed"));
+    // civetweb's text ("Failed to setup server ports") does not say why.
+    return absl::UnavailableError(absl::StrCat("cannot serve MCP on ", listen,
+                                               " (mcp_listen, --mcp_listen): ",
+                                               WhyCannotListen(listen)));
   }
   mg_set_request_handler(server->context_, "/mcp$", &McpHttpServer::HandleRequest, server.get());
   mg_server_port port{};

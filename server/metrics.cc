@@ -19,6 +19,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/build_info.h"
+#include "server/listen_probe.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
 
@@ -135,9 +137,11 @@ constexpr const char* kMethods[] = {
     "ListArtifacts", "ListVersions", "DeleteArtifact"};
 constexpr size_t kKnownMethods = sizeof(kMethods) / sizeof(kMethods[0]);
 
-MetricFamily Gauge(std::string name, std::string help, double value) {
+MetricFamily Gauge(std::string name, std::string help, double value,
+                   std::vector<ClientMetric::Label> labels = {}) {
   ClientMetric m;
   m.gauge.value = value;
+  m.label = std::move(labels);
   return MetricFamily{std::move(name), std::move(help), MetricType::Gauge, {std::move(m)}};
 }
 
@@ -222,8 +226,14 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   }
 
   std::vector<MetricFamily> Collect() const override {
-    std::vector<MetricFamily> out = {call_duration.Collect(), batch_duration.Collect(),
-                                     batch_calls.Collect()};
+    const BuildInfo& build = GetBuildInfo();
+    std::vector<MetricFamily> out = {
+        call_duration.Collect(), batch_duration.Collect(), batch_calls.Collect(),
+        Gauge("toolexec_build_info", "Always 1: the version, git commit and build type serving",
+              1,
+              {{"build_type", build.build_type},
+               {"commit", build.commit},
+               {"version", build.version}})};
     {
       absl::MutexLock lock(&stats_mu);
       if (stats) {
@@ -294,11 +304,11 @@ absl::Status PrometheusMetrics::Serve(const std::string& listen) {
   try {
     // One HTTP thread: a scrape every few seconds needs no more.
     state_->exposer = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
-                                               " (address in use, or not a valid "
-                                               "host:port?): ",
-                                               e.what()));
+  } catch (const std::exception&) {
+    // civetweb's exception says only that it failed: ask the kernel why.
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, " (metrics.listen, --metrics_listen): ",
+                     WhyCannotListen(listen)));
   }
   std::vector<int> ports = state_->exposer->GetListeningPorts();
   if (ports.empty()) {

@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/policy.h"
+#include "server/build_info.h"
 #include "server/daemon.h"
 #include "server/logging.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -322,6 +324,17 @@ TEST_F(MetricsTest, TheDashboardQueriesExportedMetrics) {
   for (const std::string& name : queried) {
     EXPECT_THAT(exposition, HasSubstr("# TYPE " + name + " ")) << name;
   }
+}
+
+TEST_F(MetricsTest, TheBuildInfoNamesTheVersionCommitAndBuildType) {
+  const BuildInfo& build = GetBuildInfo();
+  auto samples = Samples(Scrape(daemon_->metrics_address()));
+  const std::string series =
+      absl::StrCat("toolexec_build_info{build_type=\"", build.build_type, "\",commit=\"",
+                   build.commit, "\",version=\"", build.version, "\"}");
+  EXPECT_EQ(Get(samples, series), 1) << series;
+  EXPECT_STRNE(build.version, "");
+  EXPECT_STRNE(build.commit, "");
 }
 
 TEST_F(MetricsTest, RpcsAreCountedByMethodAndCode) {
