@@ -253,7 +253,7 @@ struct McpHttpServer::Request {
   std::string peer;
   CallerIdentity caller;
   std::string method;   // the JSON-RPC method (POST)
-  std::string detail;   // e.g. "tool=view_file"
+  std::string tool;     // tools/call: the tool named
   std::string message;  // why it was refused
 
   // A whole response: `body` (JSON, or nothing) and `headers`.
@@ -382,12 +382,14 @@ int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
   const int status = server->Serve(request);
   CountRpc(RpcName(request.verb, request.method), GrpcCodeOfHttp(status));
   if (spdlog::should_log(spdlog::level::info)) {
-    spdlog::info(
-        "MCP {} peer={}{}{}{}{}{} status={}{}", request.verb, request.peer,
-        CallerLogField(request.caller), request.method.empty() ? "" : " method=", request.method,
-        request.detail.empty() ? "" : " ", request.detail, status,
-        request.message.empty() ? ""
-                                : absl::StrCat(" msg=\"", absl::CEscape(request.message), "\""));
+    LogLine line(absl::StrCat("MCP ", request.verb));
+    line.Add("peer", request.peer);
+    AddCallerField(request.caller.name, &line);
+    if (!request.method.empty()) line.Add("method", request.method);
+    if (!request.tool.empty()) line.Add("tool", request.tool);
+    line.AddNumber("status", status);
+    if (!request.message.empty()) line.AddQuoted("msg", request.message);
+    line.Write(spdlog::level::info);
   }
   return status;
 }
@@ -497,7 +499,7 @@ int McpHttpServer::Post(Request& r) {
   }
   if (const JsonValue* params = &message->params;
       params->IsObject() && params->HasMember("name") && (*params)["name"].IsString()) {
-    r.detail = absl::StrCat("tool=", absl::CEscape((*params)["name"].GetString()));
+    r.tool = (*params)["name"].GetString();
   }
   if (calls_running_.fetch_add(1) >= kMaxCallsRunning) {
     calls_running_.fetch_sub(1);
