@@ -24,7 +24,7 @@ namespace {
 thread_local const LogLine* current_line = nullptr;
 
 bool PlainLogValue(absl::string_view value) {
-  return !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+  return std::all_of(value.begin(), value.end(), [](char c) {
     return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
   });
 }

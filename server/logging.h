@@ -26,8 +26,8 @@
 namespace toolexec {
 
 // One structured line, such as an RPC's outcome. Text: "<what> key=value ..."
-// (a value with a space, quote or control character, or an empty one, quoted
-// and escaped); JSON: "msg" is <what> and each field is a member of its own,
+// (a value with a space, quote, backslash or control character quoted and
+// escaped); JSON: "msg" is <what> and each field is a member of its own,
 // numbers as numbers. Write() hands it to the formatter on this thread.
 class LogLine {
  public:
