@@ -137,19 +137,19 @@ class EngineToolSource final : public McpToolSource {
     auto started = engine_->StartBatch(caller_, std::move(spec), &observer);
     if (!started.ok()) return started.status();
     cancel->Arm([batch = started->get()] { batch->Cancel(); });
+    bool denied_ask = false;
     std::optional<ToolCallResult> result = observer.Deliver(progress, [&](const std::string& id) {
       // Nobody on an MCP connection can answer; waiting would only run
       // into the ask timeout.
-      (void)engine_->RespondPermission(
-          caller_, id, PermissionAnswer::kDeny,
-          "the policy asks before this call, and MCP clients cannot answer permission "
-          "requests: ask the daemon's operator to allow the tool for this caller");
+      denied_ask = true;
+      (void)engine_->RespondPermission(caller_, id, PermissionAnswer::kDeny, kMcpAskDenial);
     });
     cancel->Disarm();
     started->reset();
     if (!result.has_value()) return absl::InternalError("the call ended without a result");
     v1::ToolResult out;
     ToProto(*std::move(result), &out, max_result_bytes_);
+    if (denied_ask) ExplainDeniedAsk(&out);
     return out;
   }
 

@@ -13,7 +13,8 @@
 //   application/json, except tools/call, answered as text/event-stream when
 //   the client accepts it: progress notifications (when it sent a
 //   progressToken), then the response; a cancelled call's stream ends
-//   without one. A notification or response gets 202.
+//   without one. A notification or response gets 202. A call the policy
+//   asks about is denied at once, its result saying kMcpAskDenial.
 // * DELETE /mcp ends the session and cancels its calls. GET is 405: the
 //   server sends nothing outside the calls' own responses.
 // * Authorization: Bearer <token>, checked against the daemon's token set

@@ -250,6 +250,7 @@ describe('toolexecd MCP over streamable HTTP: policy', () => {
                                     undefined, { timeout: 30_000 });
     assert.equal(r.isError, true);
     assert.match(r.content[0].text, /MCP clients cannot answer permission requests/);
+    assert.doesNotMatch(r.content[0].text, /denied by user/);
     await client.close();
   });
 });
