@@ -110,7 +110,7 @@ ABSL_FLAG(std::string, mcp_listen, "",
           "Also serve the tools to MCP clients over streamable HTTP at http://HOST:PORT/mcp "
           "(port 0 picks one); empty = off. Beyond loopback it needs --token_file.");
 ABSL_FLAG(uint32_t, mcp_max_sessions_per_caller, toolexec::kDefaultMcpSessionsPerCaller,
-          "MCP sessions one caller may hold on --mcp_listen (1 to 1024); an initialize past it "
+          "MCP sessions one caller may hold on --mcp_listen; an initialize past it "
           "ends that caller's least recently used session.");
 ABSL_FLAG(uint64_t, mcp_session_idle_ttl_ms,
           static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultMcpSessionIdleTtl)),
@@ -211,6 +211,7 @@ const std::vector<FlagGroup>& FlagGroups() {
        {"config", "workspace", "example_tools", "check_config"}},
       {"Listening",
        {"listen", "address_file", "insecure_allow_unauthenticated", "mcp_listen",
+        "mcp_max_sessions_per_caller", "mcp_session_idle_ttl_ms", "mcp_allowed_hosts",
         "max_receive_message_bytes", "max_send_message_bytes", "keepalive_min_ping_interval_ms",
         "keepalive_permit_without_calls"}},
       {"Who may call",
