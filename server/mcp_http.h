@@ -22,7 +22,7 @@
 //   WWW-Authenticate when it is missing or wrong. The caller's name and
 //   profile apply to its calls (policy, logs), as on gRPC.
 // * DNS rebinding: a request whose Host header names a host other than a
-//   loopback one (localhost, 127.0.0.1, [::1]; any port) or one of
+//   loopback one (localhost, 127.0.0.0/8, [::1]; any port) or one of
 //   Options::allowed_hosts is 403, before anything else is looked at; so is
 //   one whose Origin is neither a loopback host nor the host the request was
 //   sent to.
@@ -143,7 +143,7 @@ class McpHttpServer final {
   absl::StatusOr<std::shared_ptr<Session>> OpenSession(const CallerIdentity& caller);
   // Whether `session` has been idle past session_idle_ttl at `now` (mu_ held).
   bool Expired(const Session& session, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The session was used at `now` (a request came, or its call ended).
+  // The session is in use now (its call just ended).
   void Touch(Session& session);
   // Whether the Host header names a host this server answers to.
   bool HostAllowed(const std::string& host_header) const;
