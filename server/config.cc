@@ -525,6 +525,17 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (!config.log_format().empty()) daemon->log_format = config.log_format();
   // --- MCP over streamable HTTP ---
   if (!config.mcp_listen().empty()) daemon->server.mcp_listen = config.mcp_listen();
+  if (config.mcp_max_sessions_per_caller()) {
+    daemon->server.mcp_max_sessions_per_caller = config.mcp_max_sessions_per_caller();
+  }
+  if (config.mcp_session_idle_ttl_ms()) {
+    daemon->server.mcp_session_idle_ttl = MillisecondsOption(config.mcp_session_idle_ttl_ms());
+  }
+  for (const std::string& entry : config.mcp_allowed_hosts()) {
+    auto host = NormalizeMcpAllowedHost(entry);
+    if (!host.ok()) return host.status();
+    daemon->server.mcp_allowed_hosts.push_back(*std::move(host));
+  }
   if (config.has_policy()) {
     if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
   }
@@ -619,6 +630,26 @@ bool IsLocalListenAddress(absl::string_view listen) {
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6{};
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+absl::StatusOr<std::string> NormalizeMcpAllowedHost(absl::string_view entry) {
+  std::string host = absl::AsciiStrToLower(entry);
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  in6_addr v6{};
+  if (host.find(':') != std::string::npos && inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return host;
+  }
+  const bool name = !bracketed && !host.empty() &&
+                    host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") ==
+                        std::string::npos;
+  if (!name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mcp_allowed_hosts (--mcp_allowed_hosts) '", entry,
+        "' is not a host: give a host name or an address without port (any port is "
+        "accepted), e.g. mcp.example.com, 192.168.1.5 or [fd00::5]"));
+  }
+  return host;
 }
 
 bool AuthenticatesCallers(const ServerOptions& options) {
@@ -720,6 +751,10 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       {"sessions.max_depth", static_cast<uint64_t>(o.session_max_depth), 1, 100, ""},
       {"sessions.idle_ttl_ms (--session_idle_ttl_ms)", ToMs(o.session_idle_ttl), 0,
        kMaxMilliseconds, kMsUnit},
+      {"mcp_max_sessions_per_caller (--mcp_max_sessions_per_caller)",
+       server.mcp_max_sessions_per_caller, 1, kMcpMaxSessions, ""},
+      {"mcp_session_idle_ttl_ms (--mcp_session_idle_ttl_ms)", ToMs(server.mcp_session_idle_ttl),
+       1, kMaxMilliseconds, kMsUnit},
       {"file_tools.view_max_lines", b.view_max_lines, 1, 10000000, ""},
       // A result must fit in one gRPC message.
       {"file_tools.view_max_bytes", b.view_max_bytes, 1, 64 * kMiB, " bytes (64 MiB)"},

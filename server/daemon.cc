@@ -106,6 +106,9 @@ absl::Status Daemon::Start() {
     mcp.max_body_bytes = static_cast<size_t>(o.max_receive_message_bytes);
     mcp.max_result_bytes = static_cast<size_t>(o.max_send_message_bytes);
     mcp.version = kMcpHttpServerVersion;
+    mcp.max_sessions_per_caller = o.mcp_max_sessions_per_caller;
+    mcp.session_idle_ttl = o.mcp_session_idle_ttl;
+    mcp.allowed_hosts = o.mcp_allowed_hosts;
     auto mcp_http = McpHttpServer::Start(engine_.get(), auth_.get(), std::move(mcp));
     if (!mcp_http.ok()) {
       server_->Shutdown();

@@ -109,6 +109,15 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, mcp_listen, "",
           "Also serve the tools to MCP clients over streamable HTTP at http://HOST:PORT/mcp "
           "(port 0 picks one); empty = off. Beyond loopback it needs --token_file.");
+ABSL_FLAG(uint32_t, mcp_max_sessions_per_caller, toolexec::kDefaultMcpSessionsPerCaller,
+          "MCP sessions one caller may hold on --mcp_listen; an initialize past it "
+          "ends that caller's least recently used session.");
+ABSL_FLAG(uint64_t, mcp_session_idle_ttl_ms,
+          static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultMcpSessionIdleTtl)),
+          "An MCP session with no request this long ends.");
+ABSL_FLAG(std::string, mcp_allowed_hosts, "",
+          "Comma-separated hosts (without port) the Host header of an MCP request may name "
+          "beyond localhost, 127.0.0.1 and [::1]; any other Host is 403.");
 ABSL_FLAG(std::string, log_format, "text",
           "Log lines on stderr: text, or json (one object per line). Both carry the "
           "trace_id of the RPC they belong to.");
@@ -202,6 +211,7 @@ const std::vector<FlagGroup>& FlagGroups() {
        {"config", "workspace", "example_tools", "check_config"}},
       {"Listening",
        {"listen", "address_file", "insecure_allow_unauthenticated", "mcp_listen",
+        "mcp_max_sessions_per_caller", "mcp_session_idle_ttl_ms", "mcp_allowed_hosts",
         "max_receive_message_bytes", "max_send_message_bytes", "keepalive_min_ping_interval_ms",
         "keepalive_permit_without_calls"}},
       {"Who may call",
@@ -404,6 +414,21 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level, bool check_on
   if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
   if (OnCommandLine("mcp_listen")) server.mcp_listen = absl::GetFlag(FLAGS_mcp_listen);
+  if (OnCommandLine("mcp_max_sessions_per_caller")) {
+    server.mcp_max_sessions_per_caller = absl::GetFlag(FLAGS_mcp_max_sessions_per_caller);
+  }
+  if (OnCommandLine("mcp_session_idle_ttl_ms")) {
+    server.mcp_session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_mcp_session_idle_ttl_ms));
+  }
+  if (OnCommandLine("mcp_allowed_hosts")) {
+    server.mcp_allowed_hosts.clear();
+    for (absl::string_view entry :
+         absl::StrSplit(absl::GetFlag(FLAGS_mcp_allowed_hosts), ',', absl::SkipEmpty())) {
+      auto host = NormalizeMcpAllowedHost(absl::StripAsciiWhitespace(entry));
+      if (!host.ok()) return host.status();
+      server.mcp_allowed_hosts.push_back(*std::move(host));
+    }
+  }
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) {
     DaemonOptions authenticated = options;
