@@ -491,9 +491,13 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
         "the session would have no tools: its lists (with its parent's or its subagent's) leave "
         "none of the registered tools");
   }
-  // Policy (S12): the parent's profiles, the caller's, then the requested one.
-  auto chain =
-      policy_->ChainForSession(options.parent_session_id, caller.profile, spec.policy_profile);
+  // Policy (S12): the session keeps its parent's profiles and the requested
+  // one; each call adds the config's policy and the caller's profile as it is
+  // then.
+  if (!caller.profile.empty()) {
+    if (absl::Status s = policy_->CheckProfile(caller.profile); !s.ok()) return s;
+  }
+  auto chain = policy_->ChainForSession(options.parent_session_id, spec.policy_profile);
   if (!chain.ok()) return chain.status();
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);

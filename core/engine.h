@@ -69,7 +69,8 @@ struct CallerIdentity {
   // auth). Otherwise the token's name, the client certificate's subject (or
   // SAN), or "uid:N" for a unix-socket peer.
   std::string name;
-  // The policy profile bound to the credential; "" = the daemon's default.
+  // The policy profile bound to the credential now; "" = none. It narrows
+  // the config's policy for every call, in sessions opened before too.
   std::string profile;
 };
 
@@ -119,8 +120,9 @@ struct OpenSessionSpec {
   std::vector<std::string> disabled_tools;
   // Relative to the daemon's workspace, or absolute inside it.
   std::vector<std::string> workspaces;
-  // A policy profile (core/policy.h); "" = the parent's, the caller's or the
-  // daemon's default policy.
+  // A policy profile (core/policy.h) that narrows the session's calls
+  // beyond the config's policy, the caller's profile and the parent's; ""
+  // = none.
   std::string policy_profile;
 };
 
