@@ -422,10 +422,20 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   };
   MetricsSink* metrics = options_.metrics.get();
   const absl::Time accepted = absl::Now();
+  // Room under max_pending_calls from now on: a batch parked on a permission
+  // answer holds it while it waits.
+  auto room = runner_->Reserve(calls);
+  if (!room.ok()) {
+    release();
+    return room.status();
+  }
   // ---- policy (S12): deny, ask or run; before hooks ----
   auto handle = policy_->StartBatch(
       caller.name, caller.profile, std::move(batch), observer,
-      [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
+      [this, room = std::make_shared<ToolRunner::Room>(*std::move(room))](BatchRequest b,
+                                                                           BatchObserver* o) {
+        return runner_->Start(std::move(b), o, std::move(*room));
+      });
   // ---- end policy ----
   if (!handle.ok()) {
     release();

@@ -31,7 +31,8 @@
 // -------
 // Every call may come from any thread at once; none blocks on tool code.
 // Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
-// a batch waiting for a permission answer holds no thread (core/policy.h);
+// a batch waiting for a permission answer holds no thread (core/policy.h),
+// only its calls' room under max_pending_calls;
 // per-call deadlines fire on the runner's timer thread. CloseSession runs
 // each tool's cleanup (which may wait out a command's kill grace) on the
 // engine's session-work executor and answers through its callback there;

@@ -1,6 +1,7 @@
 // S12 through the Engine, no transport: DENY rules, asking (allow once, for
 // the session, deny, timeout, cancel, drain), profiles and inheritance (each
-// only narrowing the config's policy), and the caller's profile as it is now.
+// only narrowing the config's policy), the caller's profile as it is now, and
+// waiting batches under max_pending_calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -587,7 +588,7 @@ TEST_F(EnginePolicyTest, WorkspaceOnlyDeniesPathsOutsideTheWorkspace) {
   EXPECT_THAT(r.results()[0].error_message, HasSubstr("policy 'workspace_only'"));
 }
 
-// --- profiles narrow the config's policy ---
+// --- profiles narrow the config's policy; limits count waiting batches ---
 
 TEST_F(EnginePolicyTest, AProfileNarrowsTheConfigsPolicyAndNeverReplacesIt) {
   PolicyOptions p;
@@ -654,6 +655,50 @@ TEST_F(EnginePolicyTest, ACallersProfileAsItIsNowAppliesInSessionsOpenedBefore) 
             "success: ");
   EXPECT_FALSE(tree_.Exists("b.txt"));
   EXPECT_FALSE(tree_.Exists("c.txt"));
+}
+
+TEST_F(EnginePolicyTest, BatchesWaitingForAnAnswerCountTowardTheLimitOfPendingCalls) {
+  Start(AskingPolicy(), [](EngineOptions& o) { o.max_pending_calls = 4; });
+  auto write = [](const std::string& id) {
+    BatchSpec spec;
+    spec.calls.push_back(
+        Call(id, "create_file", absl::StrCat(R"({"file_path":"out/)", id, R"(","contents":"x"})")));
+    return spec;
+  };
+  Recorder first, second;
+  auto a = engine_->StartBatch(caller_, Writes(), &first);  // 3 calls
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = engine_->StartBatch(caller_, write("b"), &second);  // 1 more: the limit
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto asked = AwaitRequests(first, 1);
+  ASSERT_EQ(asked.size(), 1u);
+  ASSERT_EQ(AwaitRequests(second, 1).size(), 1u);
+  EXPECT_EQ(engine_->stats().calls_queued, 4u);  // waiting, as queued calls do
+
+  // Full: the next batch is refused as any batch past the limit is.
+  Recorder refused;
+  auto c = engine_->StartBatch(caller_, write("c"), &refused);
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+  EXPECT_THAT(c.status().message(), HasSubstr("limit of 4"));
+  EXPECT_EQ(engine_->in_flight_batches(), 2);
+
+  // An answer frees the room of its batch once its calls have ended.
+  ASSERT_TRUE(
+      engine_->RespondPermission(caller_, asked[0].request_id, PermissionAnswer::kDeny, "").ok());
+  ASSERT_TRUE(first.Wait());
+  for (int i = 0; i < 3000 && engine_->stats().calls_queued + engine_->stats().calls_running > 1;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  Recorder third;
+  auto d = engine_->StartBatch(caller_, write("d"), &third);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(AwaitRequests(third, 1).size(), 1u);
+  (*b)->Cancel();
+  (*d)->Cancel();
+  ASSERT_TRUE(second.Wait());
+  ASSERT_TRUE(third.Wait());
+  EXPECT_FALSE(tree_.Exists("out"));
 }
 
 // --- command lines: what runs, not how it is spelled ---
