@@ -54,7 +54,8 @@ ABSL_FLAG(bool, check_config, false,
 ABSL_FLAG(uint32_t, max_calls_per_batch, 1024, "Most calls one ExecuteBatch may carry.");
 ABSL_FLAG(uint32_t, max_concurrent_calls, 256, "Most tool calls running at once; others queue.");
 ABSL_FLAG(uint32_t, max_pending_calls, 16384,
-          "Most calls running or queued; a batch past it gets RESOURCE_EXHAUSTED.");
+          "Most calls running, queued or waiting for a permission answer; a batch past it "
+          "gets RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request sets none.");
 ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
 ABSL_FLAG(uint32_t, model_content_default_chars, 30000,

@@ -3,7 +3,8 @@
 // revoked by a SIGHUP reload, a bad reload that keeps the old set), TLS and
 // mTLS (certificates made with `openssl` for the test), unix-socket peer
 // uids (allowed and refused; root is not exempt), session ownership between
-// two callers, and the per-caller session quota. Health answers without
+// two callers, the per-caller session quota, and a token's profile changed by
+// a reload applying to the sessions it opened before. Health answers without
 // credentials throughout (except under mTLS, whose handshake comes first).
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,6 +204,38 @@ TEST_F(TokenAuthTest, SessionsBelongToTheCallerThatOpenedThem) {
   EXPECT_TRUE(alice->GetState(get).ok());
   EXPECT_EQ(BatchCode(*alice, id), absl::StatusCode::kOk);
   EXPECT_TRUE(alice->CloseSession(close).ok());
+}
+
+TEST_F(TokenAuthTest, ATokenDemotedOnReloadGetsItsNewProfileInSessionsOpenedBefore) {
+  WriteFile(tokens_, "tok-alice-0123456789 alice allow_all\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  auto alice = Connect(address, Token("tok-alice-0123456789"));
+  auto session = alice->OpenSession({});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto write = [&](const std::string& file) {
+    v1::ExecuteBatchRequest request;
+    request.set_session_id(session->session_id());
+    *request.add_calls() =
+        *MakeCall("1", "create_file", absl::StrCat(R"({"file_path":")", file, R"(","contents":"x"})"));
+    auto results = alice->ExecuteBatchCollect(request, absl::Seconds(10));
+    EXPECT_TRUE(results.ok()) << results.status();
+    return results.ok() && results->size() == 1 ? results->front() : v1::ToolResult();
+  };
+  EXPECT_EQ(write("a.txt").status(), v1::RESULT_STATUS_SUCCESS);
+
+  // The token file now binds her token to read_only: from the next call on,
+  // in the session she opened before too.
+  WriteFile(tokens_, "tok-alice-0123456789 alice read_only\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("reloaded token file")) << daemon->Log();
+  v1::ToolResult denied = write("b.txt");
+  EXPECT_EQ(denied.status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("policy 'read_only'"));
+  EXPECT_TRUE(dir_.Exists("a.txt"));
+  EXPECT_FALSE(dir_.Exists("b.txt"));
+  EXPECT_EQ(daemon->SignalAndWait(SIGTERM, absl::Seconds(20)), 0) << daemon->Log();
 }
 
 TEST_F(TokenAuthTest, EachCallerHasASessionQuota) {

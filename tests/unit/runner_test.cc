@@ -353,6 +353,41 @@ TEST_F(RunnerTest, PendingLimitRefusesWithResourceExhausted) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+TEST_F(RunnerTest, ReservedRoomCountsTowardThePendingLimitUntilItsBatchEndsOrItIsDropped) {
+  ToolRunner::Options options;
+  options.max_pending_calls = 2;
+  ToolRunner small(&registry_, options);
+  auto room = small.Reserve(2);
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(small.pending_calls(), 2u);
+  EXPECT_EQ(small.Reserve(1).status().code(), absl::StatusCode::kResourceExhausted);
+  BatchRequest other;
+  other.calls = Calls(Call("echo"));
+  Collector refused;
+  EXPECT_EQ(small.Start(std::move(other), &refused).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // The batch the room was for starts in it, and gives it back as it ends.
+  BatchRequest req;
+  req.calls = Calls(Call("echo"), Call("echo"));
+  Collector observer;
+  ASSERT_TRUE(small.Start(std::move(req), &observer, *std::move(room)).ok());
+  observer.done.WaitForNotification();
+  EXPECT_EQ(observer.results.size(), 2u);
+  EXPECT_TRUE(small.WaitIdle(absl::Now() + absl::Seconds(30)));
+  // Room dropped unused, or offered to a batch it was not taken for, is
+  // given back.
+  { ASSERT_TRUE(small.Reserve(2).ok()); }
+  EXPECT_EQ(small.pending_calls(), 0u);
+  auto one = small.Reserve(1);
+  ASSERT_TRUE(one.ok());
+  BatchRequest two;
+  two.calls = Calls(Call("echo"), Call("echo"));
+  Collector wrong;
+  EXPECT_EQ(small.Start(std::move(two), &wrong, *std::move(one)).status().code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(small.pending_calls(), 0u);
+}
+
 TEST_F(RunnerTest, ProgressPrecedesItsResult) {
   ToolRegistry registry;
   ASSERT_TRUE(registry

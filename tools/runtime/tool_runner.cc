@@ -856,17 +856,50 @@ ToolRunner::ToolRunner(const ToolRegistry* registry, Options options)
 
 ToolRunner::~ToolRunner() { Shutdown(); }
 
-absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
-                                                               BatchObserver* observer) {
-  size_t n = request.calls.size();
+ToolRunner::Room& ToolRunner::Room::operator=(Room&& other) noexcept {
+  if (this != &other) {
+    Release();
+    runner_ = std::exchange(other.runner_, nullptr);
+    calls_ = std::exchange(other.calls_, 0);
+  }
+  return *this;
+}
+
+void ToolRunner::Room::Release() {
+  if (runner_ != nullptr) runner_->CallsEnded(calls_);
+  runner_ = nullptr;
+  calls_ = 0;
+}
+
+absl::StatusOr<ToolRunner::Room> ToolRunner::Reserve(size_t n) {
   size_t before = pending_calls_.fetch_add(n);
   if (before + n > options_.max_pending_calls && n > 0) {
     CallsEnded(n);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the daemon is busy: ", before, " calls are running or queued and this batch "
-                     "of ", n, " would pass the limit of ", options_.max_pending_calls,
-                     "; retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon is busy: ", before, " calls are running, queued or waiting to start and this "
+        "batch of ", n, " would pass the limit of ", options_.max_pending_calls, "; retry later"));
   }
+  return Room(this, n);
+}
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
+                                                               BatchObserver* observer) {
+  auto room = Reserve(request.calls.size());
+  if (!room.ok()) return room.status();
+  return Start(std::move(request), observer, *std::move(room));
+}
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
+                                                               BatchObserver* observer,
+                                                               Room room) {
+  const size_t n = request.calls.size();
+  if (room.runner_ != this || room.calls_ != n) {
+    return absl::InternalError(absl::StrCat("a batch of ", n, " calls started in room for ",
+                                            room.calls_, " of another runner or batch"));
+  }
+  // The batch's from here: each call ends its share as it completes.
+  room.runner_ = nullptr;
+  room.calls_ = 0;
   auto batch = std::make_shared<Batch>(this, std::move(request), observer);
   {
     absl::MutexLock lock(&mu_);
