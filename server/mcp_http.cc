@@ -197,37 +197,15 @@ bool OriginAllowed(const std::string& origin, const std::string& host_header, bo
   return !loopback_bind && host == HostOf(host_header);
 }
 
-int GrpcCodeOfHttp(int status) {
-  switch (status) {
-    case 200:
-    case 202:
-      return 0;
-    case 401:
-      return static_cast<int>(absl::StatusCode::kUnauthenticated);
-    case 403:
-      return static_cast<int>(absl::StatusCode::kPermissionDenied);
-    case 404:
-      return static_cast<int>(absl::StatusCode::kNotFound);
-    case 405:
-      return static_cast<int>(absl::StatusCode::kUnimplemented);
-    case 413:
-      return static_cast<int>(absl::StatusCode::kResourceExhausted);
-    case 503:
-      return static_cast<int>(absl::StatusCode::kUnavailable);
-    default:
-      return static_cast<int>(status < 500 ? absl::StatusCode::kInvalidArgument
-                                           : absl::StatusCode::kInternal);
-  }
-}
-
-// The metric's method label: the MCP method, from a fixed set.
-std::string RpcName(const std::string& verb, const std::string& method) {
-  if (verb != "POST") return absl::StrCat("mcp/", verb);
+// The metric's method label: the MCP method, from a fixed set, or the HTTP
+// verb of a request that is not a JSON-RPC POST.
+std::string MetricMethod(const std::string& verb, const std::string& method) {
+  if (verb != "POST") return verb == "GET" || verb == "DELETE" ? verb : "other";
   for (const char* known : {"initialize", "ping", "tools/list", "tools/call",
                             "notifications/initialized", "notifications/cancelled"}) {
-    if (method == known) return absl::StrCat("mcp/", method);
+    if (method == known) return known;
   }
-  return method.empty() ? "mcp/POST" : "mcp/other";
+  return method.empty() ? "POST" : "other";
 }
 
 }  // namespace
@@ -387,7 +365,7 @@ int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
       TraceContext::FromTraceparent(Header(conn, "traceparent")).Traceparent();
   ScopedTraceLog trace(traceparent);
   const int status = server->Serve(request);
-  CountRpc(RpcName(request.verb, request.method), GrpcCodeOfHttp(status));
+  CountMcpHttpRequest(MetricMethod(request.verb, request.method), status);
   if (spdlog::should_log(spdlog::level::info)) {
     LogLine line(absl::StrCat("MCP ", request.verb));
     line.Add("peer", request.peer);

@@ -82,7 +82,7 @@ using testing::Rule;
 class DecisionSink final : public MetricsSink {
  public:
   void AddTools(const ToolRegistry&) override {}
-  void CallCompleted(const RegisteredTool*, ResultStatus, absl::Duration) override {}
+  void CallCompleted(const RegisteredTool*, ResultStatus, ErrorCode, absl::Duration) override {}
   void BatchStarted(size_t) override {}
   void BatchFinished(absl::Duration) override {}
   void RpcFinished(absl::string_view, absl::StatusCode) override {}

@@ -711,7 +711,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
     if (MetricsSink* metrics = runner_->options_.metrics) {
-      metrics->CallCompleted(c.tool, result.status, result.duration);
+      metrics->CallCompleted(c.tool, result.status,
+                             result.error ? result.error->code : ErrorCode::kToolFailed,
+                             result.duration);
     }
     if (interceptor_ != nullptr) Intercept(i, result, on_call_thread);
     const size_t bytes = ResultBytes(result);
