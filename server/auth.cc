@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
@@ -69,6 +70,27 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what, b
         what, " ", path, " holds no PEM ", private_key ? "private key" : "certificate"));
   }
   return text;
+}
+
+// OK when the private key of `key_pem` is the one of the first certificate of
+// `cert_pem` (both already read by ReadPem); else an error naming both files.
+// gRPC would only fail to listen, saying nothing of why.
+absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem, const std::string& key_pem,
+                                        const TlsOptions& tls) {
+  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  X509* cert = cert_bio ? PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr) : nullptr;
+  EVP_PKEY* key = key_bio ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
+  const bool match = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  BIO_free(key_bio);
+  BIO_free(cert_bio);
+  ERR_clear_error();  // X509_check_private_key queues why; we say it ourselves
+  if (match) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "TLS key file ", tls.key_file, " does not match the certificate in TLS certificate file ",
+      tls.cert_file, " (give the private key the certificate was issued for)"));
 }
 
 }  // namespace
@@ -179,6 +201,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Authenticator::TcpCrede
   if (!cert.ok()) return cert.status();
   auto key = ReadPem(tls.key_file, "TLS key file", /*private_key=*/true);
   if (!key.ok()) return key.status();
+  if (absl::Status s = CheckKeyMatchesCertificate(*cert, *key, tls); !s.ok()) return s;
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   if (!tls.client_ca_file.empty()) {
     auto ca = ReadPem(tls.client_ca_file, "TLS client CA file", /*private_key=*/false);

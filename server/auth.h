@@ -87,7 +87,8 @@ class Authenticator final {
   // The credentials for a TCP listener: TLS when a certificate is configured
   // (client certificates required and verified when a client CA is), else
   // insecure. InvalidArgument naming the file for one that cannot be read
-  // or is not PEM of the right kind.
+  // or is not PEM of the right kind, and naming both when the key is not the
+  // certificate's.
   static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
       const TlsOptions& tls);
 

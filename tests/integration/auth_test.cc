@@ -375,6 +375,17 @@ TEST_F(TlsAuthTest, TlsWithATokenAndHealthWithout) {
             absl::StatusCode::kUnavailable);
 }
 
+TEST_F(TlsAuthTest, AKeyThatIsNotTheCertificatesStopsTheStart) {
+  auto daemon = StartDaemon(dir_, {"--tls_cert_file=" + Cert("server.crt"),
+                                   "--tls_key_file=" + Cert("client.key")});
+  EXPECT_EQ(daemon->WaitForAddress(), "");
+  daemon->SignalAndWait(SIGTERM, absl::Seconds(5));
+  EXPECT_THAT(daemon->Log(), HasSubstr("TLS key file " + Cert("client.key") +
+                                       " does not match the certificate in TLS certificate "
+                                       "file " + Cert("server.crt")));
+  EXPECT_THAT(daemon->Log(), Not(HasSubstr("address in use")));
+}
+
 // ---------------------------------------------------------------------------
 // Unix socket: the peer's uid. As root (CI), uid 0 is refused unless listed.
 
