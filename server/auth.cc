@@ -39,8 +39,9 @@ bool IsTokenText(absl::string_view token) {
 }
 
 // A caller's name for a token line without NAME: a prefix of the token's
-// digest (48 bits: distinct for any real token file, and nothing to guess
-// the token from), so it follows the token, not its line.
+// digest (48 bits: distinct within any real token file; a random token
+// cannot be found from it, a guessable one could be confirmed, as from any
+// digest), so it follows the token, not its line.
 std::string DerivedTokenName(const std::array<unsigned char, 32>& digest) {
   constexpr size_t kBytes = 6;
   return absl::StrCat("token-", absl::BytesToHexString(absl::string_view(
