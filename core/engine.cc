@@ -170,6 +170,9 @@ class RuntimeEngine final : public Engine {
                               const std::string& name, int64_t version) override;
   absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
                                  PermissionAnswer answer, const std::string& reason) override;
+  absl::Status CheckProfile(const std::string& profile) const override {
+    return policy_->CheckProfile(profile);
+  }
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }

@@ -228,6 +228,13 @@ class Engine {
   virtual absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                                       const std::string& name, int64_t version) = 0;
 
+  // OK when `profile` names a policy profile of this engine (what a token
+  // line or OpenSession may name); InvalidArgument naming the known ones
+  // otherwise.
+  virtual absl::Status CheckProfile(const std::string& /*profile*/) const {
+    return absl::OkStatus();
+  }
+
   // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
   // NOT_FOUND when it is not pending.
   virtual absl::Status RespondPermission(const CallerIdentity& /*caller*/,

@@ -30,7 +30,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
-  auto auth = Authenticator::Create(d->options_.server.auth);
+  const Engine* checked_by = d->engine_.get();
+  auto auth = Authenticator::Create(d->options_.server.auth, [checked_by](const std::string& p) {
+    return checked_by->CheckProfile(p);
+  });
   if (!auth.ok()) return auth.status();
   d->auth_ = *std::move(auth);
   return d;

@@ -272,6 +272,50 @@ TEST_F(TokenAuthTest, AMalformedTokenFileStopsTheStart) {
   EXPECT_THAT(daemon->Log(), Not(HasSubstr("secret-token")));
 }
 
+// Unnamed tokens are named after the token: revoking an earlier line leaves
+// each caller its own sessions (a name by line number handed bob's to carol).
+TEST_F(TokenAuthTest, RevokingAnEarlierUnnamedTokenKeepsTheOthersSessions) {
+  WriteFile(tokens_, "tok-alice-0123456789\ntok-bob-0123456789\ntok-carol-0123456789\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  EXPECT_THAT(daemon->Log(), HasSubstr("line 2: the token has no NAME"));
+  auto bob = Connect(address, Token("tok-bob-0123456789"));
+  auto carol = Connect(address, Token("tok-carol-0123456789"));
+  auto session = bob->OpenSession({});
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::GetStateRequest get;
+  get.set_session_id(session->session_id());
+
+  WriteFile(tokens_, "tok-bob-0123456789\ntok-carol-0123456789\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("reloaded token file")) << daemon->Log();
+  EXPECT_TRUE(bob->GetState(get).ok());
+  EXPECT_EQ(carol->GetState(get).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(daemon->Log(), Not(HasSubstr("tok-")));
+}
+
+TEST_F(TokenAuthTest, AnUnknownProfileStopsTheStartAndIsRefusedOnReload) {
+  WriteFile(tokens_, "tok-a-0123456789 a read_only\ntok-b-0123456789 b readonly\n");
+  auto refused = StartDaemon(dir_, {"--token_file=" + tokens_});
+  EXPECT_EQ(refused->WaitForAddress(), "");
+  int status = refused->SignalAndWait(SIGTERM, absl::Seconds(5));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_THAT(refused->Log(), HasSubstr("line 2: unknown policy profile 'readonly'"));
+
+  WriteFile(tokens_, "tok-a-0123456789 a read_only\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  WriteFile(tokens_, "tok-b-0123456789 b allow_al\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("keeping the tokens in use")) << daemon->Log();
+  EXPECT_THAT(daemon->Log(), HasSubstr("line 1: unknown policy profile 'allow_al'"));
+  EXPECT_EQ(ListCode(*Connect(address, Token("tok-a-0123456789"))), absl::StatusCode::kOk);
+  EXPECT_EQ(ListCode(*Connect(address, Token("tok-b-0123456789"))),
+            absl::StatusCode::kUnauthenticated);
+}
+
 TEST_F(TokenAuthTest, ATokenLetsTheDaemonListenBeyondLoopback) {
   auto refused = StartDaemon(dir_, {}, "0.0.0.0:0");
   EXPECT_EQ(refused->WaitForAddress(), "");
@@ -362,6 +406,17 @@ TEST_F(TlsAuthTest, TlsWithATokenAndHealthWithout) {
   // Plaintext to a TLS port fails.
   EXPECT_EQ(ListCode(*Connect(address, Token("tok-tls-0123456789"))),
             absl::StatusCode::kUnavailable);
+}
+
+TEST_F(TlsAuthTest, AKeyThatIsNotTheCertificatesStopsTheStart) {
+  auto daemon = StartDaemon(dir_, {"--tls_cert_file=" + Cert("server.crt"),
+                                   "--tls_key_file=" + Cert("client.key")});
+  EXPECT_EQ(daemon->WaitForAddress(), "");
+  daemon->SignalAndWait(SIGTERM, absl::Seconds(5));
+  EXPECT_THAT(daemon->Log(), HasSubstr("TLS key file " + Cert("client.key") +
+                                       " does not match the certificate in TLS certificate "
+                                       "file " + Cert("server.crt")));
+  EXPECT_THAT(daemon->Log(), Not(HasSubstr("address in use")));
 }
 
 // ---------------------------------------------------------------------------

@@ -333,6 +333,32 @@ TEST_F(RunnerTest, DeepArgsJsonIsInvalidArguments) {
   EXPECT_THAT(results[0].error_message, HasSubstr("deeper"));
 }
 
+TEST_F(RunnerTest, ADuplicateKeyIsNamed) {
+  CallRequest parsed = Call("echo");
+  parsed.args = J(R"({"a":{"k":1,"k":2}})");
+  auto results = Run(Calls(Call("typed", R"({"n":3,"flag":true,"n":4})"),
+                           Call("echo", R"({"a":[0,{"x":1,"y":2,"x":3}]})"), std::move(parsed)));
+  for (const auto& r : results) EXPECT_EQ(r.error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(results[0].error_message, "args_json: duplicate key 'n' in args");
+  EXPECT_EQ(results[1].error_message, "args_json: duplicate key 'x' in args.a[1]");
+  EXPECT_EQ(results[2].error_message, "duplicate key 'k' in args.a");
+}
+
+// A tool name that names no tool is echoed cut: a 4 MB name is not a 4 MB
+// result (nor several).
+TEST_F(RunnerTest, AHugeUnknownToolNameIsEchoedCut) {
+  auto results = Run(Calls(Call(std::string(4 << 20, 'x'), "", "a")));
+  const ToolCallResult& r = results[0];
+  EXPECT_EQ(r.error->code, ErrorCode::kUnknownTool);
+  EXPECT_THAT(r.error_message, ::testing::StartsWith("unknown tool 'xxxx"));
+  EXPECT_THAT(r.error_message, HasSubstr("more bytes]'; the tools you can call are: "));
+  const size_t echoed = r.error_message.size() + r.error->message.size() +
+                        r.error->tool_name.size() + r.display.title.size() +
+                        r.display.content.size() + r.compact_summary.size() +
+                        r.model_content.size() + ToJsonString(r.payload).size();
+  EXPECT_LT(echoed, 20000u);
+}
+
 TEST_F(RunnerTest, DisplayAndCompactSummaryAreFilled) {
   auto results = Run(Calls(Call("echo", R"({"k":"v"})")));
   EXPECT_EQ(results[0].display.title, "echo");

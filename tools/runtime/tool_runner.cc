@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "tools/runtime/trace_context.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -35,6 +36,10 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
   }
   return row[b.size()];
 }
+
+// A tool name the caller sent that names no tool is echoed (in the result and
+// the audit log) cut to this many characters.
+constexpr size_t kMaxEchoedNameChars = 128;
 
 // Up to three of `names` close to `name` (a typo away, or one containing the
 // other), closest first.
@@ -510,17 +515,21 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
 
   // Said to the model, which cannot list the tools itself: the closest names
   // it may call, else all of them.
-  std::string UnknownToolMessage(const std::string& name) const {
+  std::string UnknownToolMessage(absl::string_view name) const {
     // Only the tools this batch could call (a session's choice is applied
     // to the batch's registry: a tool an MCP server removed is not offered).
     std::vector<std::string> callable =
         session_ != nullptr ? session_->ToolNames(*registry_) : registry_->names();
-    std::vector<std::string> close = ClosestNames(name, callable);
+    // A name far longer than any tool's is no typo (and its edit distance
+    // would cost time): no suggestion, and it is echoed cut.
+    std::vector<std::string> close;
+    if (name.size() <= kMaxEchoedNameChars) close = ClosestNames(name, callable);
+    const std::string shown = Utf8Cut(name, kMaxEchoedNameChars);
     if (!close.empty()) {
-      return absl::StrCat("unknown tool '", name, "'; did you mean ",
+      return absl::StrCat("unknown tool '", shown, "'; did you mean ",
                           absl::StrJoin(close, " or "), "?");
     }
-    return absl::StrCat("unknown tool '", name, "'; the tools you can call are: ",
+    return absl::StrCat("unknown tool '", shown, "'; the tools you can call are: ",
                         absl::StrJoin(callable, ", "));
   }
 
@@ -609,11 +618,15 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       if (has_text) {
         return absl::InvalidArgumentError("give the arguments as args or as args_json, not both");
       }
+      if (absl::Status s = CheckUniqueKeys(*req.args, "args"); !s.ok()) return s;
       return CopyJson(*req.args);
     }
     // S4: missing, empty or whitespace args_json means {}.
     if (!has_text) return MakeObject();
     auto parsed = ParseJson(req.args_json);
+    if (parsed.ok()) {
+      if (absl::Status s = CheckUniqueKeys(*parsed, "args"); !s.ok()) parsed = s;
+    }
     if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("args_json: ", parsed.status().message()));
     return parsed;
   }
@@ -649,7 +662,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // A failed result (S3): payload {"error": msg}, error_message, structured error.
   ToolCallResult Failure(uint32_t i, const RegisteredTool* rt, ErrorCode code,
                          absl::string_view message, const JsonValue* args = nullptr) {
-    const std::string& name = calls_[i]->request.name;
+    // An unknown tool's name is the caller's text: echoed cut.
+    const std::string name = rt != nullptr
+                                 ? calls_[i]->request.name
+                                 : Utf8Cut(calls_[i]->request.name, kMaxEchoedNameChars);
     ToolCallResult r;
     r.status = StatusForCode(code);
     r.payload = MakeObject();
