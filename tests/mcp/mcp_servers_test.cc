@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -40,6 +41,7 @@ mcp::McpServerOptions Everything(const std::string& name = "everything") {
   o.name = name;
   o.command = {"node", kEverything, "stdio"};
   o.startup_timeout = absl::Seconds(30);
+  o.trusted_annotations = true;  // its tools' readOnlyHint, idempotentHint count
   return o;
 }
 
@@ -78,9 +80,13 @@ std::vector<pid_t> FindProcesses(const std::vector<std::string>& parts) {
 class McpServersTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
+  // Whether the tests start servers from npm (tests/mcp/node_modules).
+  virtual bool UsesNodeServers() const { return true; }
   void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(kEverything))
-        << "run `npm install` in tests/mcp (scripts/test.sh does)";
+    if (UsesNodeServers()) {
+      ASSERT_TRUE(std::filesystem::exists(kEverything))
+          << "run `npm install` in tests/mcp (scripts/test.sh does)";
+    }
     root_ = std::filesystem::temp_directory_path() / absl::StrCat("mcp_test_", getpid());
     std::filesystem::create_directories(root_);
     std::ofstream(root_ / "hello.txt") << "hello from the filesystem server\n";
@@ -119,8 +125,10 @@ class McpServersTest : public ::testing::Test {
   // Runs one call; collects its progress texts in `progress` when given.
   v1::ToolResult Call(const std::string& name, const std::string& args,
                       std::vector<std::string>* progress = nullptr,
-                      absl::Duration timeout = absl::Seconds(60)) {
+                      absl::Duration timeout = absl::Seconds(60),
+                      const std::string& session_id = "") {
     v1::ExecuteBatchRequest req;
+    req.set_session_id(session_id);
     auto call = MakeCall("1", name, args);
     EXPECT_TRUE(call.ok()) << call.status();
     *req.add_calls() = *call;
@@ -535,6 +543,75 @@ TEST_F(McpHttpPostOnlyTest, AServerWithoutAGetStreamKeepsItsSession) {
     v1::ToolResult r = Call("get_requests", "{}");
     ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
     EXPECT_EQ(PayloadJson(r), R"({"result":"1"})");  // asked once, not again
+  }
+}
+
+// ---- A server that misbehaves: the daemon outlives it -----------------------
+
+const std::string kUnruly = std::string(TOOLEXEC_MCP_FIXTURES) + "/unruly_server.py";
+
+// tests/mcp/fixtures/unruly_server.py (Python's standard library only), with `flags`.
+mcp::McpServerOptions Unruly(std::vector<std::string> flags = {}) {
+  mcp::McpServerOptions o;
+  o.name = "unruly";
+  o.command = {"python3", kUnruly};
+  for (auto& f : flags) o.command.push_back(std::move(f));
+  o.startup_timeout = absl::Seconds(30);
+  return o;
+}
+
+class McpUnrulyServerTest : public McpChangingToolsTest {
+ protected:
+  bool UsesNodeServers() const override { return false; }
+  void Restart(std::vector<mcp::McpServerOptions> servers) {
+    if (daemon_) daemon_->Shutdown();
+    client_.reset();
+    daemon_.reset();
+    ASSERT_TRUE(StartDaemon(std::move(servers)).ok());
+  }
+  // A session of the built-in read_only profile.
+  std::string ReadOnlySession() {
+    v1::OpenSessionRequest req;
+    req.set_policy_profile("read_only");
+    auto session = client_->OpenSession(req);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? session->session_id() : "";
+  }
+};
+
+TEST_F(McpUnrulyServerTest, ARefCycleListedAfterListChangedIsRefusedAndTheDaemonGoesOn) {
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  v1::ToolResult r = Call("add_cyclic", "{}");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  // The listing after list_changed is published: the tool after the cycle is
+  // there, the cyclic one is refused naming the cycle.
+  ASSERT_TRUE(Listed("after_loop"));
+  v1::ListToolsResponse list = List();
+  EXPECT_EQ(FindTool(list, "loop"), nullptr);
+  ASSERT_EQ(list.mcp_servers_size(), 1);
+  EXPECT_THAT(list.mcp_servers(0).refused_tools(),
+              testing::Contains(AllOf(HasSubstr("'loop'"), HasSubstr("\"$ref\" cycle: # -> #"))));
+  r = Call("echo", R"({"text":"still here"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+}
+
+TEST_F(McpUnrulyServerTest, ReadOnlyHintCountsOnlyFromATrustedServer) {
+  for (bool trusted : {false, true}) {
+    SCOPED_TRACE(trusted ? "trusted" : "untrusted");
+    mcp::McpServerOptions server = Unruly();
+    server.trusted_annotations = trusted;
+    Restart({server});
+    v1::ListToolsResponse list = List();
+    const v1::ToolDeclaration* tool = FindTool(list, "delete_everything");
+    ASSERT_NE(tool, nullptr);
+    EXPECT_EQ(tool->read_only(), trusted);
+    EXPECT_EQ(std::count(tool->tags().begin(), tool->tags().end(), "destructive"), trusted ? 0 : 1);
+    v1::ToolResult r = Call("delete_everything", "{}", nullptr, absl::Seconds(60), ReadOnlySession());
+    if (trusted) {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    } else {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_DENIED) << r.error_message();
+    }
   }
 }
 

@@ -15,8 +15,9 @@
 // A name another tool already has is, at start-up, the registry's duplicate
 // error naming both sources; later, the tool is not registered: that is
 // logged naming both sources and shown in status(). Annotations become tags
-// (content.h): read-only or idempotent tools are sent again once if their
-// server dies during the call.
+// (content.h) only for a server with trusted_annotations; otherwise every
+// tool is destructive. Read-only or idempotent tools are sent again once if
+// their server dies during the call.
 //
 // Threads: Start and Attach run once, at start-up, on the engine's thread;
 // later listings are published on each server's supervisor thread; one
