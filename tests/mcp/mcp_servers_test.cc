@@ -14,16 +14,19 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/daemon.h"
+#include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -613,6 +616,100 @@ TEST_F(McpUnrulyServerTest, ReadOnlyHintCountsOnlyFromATrustedServer) {
       EXPECT_EQ(r.status(), v1::RESULT_STATUS_DENIED) << r.error_message();
     }
   }
+}
+
+// Captures what the daemon logs while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<Sink>()) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+    spdlog::set_level(spdlog::level::info);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    spdlog::set_level(spdlog::level::warn);
+  }
+  std::vector<std::string> Lines(const std::string& containing) {
+    absl::MutexLock lock(&sink_->mu);
+    std::vector<std::string> out;
+    for (const std::string& line : sink_->lines) {
+      if (absl::StrContains(line, containing)) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  struct Sink final : spdlog::sinks::base_sink<std::mutex> {
+    absl::Mutex mu;
+    std::vector<std::string> lines ABSL_GUARDED_BY(mu);
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+      absl::MutexLock lock(&mu);
+      lines.emplace_back(msg.payload.data(), msg.payload.size());
+    }
+    void flush_() override {}
+  };
+  std::shared_ptr<Sink> sink_;
+};
+
+TEST_F(McpUnrulyServerTest, WhatAServerWritesToTheLogIsRateLimitedAndCut) {
+  LogCapture log;
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  // 500 log notifications, 500 stdout lines that are not JSON-RPC and 500
+  // stderr lines, each over 2 KB, in well under a second.
+  absl::Time start = absl::Now();
+  v1::ToolResult r = Call("flood_log", R"({"lines":500})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<std::string> lines = log.Lines("MCP server 'unruly'");
+  // The burst, then 20 a second (generously: the start-up lines count too).
+  EXPECT_LT(lines.size(), 130 + 20 * seconds) << lines.size() << " lines in " << seconds << " s";
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& line) { return line.size() > 1200; }),
+            0);
+  // The lines left out are counted once lines are logged again.
+  bool counted = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); !counted && absl::Now() < end;) {
+    ASSERT_EQ(Call("flood_log", R"({"lines":1})").status(), v1::RESULT_STATUS_SUCCESS);
+    counted = !log.Lines("were not logged (over 20 a second)").empty();
+    if (!counted) absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(counted);
+}
+
+// tests/mcp/fixtures/unruly_server.py over streamable HTTP.
+class McpUnrulyHttpTest : public McpHttpTest {
+ protected:
+  bool UsesNodeServers() const override { return false; }
+  void StartServer() override {
+    execlp("python3", "python3", kUnruly.c_str(), "--http", std::to_string(port_).c_str(),
+           nullptr);
+  }
+  mcp::McpServerOptions Server() const {
+    mcp::McpServerOptions web;
+    web.name = "unruly";
+    web.url = url_;
+    web.startup_timeout = absl::Seconds(30);
+    return web;
+  }
+  // How many GETs the server has seen.
+  int Gets() {
+    v1::ToolResult r = Call("get_requests", "{}");
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    const std::string payload = PayloadJson(r);
+    const size_t digits = payload.find_first_of("0123456789");
+    return digits == std::string::npos ? -1 : std::atoi(payload.c_str() + digits);
+  }
+};
+
+TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBackoff) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  // The stream says "retry: 0" and ends: reopened after 1 s, then 2 s, ...
+  // (it was reopened at once, over a thousand times a second).
+  absl::SleepFor(absl::Seconds(4));
+  const int gets = Gets();
+  EXPECT_GE(gets, 1);
+  EXPECT_LE(gets, 4);
 }
 
 }  // namespace

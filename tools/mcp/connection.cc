@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "spdlog/spdlog.h"
 #include "tools/builtin/json_fields.h"
 
 namespace toolexec::mcp {
@@ -48,8 +47,11 @@ struct Connection::Pending {
   ProgressSink progress;
 };
 
-Connection::Connection(std::string server_name, std::unique_ptr<Transport> transport)
-    : server_name_(std::move(server_name)), transport_(std::move(transport)) {}
+Connection::Connection(std::string server_name, std::unique_ptr<Transport> transport,
+                       std::shared_ptr<ServerLog> log)
+    : server_name_(std::move(server_name)),
+      transport_(std::move(transport)),
+      log_(log != nullptr ? std::move(log) : std::make_shared<ServerLog>(server_name_)) {}
 
 Connection::~Connection() { Close(); }
 
@@ -189,8 +191,7 @@ void Connection::OnMessage(Message msg) {
     case Message::Kind::kResult:
     case Message::Kind::kError: {
       if (msg.id.kind() != RequestId::Kind::kNumber) {
-        spdlog::warn("MCP server '{}': a response with an unknown id {}", server_name_,
-                     msg.id.DebugString());
+        log_->Write("", absl::StrCat("a response with an unknown id ", msg.id.DebugString()));
         return;
       }
       std::shared_ptr<Pending> p;
@@ -227,10 +228,9 @@ void Connection::OnMessage(Message msg) {
         return;
       }
       if (msg.method == "notifications/message") {
-        spdlog::info("MCP server '{}' log: {}", server_name_,
-                     msg.params.IsObject() && msg.params.HasMember("data")
-                         ? ToJsonString(msg.params["data"])
-                         : std::string());
+        log_->Write("log", msg.params.IsObject() && msg.params.HasMember("data")
+                               ? ToJsonString(msg.params["data"])
+                               : std::string());
         return;
       }
       if (callbacks_.on_notification) callbacks_.on_notification(msg.method);

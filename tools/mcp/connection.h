@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/mcp/server_log.h"
 #include "tools/mcp/transport.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
@@ -53,7 +54,10 @@ class Connection final {
     std::function<void(absl::Status)> on_closed;
   };
 
-  Connection(std::string server_name, std::unique_ptr<Transport> transport);
+  // `log` (null: one of its own) takes the server's log notifications and
+  // the warnings its messages cause.
+  Connection(std::string server_name, std::unique_ptr<Transport> transport,
+             std::shared_ptr<ServerLog> log = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -92,6 +96,7 @@ class Connection final {
 
   const std::string server_name_;
   std::unique_ptr<Transport> transport_;
+  const std::shared_ptr<ServerLog> log_;
   Callbacks callbacks_;
   mutable absl::Mutex mu_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -155,7 +155,10 @@ void SseParser::Line(absl::string_view line) {
   has_data_ = true;
 }
 
-HttpTransport::HttpTransport(HttpOptions options) : options_(std::move(options)) { GlobalInit(); }
+HttpTransport::HttpTransport(HttpOptions options) : options_(std::move(options)) {
+  if (options_.log == nullptr) options_.log = std::make_shared<ServerLog>(options_.server_name);
+  GlobalInit();
+}
 
 absl::Status HttpTransport::Start(TransportCallbacks callbacks) {
   callbacks_ = std::move(callbacks);
@@ -183,7 +186,7 @@ void HttpTransport::Deliver(absl::string_view text) {
   if (closing_.load() || ended_.load() || absl::StripAsciiWhitespace(text).empty()) return;
   auto msg = ParseMessage(text);
   if (!msg.ok()) {
-    spdlog::warn("MCP server '{}': {}", options_.server_name, std::string(msg.status().message()));
+    options_.log->Write("", msg.status().message());
     return;
   }
   callbacks_.on_message(*std::move(msg));
@@ -331,9 +334,12 @@ void HttpTransport::StartListening() {
 void HttpTransport::Listen() {
   constexpr absl::Duration kFirstPause = absl::Seconds(1);
   constexpr absl::Duration kMaxPause = absl::Seconds(30);
+  // A stream that ends sooner than this after it was asked for counts as a failure.
+  constexpr absl::Duration kShortStream = absl::Seconds(5);
   absl::Duration failing = kFirstPause;  // the next pause after a failed open
   while (true) {
     absl::Duration pause;
+    const absl::Time opened = absl::Now();
     switch (ListenOnce()) {
       case ListenEnd::kClosing:
         return;
@@ -341,8 +347,16 @@ void HttpTransport::Listen() {
         spdlog::debug("MCP server '{}' offers no GET stream", options_.server_name);
         return;
       case ListenEnd::kEnded:  // the server ended a stream it had opened
-        pause = retry_ms_ >= 0 ? absl::Milliseconds(retry_ms_) : kFirstPause;
-        failing = kFirstPause;
+        // Its "retry", within 1 s to 30 s ("retry: 0" is no reason to
+        // hammer it); a stream that keeps ending at once is a failing one.
+        pause = std::clamp(retry_ms_ >= 0 ? absl::Milliseconds(retry_ms_) : kFirstPause,
+                           kFirstPause, kMaxPause);
+        if (absl::Now() - opened < kShortStream) {
+          pause = std::max(pause, failing);
+          failing = std::min(failing * 2, kMaxPause);
+        } else {
+          failing = kFirstPause;
+        }
         break;
       case ListenEnd::kFailed:
         pause = failing;

@@ -12,8 +12,9 @@
 // time it opens, the connection hears a tools/list_changed of the
 // transport's own, since what changed while no stream was open is unknown.
 // When the server ends it, it is opened again after the server's "retry" (or
-// 1 s), with the last event id it saw (Last-Event-ID); when it cannot be
-// opened, after a pause that doubles from 1 s up to 30 s. A 405 or a 404 means
+// 1 s; kept within 1 s to 30 s), with the last event id it saw
+// (Last-Event-ID); when it cannot be opened, or keeps ending within 5 s,
+// after a pause that doubles from 1 s up to 30 s. A 405 or a 404 means
 // the server offers none (an expired session shows on the next POST).
 //
 // Threads: one thread per request in flight (its POST may stream for as long
@@ -34,6 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "tools/mcp/server_log.h"
 #include "tools/mcp/transport.h"
 
 struct curl_slist;  // libcurl's header list
@@ -46,6 +48,7 @@ struct HttpOptions {
   std::vector<std::pair<std::string, std::string>> headers;
   size_t max_message_bytes = 16 << 20;
   absl::Duration connect_timeout = absl::Seconds(10);
+  std::shared_ptr<ServerLog> log;  // null: one of its own
 };
 
 // Splits a text/event-stream into events and hands each event's data (its
@@ -105,7 +108,7 @@ class HttpTransport final : public Transport {
   void ReapWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(absl::string_view text);
 
-  const HttpOptions options_;
+  HttpOptions options_;  // set once, in the constructor
   TransportCallbacks callbacks_;
   std::atomic<bool> closing_{false};
   std::atomic<bool> ended_{false};

@@ -16,7 +16,9 @@
 namespace toolexec::mcp {
 
 McpServer::McpServer(McpServerOptions options, std::vector<std::string> base_env)
-    : options_(std::move(options)), base_env_(std::move(base_env)) {}
+    : options_(std::move(options)),
+      base_env_(std::move(base_env)),
+      log_(std::make_shared<ServerLog>(options_.name)) {}
 
 McpServer::~McpServer() { Stop(); }
 
@@ -80,6 +82,7 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
     o.server_name = options_.name;
     o.url = options_.url;
     o.headers = options_.headers;
+    o.log = log_;
     return std::make_unique<HttpTransport>(std::move(o));
   }
   StdioOptions o;
@@ -87,6 +90,7 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
   o.argv = options_.command;
   o.env = command::MergeEnvironment(base_env_, options_.env);
   o.cwd = options_.cwd;
+  o.log = log_;
   return std::make_unique<StdioTransport>(std::move(o));
 }
 
@@ -109,7 +113,7 @@ absl::Status McpServer::Relist(Connection& connection) {
 }
 
 absl::StatusOr<std::shared_ptr<Connection>> McpServer::Connect(absl::Time deadline) {
-  auto connection = std::make_shared<Connection>(options_.name, MakeTransport());
+  auto connection = std::make_shared<Connection>(options_.name, MakeTransport(), log_);
   Connection::Callbacks callbacks;
   callbacks.on_notification = [this](const std::string& method) {
     if (method != "notifications/tools/list_changed") return;

@@ -106,6 +106,8 @@ class McpServer final {
 
   const McpServerOptions options_;
   const std::vector<std::string> base_env_;
+  // Everything the server writes to the daemon's log, over all its connections.
+  const std::shared_ptr<ServerLog> log_;
   std::function<void()> on_listed_;
   // Cancelled by Stop(): ends a connection attempt or listing under way.
   CancellationToken stopping_token_;
