@@ -712,5 +712,23 @@ TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBac
   EXPECT_LE(gets, 4);
 }
 
+TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
+  // 1,207 tools; then 47 tools with 100 KB descriptions (4.7 MB of declarations).
+  for (bool big : {false, true}) {
+    SCOPED_TRACE(big ? "bytes" : "tools");
+    Restart({Unruly(big ? std::vector<std::string>{"--tools", "40", "--pad", "100000"}
+                        : std::vector<std::string>{"--tools", "1200"})});
+    v1::ListToolsResponse list = List();
+    ASSERT_EQ(list.mcp_servers_size(), 1);
+    const v1::McpServerStatus& status = list.mcp_servers(0);
+    EXPECT_TRUE(status.ready());
+    EXPECT_EQ(status.tools(), big ? 17u : 1000u);  // the server's 7, then what fits
+    EXPECT_EQ(status.tools_left_out(), big ? 30u : 207u);
+    EXPECT_NE(FindTool(list, "echo"), nullptr);
+    EXPECT_EQ(FindTool(list, big ? "t10" : "t993"), nullptr);
+    EXPECT_NE(FindTool(list, big ? "t9" : "t992"), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace toolexec

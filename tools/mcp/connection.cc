@@ -100,9 +100,11 @@ absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time dead
   return info;
 }
 
-absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline,
-                                                        const CancellationToken* cancel) {
-  std::vector<Json> tools;
+absl::StatusOr<ToolListing> Connection::ListTools(
+    absl::Time deadline, const CancellationToken* cancel,
+    const std::function<bool(const JsonValue& tool)>& keep) {
+  ToolListing listing;
+  size_t bytes = 0;
   std::string cursor;
   for (int page = 0; page < kMaxListPages; ++page) {
     Json params(rapidjson::kObjectType);
@@ -112,9 +114,19 @@ absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline,
     if (!result->IsObject() || !result->HasMember("tools") || !(*result)["tools"].IsArray()) {
       return absl::InvalidArgumentError("tools/list: the result has no \"tools\" array");
     }
-    for (const JsonValue& t : (*result)["tools"].GetArray()) tools.push_back(CopyJson(t));
+    for (const JsonValue& t : (*result)["tools"].GetArray()) {
+      if (keep && !keep(t)) continue;
+      const size_t size = ToJsonString(t).size();
+      if (listing.left_out > 0 || listing.tools.size() >= kMaxListedTools ||
+          bytes + size > kMaxListedBytes) {
+        ++listing.left_out;  // and every one after it, to keep the server's order
+        continue;
+      }
+      bytes += size;
+      listing.tools.push_back(CopyJson(t));
+    }
     cursor = StringField(*result, "nextCursor");
-    if (cursor.empty()) return tools;
+    if (cursor.empty()) return listing;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("tools/list: still paging after ", kMaxListPages, " pages"));

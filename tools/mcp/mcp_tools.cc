@@ -160,6 +160,7 @@ std::vector<McpServerStatus> McpServers::status() const {
     s.reason = server->unavailable_reason();
     s.ready = s.reason.empty();
     s.tools = server->tools().size();
+    s.tools_left_out = server->tools_left_out();
     out.push_back(std::move(s));
   }
   absl::MutexLock lock(&publish_mu_);

@@ -48,6 +48,9 @@ struct McpServerStatus {
   bool ready = false;
   std::string reason;  // why not ready
   size_t tools = 0;    // listed by the server (after its tool filter)
+  // Listed (after the filter) but left out over the listing caps
+  // (kMaxListedTools tools, kMaxListedBytes of declarations).
+  size_t tools_left_out = 0;
   // Listed tools that are not registered, and why (a name another tool has).
   std::vector<std::string> refused_tools;
 };

@@ -44,6 +44,11 @@ std::vector<Json> McpServer::tools() const {
   return out;
 }
 
+size_t McpServer::tools_left_out() const {
+  absl::MutexLock lock(&mu_);
+  return tools_left_out_;
+}
+
 uint64_t McpServer::list_generation() const {
   absl::MutexLock lock(&mu_);
   return list_generation_;
@@ -95,16 +100,21 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
 }
 
 absl::Status McpServer::Relist(Connection& connection) {
-  auto listed = connection.ListTools(absl::Now() + ConnectTimeout(), &stopping_token_);
+  auto listed = connection.ListTools(
+      absl::Now() + ConnectTimeout(), &stopping_token_, [this](const JsonValue& t) {
+        std::string name = builtin::StringField(t, "name");
+        return !name.empty() && Allowed(name);
+      });
   if (!listed.ok()) return listed.status();
-  std::vector<Json> kept;
-  for (Json& t : *listed) {
-    std::string name = builtin::StringField(t, "name");
-    if (!name.empty() && Allowed(name)) kept.push_back(std::move(t));
+  if (listed->left_out > 0) {
+    log_->Write("", absl::StrCat("it lists more tools than toolexec keeps (", kMaxListedTools,
+                                 " tools, ", kMaxListedBytes >> 20, " MiB of declarations): ",
+                                 listed->left_out, " tool(s) left out"));
   }
   {
     absl::MutexLock lock(&mu_);
-    tools_ = std::move(kept);
+    tools_ = std::move(listed->tools);
+    tools_left_out_ = listed->left_out;
     ++list_generation_;
     changed_.SignalAll();
   }
