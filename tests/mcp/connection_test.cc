@@ -257,5 +257,24 @@ TEST(SseParserTest, KeepsTheLastIdAndRetry) {
   EXPECT_EQ(p.retry_ms(), 2500);
 }
 
+// An event too long to keep goes to on_too_long with the ends of its data.
+TEST(SseParserTest, ATooLongEventReportsItsEnds) {
+  std::vector<std::string> events;
+  size_t too_long = 0;
+  std::string head;
+  SseParser p(
+      1000, [&](absl::string_view d) { events.emplace_back(d); },
+      [&](const MessageEnds& ends) {
+        too_long = ends.bytes();
+        head = std::string(ends.head().substr(0, 30));
+      });
+  const std::string data = R"({"jsonrpc":"2.0","id":5,"result":")" + std::string(5000, 'r') + "\"}";
+  const std::string stream = "event: message\ndata: " + data + "\n\ndata: ok\n\n";
+  for (size_t i = 0; i < stream.size(); i += 700) p.Feed(stream.substr(i, 700));
+  EXPECT_THAT(events, ElementsAre("ok"));
+  EXPECT_EQ(too_long, data.size());
+  EXPECT_EQ(head, data.substr(0, 30));
+}
+
 }  // namespace
 }  // namespace toolexec::mcp

@@ -730,5 +730,47 @@ TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
   }
 }
 
+// An answer over 16 MiB or nested deeper than the parser takes fails its call
+// at once, saying so (it was dropped, and the call waited out its timeout).
+void ExpectUnreadableAnswersFailAtOnce(const std::function<v1::ToolResult(const std::string&)>& call) {
+  for (const auto& [tool, why] : {std::pair<std::string, std::string>{"big_answer", "bytes is over the limit of 16777216 bytes"},
+                                  {"deep_answer", "nests deeper than"}}) {
+    SCOPED_TRACE(tool);
+    absl::Time start = absl::Now();
+    v1::ToolResult r = call(tool);
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_ERROR) << r.error_message();
+    EXPECT_THAT(r.error_message(), AllOf(HasSubstr("MCP server 'unruly'"), HasSubstr(why)));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(30));  // the timeout is 60 s
+  }
+  EXPECT_EQ(call("echo").status(), v1::RESULT_STATUS_SUCCESS);
+}
+
+TEST_F(McpUnrulyServerTest, AnAnswerTooBigOrTooDeepFailsItsCallAtOnce) {
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  ExpectUnreadableAnswersFailAtOnce([this](const std::string& tool) { return Call(tool, "{}"); });
+}
+
+TEST_F(McpUnrulyHttpTest, AnAnswerTooBigOrTooDeepFailsItsCallAtOnce) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  ExpectUnreadableAnswersFailAtOnce([this](const std::string& tool) { return Call(tool, "{}"); });
+}
+
+TEST_F(McpUnrulyServerTest, AListingTooDeepSaysWhyTheServerIsNotReady) {
+  mcp::McpServerOptions server = Unruly({"--deep-list"});
+  server.startup_timeout = absl::Milliseconds(100);
+  ASSERT_TRUE(StartDaemon({server}).ok());
+  std::string reason;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;) {
+    v1::ListToolsResponse list = List();
+    ASSERT_EQ(list.mcp_servers_size(), 1);
+    EXPECT_FALSE(list.mcp_servers(0).ready());
+    reason = list.mcp_servers(0).unavailable_reason();
+    if (absl::StrContains(reason, "nests deeper than")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(reason, HasSubstr("nests deeper than"));
+  EXPECT_THAT(reason, testing::Not(HasSubstr("is starting")));
+}
+
 }  // namespace
 }  // namespace toolexec

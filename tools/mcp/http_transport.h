@@ -54,11 +54,15 @@ struct HttpOptions {
 // Splits a text/event-stream into events and hands each event's data (its
 // "data:" lines joined with "\n") to `on_data`. "id:" and "retry:" are kept
 // (for reconnecting); comments and "event:" are ignored. Memory is bounded by
-// `max_event_bytes` (a longer event is dropped).
+// `max_event_bytes`: a longer event is dropped, and the ends of its data go to
+// `on_too_long` (if set) when it ends.
 class SseParser {
  public:
-  SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data)
-      : max_event_bytes_(max_event_bytes), on_data_(std::move(on_data)) {}
+  SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data,
+            std::function<void(const MessageEnds&)> on_too_long = nullptr)
+      : max_event_bytes_(max_event_bytes),
+        on_data_(std::move(on_data)),
+        on_too_long_(std::move(on_too_long)) {}
   void Feed(absl::string_view bytes);
   // The last event id the stream set ("" = none), and the reconnection time
   // it asked for (negative = none), in milliseconds.
@@ -70,9 +74,13 @@ class SseParser {
   size_t max_event_bytes_;
   std::string line_;
   std::function<void(absl::string_view)> on_data_;
+  std::function<void(const MessageEnds&)> on_too_long_;
   std::string data_;
   bool has_data_ = false;
-  bool too_long_ = false;
+  bool too_long_ = false;   // the event is dropped
+  bool long_line_ = false;  // inside a line over the limit (its data go to ends_)
+  bool long_data_ = false;  // ... and it is a "data:" line
+  MessageEnds ends_;        // of a dropped event's data
   std::string last_event_id_;
   int64_t retry_ms_ = -1;
 };
@@ -107,6 +115,12 @@ class HttpTransport final : public Transport {
   void Ended(absl::Status why);
   void ReapWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(absl::string_view text);
+  // A message from the server that cannot be read (`why`, logged): when it
+  // answers a request whose id shows in its `head` or `tail`, that request
+  // fails now, saying why (true).
+  bool Unreadable(absl::string_view head, absl::string_view tail, const std::string& why);
+  // Why a message of these ends was dropped.
+  std::string TooLong(const MessageEnds& ends) const;
 
   HttpOptions options_;  // set once, in the constructor
   TransportCallbacks callbacks_;

@@ -62,6 +62,13 @@ absl::Status StdioTransport::Start(TransportCallbacks callbacks) {
   return spawn_status;
 }
 
+void StdioTransport::Unreadable(absl::string_view head, absl::string_view tail,
+                                const std::string& why, absl::string_view line) {
+  options_.log->Write("", line.empty() ? why : absl::StrCat(why, ": ", line));
+  auto answer = AnswerInPlaceOf(head, tail, why);
+  if (answer.has_value() && !closing_.load()) callbacks_.on_message(*std::move(answer));
+}
+
 std::string StdioTransport::Describe() const { return absl::StrCat("pid ", pid_.load()); }
 
 absl::Status StdioTransport::Send(const std::string& message, absl::Time deadline) {
@@ -187,18 +194,26 @@ void StdioTransport::ReaderLoop(absl::Notification* spawned, absl::Status* spawn
       if (index < 0 || (fds[index].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
       ssize_t r = read(fds[index].fd, buf, sizeof(buf));
       if (r > 0) {
-        absl::Status s = framer.Feed(absl::string_view(buf, static_cast<size_t>(r)),
-                                     [&](absl::string_view line) {
-                                       if (!is_out) return options_.log->Write("stderr", line);
-                                       auto msg = ParseMessage(line);
-                                       if (!msg.ok()) {
-                                         options_.log->Write(
-                                             "", absl::StrCat(msg.status().message(), ": ", line));
-                                         return;
-                                       }
-                                       if (!closing_.load()) callbacks_.on_message(*std::move(msg));
-                                     });
-        if (!s.ok() && is_out) options_.log->Write("", s.message());
+        auto on_line = [&](absl::string_view line) {
+          if (!is_out) return options_.log->Write("stderr", line);
+          auto msg = ParseMessage(line);
+          if (!msg.ok()) {
+            Unreadable(line, line,
+                       absl::StrCat("its message could not be read: ", msg.status().message()),
+                       line);
+            return;
+          }
+          if (!closing_.load()) callbacks_.on_message(*std::move(msg));
+        };
+        auto on_dropped = [&](const MessageEnds& ends) {
+          if (!is_out) return;
+          Unreadable(ends.head(), ends.tail(),
+                     absl::StrCat("its message of ", ends.bytes(), " bytes is over the limit of ",
+                                  options_.max_message_bytes, " bytes"),
+                     "");
+        };
+        // Each line dropped went to on_dropped.
+        (void)framer.Feed(absl::string_view(buf, static_cast<size_t>(r)), on_line, on_dropped);
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
         open = false;
       }

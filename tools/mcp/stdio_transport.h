@@ -55,6 +55,11 @@ class StdioTransport final : public Transport {
 
  private:
   void ReaderLoop(absl::Notification* spawned, absl::Status* spawn_status);
+  // A stdout line that cannot be read (`why`; logged with `line`): when it
+  // answers a request whose id shows in its `head` or `tail`, that request
+  // fails now, saying why.
+  void Unreadable(absl::string_view head, absl::string_view tail, const std::string& why,
+                  absl::string_view line);
 
   StdioOptions options_;  // set once, in the constructor
   TransportCallbacks callbacks_;
