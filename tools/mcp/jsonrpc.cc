@@ -41,18 +41,27 @@ JsonValue Copy(const JsonValue& v, Json::AllocatorType& alloc) { return JsonValu
 // "method".
 class TopLevel : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TopLevel> {
  public:
-  RequestId id;
+  RequestId id;         // of the first "id" member, as ParseMessage takes it
+  bool has_id = false;  // an "id" member was seen
   bool has_method = false;
 
   bool Default() { return Value(RequestId()); }
-  bool Int(int i) { return Value(RequestId(int64_t{i})); }
-  bool Uint(unsigned u) { return Value(RequestId(int64_t{u})); }
-  bool Int64(int64_t i) { return Value(RequestId(i)); }
+  // Numbers as ParseJson reads them.
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    auto number = ParseJson(absl::string_view(s, n), 1);
+    return Value(number.ok() ? RequestId::FromJson(*number) : RequestId());
+  }
   bool String(const char* s, rapidjson::SizeType n, bool) {
     return Value(RequestId(std::string(s, n)));
   }
-  bool StartObject() { return Open(); }
-  bool StartArray() { return Open(); }
+  bool StartObject() {
+    if (depth_ == 1 && at_id_) has_id = true;  // an id that is no id
+    return Open();
+  }
+  bool StartArray() {
+    if (depth_ == 1 && at_id_) has_id = true;
+    return Open();
+  }
   bool EndObject(rapidjson::SizeType) { return Close(); }
   bool EndArray(rapidjson::SizeType) { return Close(); }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
@@ -66,7 +75,10 @@ class TopLevel : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TopLevel
 
  private:
   bool Value(RequestId value) {
-    if (depth_ == 1 && at_id_) id = std::move(value);
+    if (depth_ == 1 && at_id_ && !has_id) {
+      id = std::move(value);
+      has_id = true;
+    }
     at_id_ = false;
     return true;
   }
@@ -291,9 +303,11 @@ std::optional<Message> AnswerInPlaceOf(absl::string_view head, absl::string_view
   rapidjson::Reader reader;
   const std::string text(head);
   rapidjson::StringStream stream(text.c_str());
-  reader.Parse<rapidjson::kParseIterativeFlag>(stream, top);  // stops where `head` does
+  // The flags ParseJson reads with; stops where `head` does.
+  reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
+               rapidjson::kParseNumbersAsStringsFlag>(stream, top);
   if (top.has_method) return std::nullopt;
-  RequestId id = top.id.is_none() ? LastMemberId(tail) : top.id;
+  RequestId id = top.has_id ? top.id : LastMemberId(tail);
   if (id.is_none()) return std::nullopt;
   Message msg;
   msg.kind = Message::Kind::kError;
