@@ -162,7 +162,8 @@ expect_refused command_tool_program_relative 'command_tools { name: "t" argv: ".
 # A schema whose "$ref"s loop is refused naming the loop (valijson's parser
 # overflowed its stack on it), and so is the finish tool's output schema.
 expect_refused command_tool_schema_ref_cycle \
-  'command_tools { name: "t" argv: "/bin/true" parameters_json: "{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/properties/a\"}}}" }' \
+  'command_tools { name: "t" argv: "/bin/true"
+                   parameters_json: "{\"properties\":{\"a\":{\"$ref\":\"#/properties/a\"}}}" }' \
   "tool 't' (config (command_tools)): schema: a \"\$ref\" cycle: #/properties/a -> #/properties/a"
 expect_refused finish_schema_ref_cycle \
   'control_tools { finish_output_schema_json: "{\"$ref\":\"#\"}" }' 'a "$ref" cycle: # -> #'
@@ -171,8 +172,8 @@ expect_refused finish_schema_ref_cycle \
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1
 check "check_config exits 1 on a bad config" test $? -eq 1
-out=$(timeout 10 "$toolexecd" --check_config --config="$dir/command_tool_schema_ref_cycle.textproto" \
-      --workspace="$dir" 2>&1)
+out=$(timeout 10 "$toolexecd" --check_config --workspace="$dir" \
+      --config="$dir/command_tool_schema_ref_cycle.textproto" 2>&1)
 rc=$?
 check "check_config exits 1 on a schema with a \$ref cycle" test $rc -eq 1
 check "check_config names the \$ref cycle" grep -qF '#/properties/a -> #/properties/a' <<<"$out"

@@ -201,7 +201,8 @@ TEST(LineFramerTest, AnOversizedLineReportsItsEnds) {
     head = std::string(ends.head());
     tail = std::string(ends.tail());
   };
-  const std::string line = R"({"jsonrpc":"2.0","id":5,"result":")" + std::string(300000, 'r') + "\"}";
+  const std::string line =
+      R"({"jsonrpc":"2.0","id":5,"result":")" + std::string(300000, 'r') + "\"}";
   for (size_t i = 0; i < line.size(); i += 4096) {
     EXPECT_TRUE(framer.Feed(line.substr(i, 4096), on_line, on_dropped).ok());
   }

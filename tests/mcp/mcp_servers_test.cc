@@ -422,6 +422,22 @@ class McpHttpTest : public McpServersTest {
     setenv("PORT", std::to_string(port_).c_str(), 1);
     execlp("node", "node", kEverything.c_str(), "streamableHttp", nullptr);
   }
+  // The server at url_, as toolexecd's MCP server `name`.
+  mcp::McpServerOptions HttpServer(const std::string& name) const {
+    mcp::McpServerOptions web;
+    web.name = name;
+    web.url = url_;
+    web.startup_timeout = absl::Seconds(30);
+    return web;
+  }
+  // How many GETs the server has seen (its tool get_requests), or -1.
+  int Gets() {
+    v1::ToolResult r = Call("get_requests", "{}");
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
+    const size_t digits = payload.find_first_of("0123456789");
+    return digits == std::string::npos ? -1 : std::atoi(payload.c_str() + digits);
+  }
   void TearDown() override {
     McpServersTest::TearDown();
     if (server_pid_ > 0) {
@@ -488,13 +504,7 @@ class McpHttpChangingToolsTest : public McpHttpTest {
   }
   bool no_get_ = false;
   // The fixture, as toolexecd's MCP server "changing".
-  mcp::McpServerOptions Server() const {
-    mcp::McpServerOptions web;
-    web.name = "changing";
-    web.url = url_;
-    web.startup_timeout = absl::Seconds(30);
-    return web;
-  }
+  mcp::McpServerOptions Server() const { return HttpServer("changing"); }
   bool Listed(const std::string& name) {
     for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
       if (FindTool(List(), name) != nullptr) return true;
@@ -516,14 +526,10 @@ TEST_F(McpHttpChangingToolsTest, ListChangedOnTheGetStreamIsSeenAndTheStreamReop
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   bool reopened = false;
   for (absl::Time end = absl::Now() + absl::Seconds(20); !reopened && absl::Now() < end;) {
-    r = Call("get_requests", "{}");
-    ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
-    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
-    const size_t digits = payload.find_first_of("0123456789");
-    reopened = digits != std::string::npos && std::atoi(payload.c_str() + digits) >= 2;
+    reopened = Gets() >= 2;
     if (!reopened) absl::SleepFor(absl::Milliseconds(100));
   }
-  ASSERT_TRUE(reopened) << PayloadJson(r);
+  ASSERT_TRUE(reopened);
   r = Call("add_tool", R"({"name":"gizmo2"})");
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   EXPECT_TRUE(Listed("gizmo2"));
@@ -609,7 +615,8 @@ TEST_F(McpUnrulyServerTest, ReadOnlyHintCountsOnlyFromATrustedServer) {
     ASSERT_NE(tool, nullptr);
     EXPECT_EQ(tool->read_only(), trusted);
     EXPECT_EQ(std::count(tool->tags().begin(), tool->tags().end(), "destructive"), trusted ? 0 : 1);
-    v1::ToolResult r = Call("delete_everything", "{}", nullptr, absl::Seconds(60), ReadOnlySession());
+    v1::ToolResult r =
+        Call("delete_everything", "{}", nullptr, absl::Seconds(60), ReadOnlySession());
     if (trusted) {
       EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
     } else {
@@ -685,21 +692,7 @@ class McpUnrulyHttpTest : public McpHttpTest {
     execlp("python3", "python3", kUnruly.c_str(), "--http", std::to_string(port_).c_str(),
            nullptr);
   }
-  mcp::McpServerOptions Server() const {
-    mcp::McpServerOptions web;
-    web.name = "unruly";
-    web.url = url_;
-    web.startup_timeout = absl::Seconds(30);
-    return web;
-  }
-  // How many GETs the server has seen.
-  int Gets() {
-    v1::ToolResult r = Call("get_requests", "{}");
-    EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
-    const std::string payload = PayloadJson(r);
-    const size_t digits = payload.find_first_of("0123456789");
-    return digits == std::string::npos ? -1 : std::atoi(payload.c_str() + digits);
-  }
+  mcp::McpServerOptions Server() const { return HttpServer("unruly"); }
 };
 
 TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBackoff) {
@@ -732,9 +725,12 @@ TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
 
 // An answer over 16 MiB or nested deeper than the parser takes fails its call
 // at once, saying so (it was dropped, and the call waited out its timeout).
-void ExpectUnreadableAnswersFailAtOnce(const std::function<v1::ToolResult(const std::string&)>& call) {
-  for (const auto& [tool, why] : {std::pair<std::string, std::string>{"big_answer", "bytes is over the limit of 16777216 bytes"},
-                                  {"deep_answer", "nests deeper than"}}) {
+void ExpectUnreadableAnswersFailAtOnce(
+    const std::function<v1::ToolResult(const std::string&)>& call) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"big_answer", "bytes is over the limit of 16777216 bytes"},
+      {"deep_answer", "nests deeper than"}};
+  for (const auto& [tool, why] : cases) {
     SCOPED_TRACE(tool);
     absl::Time start = absl::Now();
     v1::ToolResult r = call(tool);

@@ -115,7 +115,9 @@ TEST(SchemaGraphTest, DepthAndSizeAreBounded) {
   EXPECT_THAT(Refusal(Chain(kMaxSchemaDepth)), HasSubstr("nests deeper than"));
 
   std::string wide = R"({"type":"object","properties":{)";
-  for (int i = 0; i <= kMaxSchemaNodes; ++i) absl::StrAppend(&wide, i ? "," : "", "\"p", i, "\":{}");
+  for (int i = 0; i <= kMaxSchemaNodes; ++i) {
+    absl::StrAppend(&wide, i ? "," : "", "\"p", i, "\":{}");
+  }
   EXPECT_THAT(Refusal(wide + "}}"), HasSubstr("more than 10000 subschemas"));
 
   // Applicators that stay on the same value, chained past the bound.
@@ -124,10 +126,11 @@ TEST(SchemaGraphTest, DepthAndSizeAreBounded) {
     absl::StrAppend(&defs, i ? "," : "", "\"a", i, "\":{\"allOf\":[{\"$ref\":\"#/definitions/a",
                     i + 1, "\"}]}");
   }
-  EXPECT_THAT(Refusal(absl::StrCat(R"({"type":"object","properties":{"x":{"$ref":"#/definitions/a0"}},)",
-                                   R"("definitions":{)", defs, R"(,"a)", kMaxSchemaInPlaceDepth,
-                                   R"(":{}}})")),
-              HasSubstr("apply to one value in a chain"));
+  EXPECT_THAT(
+      Refusal(absl::StrCat(R"({"type":"object","properties":{"x":{"$ref":"#/definitions/a0"}},)",
+                           R"("definitions":{)", defs, R"(,"a)", kMaxSchemaInPlaceDepth,
+                           R"(":{}}})")),
+      HasSubstr("apply to one value in a chain"));
 }
 
 }  // namespace

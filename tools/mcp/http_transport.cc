@@ -210,7 +210,8 @@ void HttpTransport::Deliver(absl::string_view text) {
   if (closing_.load() || ended_.load() || absl::StripAsciiWhitespace(text).empty()) return;
   auto msg = ParseMessage(text);
   if (!msg.ok()) {
-    Unreadable(text, text, absl::StrCat("its answer could not be read: ", msg.status().message()));
+    Unreadable(text, text,
+               absl::StrCat("its message could not be read: ", msg.status().message()));
     return;
   }
   callbacks_.on_message(*std::move(msg));
