@@ -11,7 +11,9 @@
 //   - a parsed message built again with the Build* functions parses to the
 //     same kind, id and method, and builds the same text again;
 //   - a toolexec result mapped to a CallToolResult (ToCallToolResult) maps
-//     back with the same is_error.
+//     back with the same is_error;
+//   - what AnswerInPlaceOf sees of a response, read whole, is its id, and the
+//     ends of a message too long to keep are at most MessageEnds::kKeep each.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -87,10 +89,24 @@ void UseResult(const toolexec::JsonValue& result) {
   }
 }
 
+// A message too long to keep: only its ends are seen.
+void HandleTooLong(const toolexec::mcp::MessageEnds& ends) {
+  if (ends.head().size() > toolexec::mcp::MessageEnds::kKeep ||
+      ends.tail().size() > toolexec::mcp::MessageEnds::kKeep) {
+    Fail("a message's ends are longer than kKeep", ends.head());
+  }
+  (void)toolexec::mcp::AnswerInPlaceOf(ends.head(), ends.tail(), "too long");
+}
+
 void HandleMessage(absl::string_view text) {
   if (text.size() > kMaxMessageBytes) Fail("a framer handed on more than its limit", text);
   auto message = toolexec::mcp::ParseMessage(text);
+  auto in_place = toolexec::mcp::AnswerInPlaceOf(text, text, "unreadable");
   if (!message.ok()) return;
+  if (message->is_response() && !message->id.is_none() &&
+      (!in_place.has_value() || in_place->id != message->id)) {
+    Fail("AnswerInPlaceOf does not see a response's id", text);
+  }
   CheckRoundTrip(*message);
   (void)message->id.Key();
   (void)message->id.DebugString();
@@ -115,13 +131,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view stream(reinterpret_cast<const char*>(data + 1), size - 1);
 
   if (sse) {
-    toolexec::mcp::SseParser parser(kMaxMessageBytes, HandleMessage);
+    toolexec::mcp::SseParser parser(kMaxMessageBytes, HandleMessage, HandleTooLong);
     for (size_t at = 0; at < stream.size(); at += chunk) parser.Feed(stream.substr(at, chunk));
     parser.Feed("\n\n");  // the end of the stream ends the last event
   } else {
     toolexec::mcp::LineFramer framer(kMaxMessageBytes);
     for (size_t at = 0; at < stream.size(); at += chunk) {
-      (void)framer.Feed(stream.substr(at, chunk), HandleMessage);
+      (void)framer.Feed(stream.substr(at, chunk), HandleMessage, HandleTooLong);
       if (framer.buffered() > kMaxMessageBytes) {
         Fail("the line framer holds more than its limit", stream);
       }

@@ -398,6 +398,7 @@ absl::Status ApplyMcpServers(const v1::DaemonConfig& config, EngineOptions* opti
       o.headers.emplace_back(k, v);
     }
     o.prefix_tool_names = m.prefix_tool_names();
+    o.trusted_annotations = m.trusted_annotations();
     o.enabled_tools.assign(m.enabled_tools().begin(), m.enabled_tools().end());
     o.disabled_tools.assign(m.disabled_tools().begin(), m.disabled_tools().end());
     if (m.startup_timeout_ms() > 0) o.startup_timeout = absl::Milliseconds(m.startup_timeout_ms());

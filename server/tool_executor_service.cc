@@ -85,6 +85,7 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
     out->set_ready(server.ready);
     out->set_unavailable_reason(server.reason);
     out->set_tools(static_cast<uint32_t>(server.tools));
+    out->set_tools_left_out(static_cast<uint32_t>(server.tools_left_out));
     for (const std::string& why : server.refused_tools) out->add_refused_tools(why);
   }
   return absl::OkStatus();

@@ -159,10 +159,24 @@ expect_refused command_tool_program_missing 'command_tools { name: "t" argv: "no
 expect_refused command_tool_program_relative 'command_tools { name: "t" argv: "./run.sh" }' \
   "give an absolute path or a program name found on PATH"
 
+# A schema whose "$ref"s loop is refused naming the loop (valijson's parser
+# overflowed its stack on it), and so is the finish tool's output schema.
+expect_refused command_tool_schema_ref_cycle \
+  'command_tools { name: "t" argv: "/bin/true"
+                   parameters_json: "{\"properties\":{\"a\":{\"$ref\":\"#/properties/a\"}}}" }' \
+  "tool 't' (config (command_tools)): schema: a \"\$ref\" cycle: #/properties/a -> #/properties/a"
+expect_refused finish_schema_ref_cycle \
+  'control_tools { finish_output_schema_json: "{\"$ref\":\"#\"}" }' 'a "$ref" cycle: # -> #'
+
 # --check_config agrees: 2 on a bad config (as every refusal to start), 0 on a good one.
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1
 check "check_config exits 2 on a bad config" test $? -eq 2
+out=$(timeout 10 "$toolexecd" --check_config --workspace="$dir" \
+      --config="$dir/command_tool_schema_ref_cycle.textproto" 2>&1)
+rc=$?
+check "check_config exits 2 on a schema with a \$ref cycle" test $rc -eq 2
+check "check_config names the \$ref cycle" grep -qF '#/properties/a -> #/properties/a' <<<"$out"
 printf 'subagents { name: "reader" }\n' > "$dir/good.textproto"
 check "check_config on a good config" \
   timeout 10 "$toolexecd" --check_config --config="$dir/good.textproto" --workspace="$dir"

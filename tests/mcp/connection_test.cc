@@ -90,12 +90,45 @@ TEST(ConnectionTest, HandshakeNegotiatesAndListsWithCursors) {
   EXPECT_TRUE(info->tools_list_changed);
   auto tools = c.ListTools(absl::Now() + absl::Seconds(5));
   ASSERT_TRUE(tools.ok()) << tools.status();
-  ASSERT_EQ(tools->size(), 2u);
-  EXPECT_STREQ((*tools)[1]["name"].GetString(), "b");
+  ASSERT_EQ(tools->tools.size(), 2u);
+  EXPECT_STREQ(tools->tools[1]["name"].GetString(), "b");
+  EXPECT_EQ(tools->left_out, 0u);
   auto sent = t->sent();
   ASSERT_GE(sent.size(), 2u);
   EXPECT_THAT(sent[0], HasSubstr(R"("protocolVersion":"2025-11-25")"));
   EXPECT_EQ(sent[1], R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+}
+
+// A listing keeps kMaxListedTools tools and kMaxListedBytes of them, in the
+// server's order; the rest are counted, and only what is kept is held.
+TEST(ConnectionTest, ListingsAreCappedInToolsAndBytes) {
+  for (bool big : {false, true}) {
+    SCOPED_TRACE(big ? "bytes" : "tools");
+    auto transport = std::make_unique<FakeTransport>();
+    transport->respond = [big](FakeTransport& t, const Message& m) {
+      Handshake(t, m, "2025-06-18");
+      if (m.method != "tools/list") return;
+      // Three pages of 600 tools, or of 10 tools of 300 KB each.
+      int page = m.params.HasMember("cursor") ? std::stoi(m.params["cursor"].GetString()) : 0;
+      std::string tools;
+      for (int i = 0; i < (big ? 10 : 600); ++i) {
+        tools += (i ? "," : "") + std::string(R"({"name":"t)") + std::to_string(page * 1000 + i) +
+                 R"(","description":")" + std::string(big ? 300000 : 1, 'x') + "\"}";
+      }
+      std::string next = page < 2 ? R"(,"nextCursor":")" + std::to_string(page + 1) + "\"" : "";
+      t.Deliver(Reply(m, R"({"tools":[)" + tools + "]" + next + "}"));
+    };
+    Connection c("fake", std::move(transport));
+    ASSERT_TRUE(c.Open({}, absl::Now() + absl::Seconds(5)).ok());
+    auto listing = c.ListTools(absl::Now() + absl::Seconds(30), nullptr, [](const JsonValue& t) {
+      return std::string(t["name"].GetString()) != "t1";  // a filter: never counted
+    });
+    ASSERT_TRUE(listing.ok()) << listing.status();
+    const size_t kept = big ? 3 : kMaxListedTools;  // 3 x 300 KB fit in 1 MiB
+    EXPECT_EQ(listing->tools.size(), kept);
+    EXPECT_EQ(listing->left_out, (big ? 30u : 1800u) - 1 - kept);
+    EXPECT_STREQ(listing->tools.back()["name"].GetString(), big ? "t3" : "t1400");
+  }
 }
 
 TEST(ConnectionTest, RefusesAnUnknownProtocolVersion) {
@@ -222,6 +255,25 @@ TEST(SseParserTest, KeepsTheLastIdAndRetry) {
   p.Feed("retry: 2500\nid: ev-7\ndata: x\n\nretry: soon\n\n");
   EXPECT_EQ(p.last_event_id(), "ev-7");
   EXPECT_EQ(p.retry_ms(), 2500);
+}
+
+// An event too long to keep goes to on_too_long with the ends of its data.
+TEST(SseParserTest, ATooLongEventReportsItsEnds) {
+  std::vector<std::string> events;
+  size_t too_long = 0;
+  std::string head;
+  SseParser p(
+      1000, [&](absl::string_view d) { events.emplace_back(d); },
+      [&](const MessageEnds& ends) {
+        too_long = ends.bytes();
+        head = std::string(ends.head().substr(0, 30));
+      });
+  const std::string data = R"({"jsonrpc":"2.0","id":5,"result":")" + std::string(5000, 'r') + "\"}";
+  const std::string stream = "event: message\ndata: " + data + "\n\ndata: ok\n\n";
+  for (size_t i = 0; i < stream.size(); i += 700) p.Feed(stream.substr(i, 700));
+  EXPECT_THAT(events, ElementsAre("ok"));
+  EXPECT_EQ(too_long, data.size());
+  EXPECT_EQ(head, data.substr(0, 30));
 }
 
 }  // namespace

@@ -160,5 +160,59 @@ TEST(LineFramerTest, ExactLimitWithCarriageReturnIsKept) {
   EXPECT_EQ(dropped, 1);
 }
 
+// A message that cannot be read answers its request with an error at once
+// when its id shows: first among its members (Python's SDK) or last (the
+// TypeScript SDK writes {"result":...,"jsonrpc":"2.0","id":7}).
+TEST(AnswerInPlaceOfTest, FindsTheIdAtEitherEnd) {
+  const std::string big(200000, 'x');
+  auto first = AnswerInPlaceOf(R"({"jsonrpc":"2.0","id":7,"result":{"text":")" + big.substr(0, 100),
+                               "", "too long");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->kind, Message::Kind::kError);
+  EXPECT_EQ(first->id, RequestId(7));
+  EXPECT_EQ(first->error.message, "too long");
+  auto last = AnswerInPlaceOf(R"({"result":{"text":")" + big.substr(0, 100),
+                              "xxx\"}},\"jsonrpc\":\"2.0\", \"id\" : \"a\\\"b\" }\n", "too long");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->id, RequestId(std::string("a\"b")));
+  // The whole text, nested too deep: the parse runs without recursion.
+  std::string deep = R"({"jsonrpc":"2.0","id":9,"result":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  auto nested = AnswerInPlaceOf(deep, deep, "too deep");
+  ASSERT_TRUE(nested.has_value());
+  EXPECT_EQ(nested->id, RequestId(9));
+  // Not a response, or no id to be seen: nothing to answer.
+  EXPECT_FALSE(AnswerInPlaceOf(R"({"jsonrpc":"2.0","id":3,"method":"sampling/x","params":{)", "",
+                               "x").has_value());
+  EXPECT_FALSE(AnswerInPlaceOf(R"({"jsonrpc":"2.0","method":"notifications/message","params":)",
+                               R"("x"}})", "x").has_value());
+  EXPECT_FALSE(AnswerInPlaceOf(R"({"result":{"a":{"id":4,)", R"("id":4}})", "x").has_value());
+  EXPECT_FALSE(AnswerInPlaceOf("not json", "not json", "x").has_value());
+}
+
+TEST(LineFramerTest, AnOversizedLineReportsItsEnds) {
+  LineFramer framer(1000);
+  std::vector<std::string> lines;
+  size_t dropped = 0;
+  std::string head, tail;
+  auto on_line = [&](absl::string_view l) { lines.emplace_back(l); };
+  auto on_dropped = [&](const MessageEnds& ends) {
+    dropped = ends.bytes();
+    head = std::string(ends.head());
+    tail = std::string(ends.tail());
+  };
+  const std::string line =
+      R"({"jsonrpc":"2.0","id":5,"result":")" + std::string(300000, 'r') + "\"}";
+  for (size_t i = 0; i < line.size(); i += 4096) {
+    EXPECT_TRUE(framer.Feed(line.substr(i, 4096), on_line, on_dropped).ok());
+  }
+  EXPECT_FALSE(framer.Feed("\nok\n", on_line, on_dropped).ok());
+  EXPECT_THAT(lines, ElementsAre("ok"));
+  EXPECT_EQ(dropped, line.size());
+  EXPECT_EQ(head, line.substr(0, MessageEnds::kKeep));
+  EXPECT_EQ(tail, line.substr(line.size() - MessageEnds::kKeep));
+  EXPECT_LE(framer.buffered(), 1000u);
+}
+
 }  // namespace
 }  // namespace toolexec::mcp

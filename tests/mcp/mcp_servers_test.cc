@@ -10,19 +10,23 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/daemon.h"
+#include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
@@ -40,6 +44,7 @@ mcp::McpServerOptions Everything(const std::string& name = "everything") {
   o.name = name;
   o.command = {"node", kEverything, "stdio"};
   o.startup_timeout = absl::Seconds(30);
+  o.trusted_annotations = true;  // its tools' readOnlyHint, idempotentHint count
   return o;
 }
 
@@ -78,9 +83,13 @@ std::vector<pid_t> FindProcesses(const std::vector<std::string>& parts) {
 class McpServersTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
+  // Whether the tests start servers from npm (tests/mcp/node_modules).
+  virtual bool UsesNodeServers() const { return true; }
   void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(kEverything))
-        << "run `npm install` in tests/mcp (scripts/test.sh does)";
+    if (UsesNodeServers()) {
+      ASSERT_TRUE(std::filesystem::exists(kEverything))
+          << "run `npm install` in tests/mcp (scripts/test.sh does)";
+    }
     root_ = std::filesystem::temp_directory_path() / absl::StrCat("mcp_test_", getpid());
     std::filesystem::create_directories(root_);
     std::ofstream(root_ / "hello.txt") << "hello from the filesystem server\n";
@@ -119,8 +128,10 @@ class McpServersTest : public ::testing::Test {
   // Runs one call; collects its progress texts in `progress` when given.
   v1::ToolResult Call(const std::string& name, const std::string& args,
                       std::vector<std::string>* progress = nullptr,
-                      absl::Duration timeout = absl::Seconds(60)) {
+                      absl::Duration timeout = absl::Seconds(60),
+                      const std::string& session_id = "") {
     v1::ExecuteBatchRequest req;
+    req.set_session_id(session_id);
     auto call = MakeCall("1", name, args);
     EXPECT_TRUE(call.ok()) << call.status();
     *req.add_calls() = *call;
@@ -411,6 +422,22 @@ class McpHttpTest : public McpServersTest {
     setenv("PORT", std::to_string(port_).c_str(), 1);
     execlp("node", "node", kEverything.c_str(), "streamableHttp", nullptr);
   }
+  // The server at url_, as toolexecd's MCP server `name`.
+  mcp::McpServerOptions HttpServer(const std::string& name) const {
+    mcp::McpServerOptions web;
+    web.name = name;
+    web.url = url_;
+    web.startup_timeout = absl::Seconds(30);
+    return web;
+  }
+  // How many GETs the server has seen (its tool get_requests), or -1.
+  int Gets() {
+    v1::ToolResult r = Call("get_requests", "{}");
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
+    const size_t digits = payload.find_first_of("0123456789");
+    return digits == std::string::npos ? -1 : std::atoi(payload.c_str() + digits);
+  }
   void TearDown() override {
     McpServersTest::TearDown();
     if (server_pid_ > 0) {
@@ -477,13 +504,7 @@ class McpHttpChangingToolsTest : public McpHttpTest {
   }
   bool no_get_ = false;
   // The fixture, as toolexecd's MCP server "changing".
-  mcp::McpServerOptions Server() const {
-    mcp::McpServerOptions web;
-    web.name = "changing";
-    web.url = url_;
-    web.startup_timeout = absl::Seconds(30);
-    return web;
-  }
+  mcp::McpServerOptions Server() const { return HttpServer("changing"); }
   bool Listed(const std::string& name) {
     for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
       if (FindTool(List(), name) != nullptr) return true;
@@ -505,14 +526,10 @@ TEST_F(McpHttpChangingToolsTest, ListChangedOnTheGetStreamIsSeenAndTheStreamReop
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   bool reopened = false;
   for (absl::Time end = absl::Now() + absl::Seconds(20); !reopened && absl::Now() < end;) {
-    r = Call("get_requests", "{}");
-    ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
-    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
-    const size_t digits = payload.find_first_of("0123456789");
-    reopened = digits != std::string::npos && std::atoi(payload.c_str() + digits) >= 2;
+    reopened = Gets() >= 2;
     if (!reopened) absl::SleepFor(absl::Milliseconds(100));
   }
-  ASSERT_TRUE(reopened) << PayloadJson(r);
+  ASSERT_TRUE(reopened);
   r = Call("add_tool", R"({"name":"gizmo2"})");
   ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
   EXPECT_TRUE(Listed("gizmo2"));
@@ -536,6 +553,219 @@ TEST_F(McpHttpPostOnlyTest, AServerWithoutAGetStreamKeepsItsSession) {
     ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
     EXPECT_EQ(PayloadJson(r), R"({"result":"1"})");  // asked once, not again
   }
+}
+
+// ---- A server that misbehaves: the daemon outlives it -----------------------
+
+const std::string kUnruly = std::string(TOOLEXEC_MCP_FIXTURES) + "/unruly_server.py";
+
+// tests/mcp/fixtures/unruly_server.py (Python's standard library only), with `flags`.
+mcp::McpServerOptions Unruly(std::vector<std::string> flags = {}) {
+  mcp::McpServerOptions o;
+  o.name = "unruly";
+  o.command = {"python3", kUnruly};
+  for (auto& f : flags) o.command.push_back(std::move(f));
+  o.startup_timeout = absl::Seconds(30);
+  return o;
+}
+
+class McpUnrulyServerTest : public McpChangingToolsTest {
+ protected:
+  bool UsesNodeServers() const override { return false; }
+  void Restart(std::vector<mcp::McpServerOptions> servers) {
+    if (daemon_) daemon_->Shutdown();
+    client_.reset();
+    daemon_.reset();
+    ASSERT_TRUE(StartDaemon(std::move(servers)).ok());
+  }
+  // A session of the built-in read_only profile.
+  std::string ReadOnlySession() {
+    v1::OpenSessionRequest req;
+    req.set_policy_profile("read_only");
+    auto session = client_->OpenSession(req);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? session->session_id() : "";
+  }
+};
+
+TEST_F(McpUnrulyServerTest, ARefCycleListedAfterListChangedIsRefusedAndTheDaemonGoesOn) {
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  v1::ToolResult r = Call("add_cyclic", "{}");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  // The listing after list_changed is published: the tool after the cycle is
+  // there, the cyclic one is refused naming the cycle.
+  ASSERT_TRUE(Listed("after_loop"));
+  v1::ListToolsResponse list = List();
+  EXPECT_EQ(FindTool(list, "loop"), nullptr);
+  ASSERT_EQ(list.mcp_servers_size(), 1);
+  EXPECT_THAT(list.mcp_servers(0).refused_tools(),
+              testing::Contains(AllOf(HasSubstr("'loop'"), HasSubstr("\"$ref\" cycle: # -> #"))));
+  r = Call("echo", R"({"text":"still here"})");
+  EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+}
+
+TEST_F(McpUnrulyServerTest, ReadOnlyHintCountsOnlyFromATrustedServer) {
+  for (bool trusted : {false, true}) {
+    SCOPED_TRACE(trusted ? "trusted" : "untrusted");
+    mcp::McpServerOptions server = Unruly();
+    server.trusted_annotations = trusted;
+    Restart({server});
+    v1::ListToolsResponse list = List();
+    const v1::ToolDeclaration* tool = FindTool(list, "delete_everything");
+    ASSERT_NE(tool, nullptr);
+    EXPECT_EQ(tool->read_only(), trusted);
+    EXPECT_EQ(std::count(tool->tags().begin(), tool->tags().end(), "destructive"), trusted ? 0 : 1);
+    v1::ToolResult r =
+        Call("delete_everything", "{}", nullptr, absl::Seconds(60), ReadOnlySession());
+    if (trusted) {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    } else {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_DENIED) << r.error_message();
+    }
+  }
+}
+
+// Captures what the daemon logs while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<Sink>()) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+    spdlog::set_level(spdlog::level::info);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    spdlog::set_level(spdlog::level::warn);
+  }
+  std::vector<std::string> Lines(const std::string& containing) {
+    absl::MutexLock lock(&sink_->mu);
+    std::vector<std::string> out;
+    for (const std::string& line : sink_->lines) {
+      if (absl::StrContains(line, containing)) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  struct Sink final : spdlog::sinks::base_sink<std::mutex> {
+    absl::Mutex mu;
+    std::vector<std::string> lines ABSL_GUARDED_BY(mu);
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+      absl::MutexLock lock(&mu);
+      lines.emplace_back(msg.payload.data(), msg.payload.size());
+    }
+    void flush_() override {}
+  };
+  std::shared_ptr<Sink> sink_;
+};
+
+TEST_F(McpUnrulyServerTest, WhatAServerWritesToTheLogIsRateLimitedAndCut) {
+  LogCapture log;
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  // 500 log notifications, 500 stdout lines that are not JSON-RPC and 500
+  // stderr lines, each over 2 KB, in well under a second.
+  absl::Time start = absl::Now();
+  v1::ToolResult r = Call("flood_log", R"({"lines":500})");
+  ASSERT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<std::string> lines = log.Lines("MCP server 'unruly'");
+  // The burst, then 20 a second (generously: the start-up lines count too).
+  EXPECT_LT(lines.size(), 130 + 20 * seconds) << lines.size() << " lines in " << seconds << " s";
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& line) { return line.size() > 1200; }),
+            0);
+  // The lines left out are counted once lines are logged again.
+  bool counted = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); !counted && absl::Now() < end;) {
+    ASSERT_EQ(Call("flood_log", R"({"lines":1})").status(), v1::RESULT_STATUS_SUCCESS);
+    counted = !log.Lines("were not logged (over 20 a second)").empty();
+    if (!counted) absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(counted);
+}
+
+// tests/mcp/fixtures/unruly_server.py over streamable HTTP.
+class McpUnrulyHttpTest : public McpHttpTest {
+ protected:
+  bool UsesNodeServers() const override { return false; }
+  void StartServer() override {
+    execlp("python3", "python3", kUnruly.c_str(), "--http", std::to_string(port_).c_str(),
+           nullptr);
+  }
+  mcp::McpServerOptions Server() const { return HttpServer("unruly"); }
+};
+
+TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBackoff) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  // The stream says "retry: 0" and ends: reopened after 1 s, then 2 s, ...
+  // (it was reopened at once, over a thousand times a second).
+  absl::SleepFor(absl::Seconds(4));
+  const int gets = Gets();
+  EXPECT_GE(gets, 1);
+  EXPECT_LE(gets, 4);
+}
+
+TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
+  // 1,207 tools; then 47 tools with 100 KB descriptions (4.7 MB of declarations).
+  for (bool big : {false, true}) {
+    SCOPED_TRACE(big ? "bytes" : "tools");
+    Restart({Unruly(big ? std::vector<std::string>{"--tools", "40", "--pad", "100000"}
+                        : std::vector<std::string>{"--tools", "1200"})});
+    v1::ListToolsResponse list = List();
+    ASSERT_EQ(list.mcp_servers_size(), 1);
+    const v1::McpServerStatus& status = list.mcp_servers(0);
+    EXPECT_TRUE(status.ready());
+    EXPECT_EQ(status.tools(), big ? 17u : 1000u);  // the server's 7, then what fits
+    EXPECT_EQ(status.tools_left_out(), big ? 30u : 207u);
+    EXPECT_NE(FindTool(list, "echo"), nullptr);
+    EXPECT_EQ(FindTool(list, big ? "t10" : "t993"), nullptr);
+    EXPECT_NE(FindTool(list, big ? "t9" : "t992"), nullptr);
+  }
+}
+
+// An answer over 16 MiB or nested deeper than the parser takes fails its call
+// at once, saying so (it was dropped, and the call waited out its timeout).
+void ExpectUnreadableAnswersFailAtOnce(
+    const std::function<v1::ToolResult(const std::string&)>& call) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"big_answer", "bytes is over the limit of 16777216 bytes"},
+      {"deep_answer", "nests deeper than"}};
+  for (const auto& [tool, why] : cases) {
+    SCOPED_TRACE(tool);
+    absl::Time start = absl::Now();
+    v1::ToolResult r = call(tool);
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_ERROR) << r.error_message();
+    EXPECT_THAT(r.error_message(), AllOf(HasSubstr("MCP server 'unruly'"), HasSubstr(why)));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(30));  // the timeout is 60 s
+  }
+  EXPECT_EQ(call("echo").status(), v1::RESULT_STATUS_SUCCESS);
+}
+
+TEST_F(McpUnrulyServerTest, AnAnswerTooBigOrTooDeepFailsItsCallAtOnce) {
+  ASSERT_TRUE(StartDaemon({Unruly()}).ok());
+  ExpectUnreadableAnswersFailAtOnce([this](const std::string& tool) { return Call(tool, "{}"); });
+}
+
+TEST_F(McpUnrulyHttpTest, AnAnswerTooBigOrTooDeepFailsItsCallAtOnce) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  ExpectUnreadableAnswersFailAtOnce([this](const std::string& tool) { return Call(tool, "{}"); });
+}
+
+TEST_F(McpUnrulyServerTest, AListingTooDeepSaysWhyTheServerIsNotReady) {
+  mcp::McpServerOptions server = Unruly({"--deep-list"});
+  server.startup_timeout = absl::Milliseconds(100);
+  ASSERT_TRUE(StartDaemon({server}).ok());
+  std::string reason;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;) {
+    v1::ListToolsResponse list = List();
+    ASSERT_EQ(list.mcp_servers_size(), 1);
+    EXPECT_FALSE(list.mcp_servers(0).ready());
+    reason = list.mcp_servers(0).unavailable_reason();
+    if (absl::StrContains(reason, "nests deeper than")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(reason, HasSubstr("nests deeper than"));
+  EXPECT_THAT(reason, testing::Not(HasSubstr("is starting")));
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "spdlog/spdlog.h"
 #include "tools/builtin/json_fields.h"
 
 namespace toolexec::mcp {
@@ -48,8 +47,11 @@ struct Connection::Pending {
   ProgressSink progress;
 };
 
-Connection::Connection(std::string server_name, std::unique_ptr<Transport> transport)
-    : server_name_(std::move(server_name)), transport_(std::move(transport)) {}
+Connection::Connection(std::string server_name, std::unique_ptr<Transport> transport,
+                       std::shared_ptr<ServerLog> log)
+    : server_name_(std::move(server_name)),
+      transport_(std::move(transport)),
+      log_(log != nullptr ? std::move(log) : std::make_shared<ServerLog>(server_name_)) {}
 
 Connection::~Connection() { Close(); }
 
@@ -98,9 +100,11 @@ absl::StatusOr<ServerInfo> Connection::Open(Callbacks callbacks, absl::Time dead
   return info;
 }
 
-absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline,
-                                                        const CancellationToken* cancel) {
-  std::vector<Json> tools;
+absl::StatusOr<ToolListing> Connection::ListTools(
+    absl::Time deadline, const CancellationToken* cancel,
+    const std::function<bool(const JsonValue& tool)>& keep) {
+  ToolListing listing;
+  size_t bytes = 0;
   std::string cursor;
   for (int page = 0; page < kMaxListPages; ++page) {
     Json params(rapidjson::kObjectType);
@@ -110,9 +114,19 @@ absl::StatusOr<std::vector<Json>> Connection::ListTools(absl::Time deadline,
     if (!result->IsObject() || !result->HasMember("tools") || !(*result)["tools"].IsArray()) {
       return absl::InvalidArgumentError("tools/list: the result has no \"tools\" array");
     }
-    for (const JsonValue& t : (*result)["tools"].GetArray()) tools.push_back(CopyJson(t));
+    for (const JsonValue& t : (*result)["tools"].GetArray()) {
+      if (keep && !keep(t)) continue;
+      const size_t size = ToJsonString(t).size();
+      if (listing.left_out > 0 || listing.tools.size() >= kMaxListedTools ||
+          bytes + size > kMaxListedBytes) {
+        ++listing.left_out;  // and every one after it, to keep the server's order
+        continue;
+      }
+      bytes += size;
+      listing.tools.push_back(CopyJson(t));
+    }
     cursor = StringField(*result, "nextCursor");
-    if (cursor.empty()) return tools;
+    if (cursor.empty()) return listing;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("tools/list: still paging after ", kMaxListPages, " pages"));
@@ -189,8 +203,7 @@ void Connection::OnMessage(Message msg) {
     case Message::Kind::kResult:
     case Message::Kind::kError: {
       if (msg.id.kind() != RequestId::Kind::kNumber) {
-        spdlog::warn("MCP server '{}': a response with an unknown id {}", server_name_,
-                     msg.id.DebugString());
+        log_->Write("", absl::StrCat("a response with an unknown id ", msg.id.DebugString()));
         return;
       }
       std::shared_ptr<Pending> p;
@@ -227,10 +240,9 @@ void Connection::OnMessage(Message msg) {
         return;
       }
       if (msg.method == "notifications/message") {
-        spdlog::info("MCP server '{}' log: {}", server_name_,
-                     msg.params.IsObject() && msg.params.HasMember("data")
-                         ? ToJsonString(msg.params["data"])
-                         : std::string());
+        log_->Write("log", msg.params.IsObject() && msg.params.HasMember("data")
+                               ? ToJsonString(msg.params["data"])
+                               : std::string());
         return;
       }
       if (callbacks_.on_notification) callbacks_.on_notification(msg.method);

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "tools/mcp/server_log.h"
 #include "tools/mcp/transport.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
@@ -44,6 +45,16 @@ struct ServerInfo {
 // Receives a progress notification's text (its message, or "progress/total").
 using ProgressSink = std::function<void(absl::string_view text)>;
 
+// The most tools one server's listing keeps, and the most bytes of their
+// declarations (JSON text); the rest are left out (counted).
+inline constexpr size_t kMaxListedTools = 1000;
+inline constexpr size_t kMaxListedBytes = 1 << 20;
+
+struct ToolListing {
+  std::vector<Json> tools;  // the server's Tool objects, in its order
+  size_t left_out = 0;      // kept by the filter but over the caps
+};
+
 class Connection final {
  public:
   struct Callbacks {
@@ -53,7 +64,10 @@ class Connection final {
     std::function<void(absl::Status)> on_closed;
   };
 
-  Connection(std::string server_name, std::unique_ptr<Transport> transport);
+  // `log` (null: one of its own) takes the server's log notifications and
+  // the warnings its messages cause.
+  Connection(std::string server_name, std::unique_ptr<Transport> transport,
+             std::shared_ptr<ServerLog> log = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -64,9 +78,12 @@ class Connection final {
   absl::StatusOr<ServerInfo> Open(Callbacks callbacks, absl::Time deadline,
                                   const CancellationToken* cancel = nullptr);
 
-  // Every tool the server lists (following nextCursor), as its Tool objects.
-  absl::StatusOr<std::vector<Json>> ListTools(absl::Time deadline,
-                                              const CancellationToken* cancel = nullptr);
+  // The tools the server lists (following nextCursor) that `keep` accepts
+  // (null: all), up to kMaxListedTools and kMaxListedBytes of them; only
+  // one page is held at a time beyond what is kept.
+  absl::StatusOr<ToolListing> ListTools(
+      absl::Time deadline, const CancellationToken* cancel = nullptr,
+      const std::function<bool(const JsonValue& tool)>& keep = nullptr);
 
   // Sends `method` and waits for its result until `deadline` (DeadlineExceeded)
   // or `cancel` (Cancelled; both send notifications/cancelled). With a
@@ -92,6 +109,7 @@ class Connection final {
 
   const std::string server_name_;
   std::unique_ptr<Transport> transport_;
+  const std::shared_ptr<ServerLog> log_;
   Callbacks callbacks_;
   mutable absl::Mutex mu_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

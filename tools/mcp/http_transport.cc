@@ -27,6 +27,8 @@ struct Answer {
          std::function<void(absl::string_view)> deliver)
       : deliver(std::move(deliver)), closing(closing), max_bytes(max_bytes) {}
   std::function<void(absl::string_view)> deliver;
+  // An event too long to read (its ends); set by the transfer's owner.
+  std::function<void(const MessageEnds&)> too_long;
   const std::atomic<bool>* closing = nullptr;
   size_t max_bytes = 0;
   std::string content_type;
@@ -55,7 +57,9 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* a = static_cast<Answer*>(user);
   absl::string_view bytes(data, size * n);
   if (absl::StartsWith(a->content_type, "text/event-stream")) {
-    if (a->sse == nullptr) a->sse = std::make_unique<SseParser>(a->max_bytes, a->deliver);
+    if (a->sse == nullptr) {
+      a->sse = std::make_unique<SseParser>(a->max_bytes, a->deliver, a->too_long);
+    }
     a->sse->Feed(bytes);
   } else if (a->body.size() + bytes.size() <= a->max_bytes) {
     a->body.append(bytes.data(), bytes.size());
@@ -106,14 +110,30 @@ void SseParser::Feed(absl::string_view bytes) {
   while (!bytes.empty()) {
     size_t newline = bytes.find('\n');
     absl::string_view piece = bytes.substr(0, newline);
-    if (line_.size() + piece.size() <= max_event_bytes_) {
+    if (long_line_) {
+      if (long_data_) ends_.Append(piece);
+    } else if (line_.size() + piece.size() <= max_event_bytes_) {
       line_.append(piece.data(), piece.size());
     } else {
-      too_long_ = true;  // the event this line belongs to is dropped
+      // The event this line belongs to is dropped; the ends of its data are kept.
+      too_long_ = true;
+      long_line_ = true;
+      absl::string_view start = line_;
+      long_data_ = absl::ConsumePrefix(&start, "data:");
+      if (long_data_) {
+        absl::ConsumePrefix(&start, " ");
+        if (ends_.bytes() == 0 && has_data_) ends_.Append(absl::StrCat(data_, "\n"));
+        ends_.Append(start);
+        ends_.Append(piece);
+      }
       line_.clear();
     }
     if (newline == absl::string_view::npos) return;
     bytes.remove_prefix(newline + 1);
+    if (long_line_) {
+      long_line_ = false;
+      continue;
+    }
     absl::string_view line = line_;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     Line(line);
@@ -124,6 +144,8 @@ void SseParser::Feed(absl::string_view bytes) {
 void SseParser::Line(absl::string_view line) {
   if (line.empty()) {  // the end of an event
     if (has_data_ && !too_long_) on_data_(data_);
+    if (too_long_ && ends_.bytes() > 0 && on_too_long_) on_too_long_(ends_);
+    ends_.Clear();
     data_.clear();
     has_data_ = false;
     too_long_ = false;
@@ -146,7 +168,9 @@ void SseParser::Line(absl::string_view line) {
     return;
   }
   if (field != "data") return;  // event
-  if (data_.size() + value.size() + 1 > max_event_bytes_) {
+  if (too_long_ || data_.size() + value.size() + 1 > max_event_bytes_) {
+    if (ends_.bytes() == 0) ends_.Append(data_);
+    ends_.Append(absl::StrCat("\n", value));
     too_long_ = true;
     return;
   }
@@ -155,7 +179,10 @@ void SseParser::Line(absl::string_view line) {
   has_data_ = true;
 }
 
-HttpTransport::HttpTransport(HttpOptions options) : options_(std::move(options)) { GlobalInit(); }
+HttpTransport::HttpTransport(HttpOptions options) : options_(std::move(options)) {
+  if (options_.log == nullptr) options_.log = std::make_shared<ServerLog>(options_.server_name);
+  GlobalInit();
+}
 
 absl::Status HttpTransport::Start(TransportCallbacks callbacks) {
   callbacks_ = std::move(callbacks);
@@ -183,10 +210,25 @@ void HttpTransport::Deliver(absl::string_view text) {
   if (closing_.load() || ended_.load() || absl::StripAsciiWhitespace(text).empty()) return;
   auto msg = ParseMessage(text);
   if (!msg.ok()) {
-    spdlog::warn("MCP server '{}': {}", options_.server_name, std::string(msg.status().message()));
+    Unreadable(text, text,
+               absl::StrCat("its message could not be read: ", msg.status().message()));
     return;
   }
   callbacks_.on_message(*std::move(msg));
+}
+
+bool HttpTransport::Unreadable(absl::string_view head, absl::string_view tail,
+                               const std::string& why) {
+  options_.log->Write("", why);
+  auto answer = AnswerInPlaceOf(head, tail, why);
+  if (!answer.has_value()) return false;
+  if (!closing_.load() && !ended_.load()) callbacks_.on_message(*std::move(answer));
+  return true;
+}
+
+std::string HttpTransport::TooLong(const MessageEnds& ends) const {
+  return absl::StrCat("its message of ", ends.bytes(), " bytes is over the limit of ",
+                      options_.max_message_bytes, " bytes");
 }
 
 void HttpTransport::Ended(absl::Status why) {
@@ -229,6 +271,13 @@ void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Tim
   headers = SessionHeaders(headers);
   Answer answer(&closing_, options_.max_message_bytes,
                 [this](absl::string_view text) { Deliver(text); });
+  // An answer too long to read fails its request now; when its id does not
+  // show, the request this POST carries fails once the stream ends.
+  std::string unread;
+  answer.too_long = [this, &unread](const MessageEnds& ends) {
+    std::string why = TooLong(ends);
+    if (!Unreadable(ends.head(), ends.tail(), why)) unread = std::move(why);
+  };
   SetUpTransfer(curl, options_, headers, &answer);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
@@ -296,6 +345,8 @@ void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Tim
   if (!absl::StartsWith(answer.content_type, "text/event-stream") && !answer.body.empty()) {
     Deliver(answer.body);
   }
+  // (Ignored when the request was answered after all.)
+  if (!unread.empty() && !id.is_none()) Deliver(BuildError(id, kInternalError, unread));
 }
 
 curl_slist* HttpTransport::SessionHeaders(curl_slist* headers) const {
@@ -331,9 +382,12 @@ void HttpTransport::StartListening() {
 void HttpTransport::Listen() {
   constexpr absl::Duration kFirstPause = absl::Seconds(1);
   constexpr absl::Duration kMaxPause = absl::Seconds(30);
+  // A stream that ends sooner than this after it was asked for counts as a failure.
+  constexpr absl::Duration kShortStream = absl::Seconds(5);
   absl::Duration failing = kFirstPause;  // the next pause after a failed open
   while (true) {
     absl::Duration pause;
+    const absl::Time opened = absl::Now();
     switch (ListenOnce()) {
       case ListenEnd::kClosing:
         return;
@@ -341,8 +395,16 @@ void HttpTransport::Listen() {
         spdlog::debug("MCP server '{}' offers no GET stream", options_.server_name);
         return;
       case ListenEnd::kEnded:  // the server ended a stream it had opened
-        pause = retry_ms_ >= 0 ? absl::Milliseconds(retry_ms_) : kFirstPause;
-        failing = kFirstPause;
+        // Its "retry", within 1 s to 30 s ("retry: 0" is no reason to
+        // hammer it); a stream that keeps ending at once is a failing one.
+        pause = std::clamp(retry_ms_ >= 0 ? absl::Milliseconds(retry_ms_) : kFirstPause,
+                           kFirstPause, kMaxPause);
+        if (absl::Now() - opened < kShortStream) {
+          pause = std::max(pause, failing);
+          failing = std::min(failing * 2, kMaxPause);
+        } else {
+          failing = kFirstPause;
+        }
         break;
       case ListenEnd::kFailed:
         pause = failing;
@@ -373,6 +435,9 @@ HttpTransport::ListenEnd HttpTransport::ListenOnce() {
   headers = SessionHeaders(headers);
   Answer answer(&closing_, options_.max_message_bytes,
                 [this](absl::string_view text) { Deliver(text); });
+  answer.too_long = [this](const MessageEnds& ends) {
+    Unreadable(ends.head(), ends.tail(), TooLong(ends));
+  };
   SetUpTransfer(curl, options_, headers, &answer);
   curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   // An idle stream whose connection silently died is noticed, and reopened.

@@ -12,8 +12,9 @@
 // time it opens, the connection hears a tools/list_changed of the
 // transport's own, since what changed while no stream was open is unknown.
 // When the server ends it, it is opened again after the server's "retry" (or
-// 1 s), with the last event id it saw (Last-Event-ID); when it cannot be
-// opened, after a pause that doubles from 1 s up to 30 s. A 405 or a 404 means
+// 1 s; kept within 1 s to 30 s), with the last event id it saw
+// (Last-Event-ID); when it cannot be opened, or keeps ending within 5 s,
+// after a pause that doubles from 1 s up to 30 s. A 405 or a 404 means
 // the server offers none (an expired session shows on the next POST).
 //
 // Threads: one thread per request in flight (its POST may stream for as long
@@ -34,6 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "tools/mcp/server_log.h"
 #include "tools/mcp/transport.h"
 
 struct curl_slist;  // libcurl's header list
@@ -46,16 +48,21 @@ struct HttpOptions {
   std::vector<std::pair<std::string, std::string>> headers;
   size_t max_message_bytes = 16 << 20;
   absl::Duration connect_timeout = absl::Seconds(10);
+  std::shared_ptr<ServerLog> log;  // null: one of its own
 };
 
 // Splits a text/event-stream into events and hands each event's data (its
 // "data:" lines joined with "\n") to `on_data`. "id:" and "retry:" are kept
 // (for reconnecting); comments and "event:" are ignored. Memory is bounded by
-// `max_event_bytes` (a longer event is dropped).
+// `max_event_bytes`: a longer event is dropped, and the ends of its data go to
+// `on_too_long` (if set) when it ends.
 class SseParser {
  public:
-  SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data)
-      : max_event_bytes_(max_event_bytes), on_data_(std::move(on_data)) {}
+  SseParser(size_t max_event_bytes, std::function<void(absl::string_view data)> on_data,
+            std::function<void(const MessageEnds&)> on_too_long = nullptr)
+      : max_event_bytes_(max_event_bytes),
+        on_data_(std::move(on_data)),
+        on_too_long_(std::move(on_too_long)) {}
   void Feed(absl::string_view bytes);
   // The last event id the stream set ("" = none), and the reconnection time
   // it asked for (negative = none), in milliseconds.
@@ -67,9 +74,13 @@ class SseParser {
   size_t max_event_bytes_;
   std::string line_;
   std::function<void(absl::string_view)> on_data_;
+  std::function<void(const MessageEnds&)> on_too_long_;
   std::string data_;
   bool has_data_ = false;
-  bool too_long_ = false;
+  bool too_long_ = false;   // the event is dropped
+  bool long_line_ = false;  // inside a line over the limit (its data go to ends_)
+  bool long_data_ = false;  // ... and it is a "data:" line
+  MessageEnds ends_;        // of a dropped event's data
   std::string last_event_id_;
   int64_t retry_ms_ = -1;
 };
@@ -104,8 +115,14 @@ class HttpTransport final : public Transport {
   void Ended(absl::Status why);
   void ReapWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(absl::string_view text);
+  // A message from the server that cannot be read (`why`, logged): when it
+  // answers a request whose id shows in its `head` or `tail`, that request
+  // fails now, saying why (true).
+  bool Unreadable(absl::string_view head, absl::string_view tail, const std::string& why);
+  // Why a message of these ends was dropped.
+  std::string TooLong(const MessageEnds& ends) const;
 
-  const HttpOptions options_;
+  HttpOptions options_;  // set once, in the constructor
   TransportCallbacks callbacks_;
   std::atomic<bool> closing_{false};
   std::atomic<bool> ended_{false};

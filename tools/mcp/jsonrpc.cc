@@ -1,8 +1,12 @@
 #include "tools/mcp/jsonrpc.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "rapidjson/reader.h"
 
 namespace toolexec::mcp {
 namespace {
@@ -31,6 +35,96 @@ std::string Envelope(Fill fill) {
 }
 
 JsonValue Copy(const JsonValue& v, Json::AllocatorType& alloc) { return JsonValue(v, alloc); }
+
+// Reads the top-level members of a message's first bytes (without recursion,
+// and without minding that they stop short): its "id", and whether it has a
+// "method".
+class TopLevel : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TopLevel> {
+ public:
+  RequestId id;         // of the first "id" member, as ParseMessage takes it
+  bool has_id = false;  // an "id" member was seen
+  bool has_method = false;
+
+  bool Default() { return Value(RequestId()); }
+  // Numbers as ParseJson reads them.
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    auto number = ParseJson(absl::string_view(s, n), 1);
+    return Value(number.ok() ? RequestId::FromJson(*number) : RequestId());
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    return Value(RequestId(std::string(s, n)));
+  }
+  bool StartObject() {
+    if (depth_ == 1 && at_id_) has_id = true;  // an id that is no id
+    return Open();
+  }
+  bool StartArray() {
+    if (depth_ == 1 && at_id_) has_id = true;
+    return Open();
+  }
+  bool EndObject(rapidjson::SizeType) { return Close(); }
+  bool EndArray(rapidjson::SizeType) { return Close(); }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    if (depth_ == 1) {
+      absl::string_view key(s, n);
+      at_id_ = key == "id";
+      has_method = has_method || key == "method";
+    }
+    return true;
+  }
+
+ private:
+  bool Value(RequestId value) {
+    if (depth_ == 1 && at_id_ && !has_id) {
+      id = std::move(value);
+      has_id = true;
+    }
+    at_id_ = false;
+    return true;
+  }
+  bool Open() {
+    at_id_ = false;
+    ++depth_;
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool at_id_ = false;
+};
+
+// The id a message's last bytes end with: `"id": 7 }` or `"id": "x" }`, the
+// last member of the top-level object.
+RequestId LastMemberId(absl::string_view tail) {
+  absl::string_view t = absl::StripTrailingAsciiWhitespace(tail);
+  if (t.empty() || t.back() != '}') return RequestId();
+  t = absl::StripTrailingAsciiWhitespace(t.substr(0, t.size() - 1));
+  size_t start;
+  if (!t.empty() && t.back() == '"') {
+    start = t.size() - 1;
+    while (true) {  // the opening quote: one not escaped by an odd run of ''
+      start = start == 0 ? absl::string_view::npos : t.rfind('"', start - 1);
+      if (start == absl::string_view::npos) return RequestId();
+      size_t slashes = 0;
+      while (start > slashes && t[start - 1 - slashes] == '\\') ++slashes;
+      if (slashes % 2 == 0) break;
+    }
+  } else {
+    start = t.size();
+    while (start > 0 && (absl::ascii_isdigit(t[start - 1]) || t[start - 1] == '-')) --start;
+    if (start == t.size()) return RequestId();
+  }
+  auto value = ParseJson(t.substr(start), 1);
+  absl::string_view before = absl::StripTrailingAsciiWhitespace(t.substr(0, start));
+  if (!value.ok() || before.empty() || before.back() != ':') return RequestId();
+  before = absl::StripTrailingAsciiWhitespace(before.substr(0, before.size() - 1));
+  if (!absl::EndsWith(before, "\"id\"")) return RequestId();
+  before = absl::StripTrailingAsciiWhitespace(before.substr(0, before.size() - 4));
+  if (before.empty() || (before.back() != ',' && before.back() != '{')) return RequestId();
+  return RequestId::FromJson(*value);
+}
 
 }  // namespace
 
@@ -181,8 +275,51 @@ absl::Status RpcErrorStatus(const RpcError& error, absl::string_view context) {
   }
 }
 
+void MessageEnds::Append(absl::string_view bytes) {
+  bytes_ += bytes.size();
+  if (head_.size() < kKeep) {
+    const size_t n = std::min(bytes.size(), kKeep - head_.size());
+    head_.append(bytes.data(), n);
+  }
+  if (bytes.size() > kKeep) bytes = bytes.substr(bytes.size() - kKeep);
+  tail_.append(bytes.data(), bytes.size());
+  if (tail_.size() > 2 * kKeep) tail_.erase(0, tail_.size() - kKeep);
+}
+
+void MessageEnds::Clear() {
+  head_.clear();
+  tail_.clear();
+  bytes_ = 0;
+}
+
+absl::string_view MessageEnds::tail() const {
+  absl::string_view t = tail_;
+  return t.size() > kKeep ? t.substr(t.size() - kKeep) : t;
+}
+
+std::optional<Message> AnswerInPlaceOf(absl::string_view head, absl::string_view tail,
+                                       absl::string_view why) {
+  TopLevel top;
+  rapidjson::Reader reader;
+  const std::string text(head);
+  rapidjson::StringStream stream(text.c_str());
+  // The flags ParseJson reads with; stops where `head` does.
+  reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
+               rapidjson::kParseNumbersAsStringsFlag>(stream, top);
+  if (top.has_method) return std::nullopt;
+  RequestId id = top.has_id ? top.id : LastMemberId(tail);
+  if (id.is_none()) return std::nullopt;
+  Message msg;
+  msg.kind = Message::Kind::kError;
+  msg.id = std::move(id);
+  msg.error.code = kInternalError;
+  msg.error.message = std::string(why);
+  return msg;
+}
+
 absl::Status LineFramer::Feed(absl::string_view bytes,
-                              const std::function<void(absl::string_view)>& on_line) {
+                              const std::function<void(absl::string_view)>& on_line,
+                              const std::function<void(const MessageEnds&)>& on_dropped) {
   bool dropped = false;
   while (!bytes.empty()) {
     size_t newline = bytes.find('\n');
@@ -193,22 +330,33 @@ absl::Status LineFramer::Feed(absl::string_view bytes,
       // "+1": a line of exactly the limit may still have its "\r" to come.
       if (buffer_.size() + piece.size() > max_line_bytes_ + 1) {
         discarding_ = true;
+        dropped_.Clear();
+        dropped_.Append(buffer_);
         buffer_.clear();
         buffer_.shrink_to_fit();
       } else {
         buffer_.append(piece.data(), piece.size());
       }
     }
+    if (discarding_) dropped_.Append(piece);
     if (!complete) break;
     if (discarding_) {
       discarding_ = false;
       dropped = true;
+      if (on_dropped) on_dropped(dropped_);
+      dropped_.Clear();
       continue;
     }
     absl::string_view line = buffer_;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.size() > max_line_bytes_) {
       dropped = true;
+      if (on_dropped) {
+        dropped_.Clear();
+        dropped_.Append(line);
+        on_dropped(dropped_);
+        dropped_.Clear();
+      }
     } else if (!line.empty()) {
       on_line(line);
     }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -102,18 +103,47 @@ std::string BuildError(const RequestId& id, int code, absl::string_view message,
 // method, Internal otherwise.
 absl::Status RpcErrorStatus(const RpcError& error, absl::string_view context);
 
+// The first and last bytes of a message too long to keep (kKeep of each),
+// enough to tell which request it answers.
+class MessageEnds {
+ public:
+  static constexpr size_t kKeep = 64 << 10;
+  void Append(absl::string_view bytes);
+  void Clear();
+  absl::string_view head() const { return head_; }
+  absl::string_view tail() const;
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::string head_;
+  std::string tail_;  // the last kKeep to 2 * kKeep bytes
+  size_t bytes_ = 0;
+};
+
+// For a message from a server that cannot be read whole (too long, nested too
+// deep), of which `head` and `tail` are the first and last bytes: when it is
+// a response whose id shows (a top-level "id" among its first members, or as
+// its last), the error answer to deliver in its place, saying `why`, so that
+// the request fails at once rather than at its deadline. Nullopt for a
+// request or notification, or when no id shows.
+std::optional<Message> AnswerInPlaceOf(absl::string_view head, absl::string_view tail,
+                                       absl::string_view why);
+
 // Splits a byte stream into newline-terminated lines ("\n", an optional "\r"
 // before it is dropped), each at most `max_line_bytes` long. Bytes are kept
 // until their line is complete. A longer line is dropped whole (its bytes are
-// discarded as they arrive, so memory stays bounded) and reported.
+// discarded as they arrive, so memory stays bounded, but for its ends) and
+// reported.
 class LineFramer {
  public:
   explicit LineFramer(size_t max_line_bytes) : max_line_bytes_(max_line_bytes) {}
 
   // Appends `bytes` and calls `on_line` for every complete, non-empty line, in
-  // order. Returns ResourceExhausted if a line over the limit was dropped
-  // (lines after it are still delivered), else OK.
-  absl::Status Feed(absl::string_view bytes, const std::function<void(absl::string_view)>& on_line);
+  // order, and `on_dropped` (if set) with the ends of each line over the
+  // limit once it is complete. Returns ResourceExhausted if a line over the
+  // limit was dropped (lines after it are still delivered), else OK.
+  absl::Status Feed(absl::string_view bytes, const std::function<void(absl::string_view)>& on_line,
+                    const std::function<void(const MessageEnds&)>& on_dropped = nullptr);
 
   // Bytes of the incomplete last line held.
   size_t buffered() const { return buffer_.size(); }
@@ -122,6 +152,7 @@ class LineFramer {
   const size_t max_line_bytes_;
   std::string buffer_;
   bool discarding_ = false;  // inside a line over the limit
+  MessageEnds dropped_;      // its ends
 };
 
 }  // namespace toolexec::mcp

@@ -52,7 +52,15 @@ ToolSpec SpecOf(const McpServerOptions& server, const JsonValue& tool) {
     title = StringField(tool["annotations"], "title");
   }
   if (!title.empty()) spec.DisplayName(title);
-  for (std::string& tag : AnnotationTags(tool)) spec.tags.push_back(std::move(tag));
+  // Annotations are the server's claims (the MCP spec: untrusted unless the
+  // server is): unless the config trusts it, a tool may destroy, so it is
+  // neither read-only nor idempotent, for the read_only profile, the tool
+  // sets and a call sent again after a restart alike.
+  if (server.trusted_annotations) {
+    for (std::string& tag : AnnotationTags(tool)) spec.tags.push_back(std::move(tag));
+  } else {
+    spec.tags.emplace_back(kTagDestructive);
+  }
   if (spec.HasTag(kTagReadOnly)) spec.ReadOnly();
   return spec;
 }
@@ -152,6 +160,7 @@ std::vector<McpServerStatus> McpServers::status() const {
     s.reason = server->unavailable_reason();
     s.ready = s.reason.empty();
     s.tools = server->tools().size();
+    s.tools_left_out = server->tools_left_out();
     out.push_back(std::move(s));
   }
   absl::MutexLock lock(&publish_mu_);

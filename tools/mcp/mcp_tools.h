@@ -15,8 +15,9 @@
 // A name another tool already has is, at start-up, the registry's duplicate
 // error naming both sources; later, the tool is not registered: that is
 // logged naming both sources and shown in status(). Annotations become tags
-// (content.h): read-only or idempotent tools are sent again once if their
-// server dies during the call.
+// (content.h) only for a server with trusted_annotations; otherwise every
+// tool is destructive. Read-only or idempotent tools are sent again once if
+// their server dies during the call.
 //
 // Threads: Start and Attach run once, at start-up, on the engine's thread;
 // later listings are published on each server's supervisor thread; one
@@ -47,6 +48,9 @@ struct McpServerStatus {
   bool ready = false;
   std::string reason;  // why not ready
   size_t tools = 0;    // listed by the server (after its tool filter)
+  // Listed (after the filter) but left out over the listing caps
+  // (kMaxListedTools tools, kMaxListedBytes of declarations).
+  size_t tools_left_out = 0;
   // Listed tools that are not registered, and why (a name another tool has).
   std::vector<std::string> refused_tools;
 };

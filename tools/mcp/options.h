@@ -20,6 +20,8 @@ struct McpServerOptions {
   std::string url;  // streamable HTTP
   std::vector<std::pair<std::string, std::string>> headers;
   bool prefix_tool_names = false;
+  // Whether the server's annotations (readOnlyHint, ...) are believed.
+  bool trusted_annotations = false;
   std::vector<std::string> enabled_tools;
   std::vector<std::string> disabled_tools;
   absl::Duration startup_timeout = absl::Seconds(10);

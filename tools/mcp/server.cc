@@ -16,7 +16,9 @@
 namespace toolexec::mcp {
 
 McpServer::McpServer(McpServerOptions options, std::vector<std::string> base_env)
-    : options_(std::move(options)), base_env_(std::move(base_env)) {}
+    : options_(std::move(options)),
+      base_env_(std::move(base_env)),
+      log_(std::make_shared<ServerLog>(options_.name)) {}
 
 McpServer::~McpServer() { Stop(); }
 
@@ -40,6 +42,11 @@ std::vector<Json> McpServer::tools() const {
   std::vector<Json> out;
   for (const Json& t : tools_) out.push_back(CopyJson(t));
   return out;
+}
+
+size_t McpServer::tools_left_out() const {
+  absl::MutexLock lock(&mu_);
+  return tools_left_out_;
 }
 
 uint64_t McpServer::list_generation() const {
@@ -80,6 +87,7 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
     o.server_name = options_.name;
     o.url = options_.url;
     o.headers = options_.headers;
+    o.log = log_;
     return std::make_unique<HttpTransport>(std::move(o));
   }
   StdioOptions o;
@@ -87,20 +95,26 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
   o.argv = options_.command;
   o.env = command::MergeEnvironment(base_env_, options_.env);
   o.cwd = options_.cwd;
+  o.log = log_;
   return std::make_unique<StdioTransport>(std::move(o));
 }
 
 absl::Status McpServer::Relist(Connection& connection) {
-  auto listed = connection.ListTools(absl::Now() + ConnectTimeout(), &stopping_token_);
+  auto listed = connection.ListTools(
+      absl::Now() + ConnectTimeout(), &stopping_token_, [this](const JsonValue& t) {
+        std::string name = builtin::StringField(t, "name");
+        return !name.empty() && Allowed(name);
+      });
   if (!listed.ok()) return listed.status();
-  std::vector<Json> kept;
-  for (Json& t : *listed) {
-    std::string name = builtin::StringField(t, "name");
-    if (!name.empty() && Allowed(name)) kept.push_back(std::move(t));
+  if (listed->left_out > 0) {
+    log_->Write("", absl::StrCat("it lists more tools than toolexec keeps (", kMaxListedTools,
+                                 " tools, ", kMaxListedBytes >> 20, " MiB of declarations): ",
+                                 listed->left_out, " tool(s) left out"));
   }
   {
     absl::MutexLock lock(&mu_);
-    tools_ = std::move(kept);
+    tools_ = std::move(listed->tools);
+    tools_left_out_ = listed->left_out;
     ++list_generation_;
     changed_.SignalAll();
   }
@@ -109,7 +123,7 @@ absl::Status McpServer::Relist(Connection& connection) {
 }
 
 absl::StatusOr<std::shared_ptr<Connection>> McpServer::Connect(absl::Time deadline) {
-  auto connection = std::make_shared<Connection>(options_.name, MakeTransport());
+  auto connection = std::make_shared<Connection>(options_.name, MakeTransport(), log_);
   Connection::Callbacks callbacks;
   callbacks.on_notification = [this](const std::string& method) {
     if (method != "notifications/tools/list_changed") return;

@@ -71,6 +71,9 @@ class McpServer final {
   // The server's tools (MCP Tool objects) from its latest tools/list, filtered
   // by enabled_tools/disabled_tools; empty before the first connection.
   std::vector<Json> tools() const;
+  // Tools of the latest listing left out for the listing caps
+  // (kMaxListedTools, kMaxListedBytes).
+  size_t tools_left_out() const;
   // How often the server's tools were listed (each list_changed adds one).
   uint64_t list_generation() const;
   // "" when ready; otherwise why calls fail ("the MCP server process exited
@@ -106,6 +109,8 @@ class McpServer final {
 
   const McpServerOptions options_;
   const std::vector<std::string> base_env_;
+  // Everything the server writes to the daemon's log, over all its connections.
+  const std::shared_ptr<ServerLog> log_;
   std::function<void()> on_listed_;
   // Cancelled by Stop(): ends a connection attempt or listing under way.
   CancellationToken stopping_token_;
@@ -115,6 +120,7 @@ class McpServer final {
   absl::CondVar changed_;  // state, stop, relist
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
   std::vector<Json> tools_ ABSL_GUARDED_BY(mu_);
+  size_t tools_left_out_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t list_generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t connections_ ABSL_GUARDED_BY(mu_) = 0;
   std::string unavailable_ ABSL_GUARDED_BY(mu_) = "the MCP server is starting";

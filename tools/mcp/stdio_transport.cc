@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "spdlog/spdlog.h"
 #include "tools/builtin/command/child_process.h"
 #include "tools/builtin/command/environment.h"
 #include "tools/builtin/command/sandbox.h"
@@ -40,6 +39,10 @@ absl::StatusOr<std::string> ResolveProgram(const StdioOptions& o) {
 
 }  // namespace
 
+StdioTransport::StdioTransport(StdioOptions options) : options_(std::move(options)) {
+  if (options_.log == nullptr) options_.log = std::make_shared<ServerLog>(options_.server_name);
+}
+
 absl::Status StdioTransport::Start(TransportCallbacks callbacks) {
   if (options_.argv.empty()) return absl::InvalidArgumentError("no command to start");
   callbacks_ = std::move(callbacks);
@@ -57,6 +60,13 @@ absl::Status StdioTransport::Start(TransportCallbacks callbacks) {
     closing_.store(true);
   }
   return spawn_status;
+}
+
+void StdioTransport::Unreadable(absl::string_view head, absl::string_view tail,
+                                const std::string& why, absl::string_view line) {
+  options_.log->Write("", line.empty() ? why : absl::StrCat(why, ": ", line));
+  auto answer = AnswerInPlaceOf(head, tail, why);
+  if (answer.has_value() && !closing_.load()) callbacks_.on_message(*std::move(answer));
 }
 
 std::string StdioTransport::Describe() const { return absl::StrCat("pid ", pid_.load()); }
@@ -103,24 +113,6 @@ void StdioTransport::Close() {
   if (reader_.joinable()) reader_.join();
   absl::MutexLock wlock(&write_mu_);
   stdin_.reset();
-}
-
-void StdioTransport::LogStderr(absl::string_view line) {
-  int64_t second = absl::ToUnixSeconds(absl::Now());
-  if (second != stderr_second_) {
-    if (stderr_dropped_ > 0) {
-      spdlog::warn("MCP server '{}': {} stderr line(s) not logged (over {} a second)",
-                   options_.server_name, stderr_dropped_, kStderrLinesPerSecond);
-    }
-    stderr_second_ = second;
-    stderr_lines_ = 0;
-    stderr_dropped_ = 0;
-  }
-  if (++stderr_lines_ > kStderrLinesPerSecond) {
-    ++stderr_dropped_;
-    return;
-  }
-  spdlog::info("MCP server '{}' stderr: {}", options_.server_name, std::string(line));
 }
 
 void StdioTransport::ReaderLoop(absl::Notification* spawned, absl::Status* spawn_status) {
@@ -202,18 +194,26 @@ void StdioTransport::ReaderLoop(absl::Notification* spawned, absl::Status* spawn
       if (index < 0 || (fds[index].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
       ssize_t r = read(fds[index].fd, buf, sizeof(buf));
       if (r > 0) {
-        absl::Status s = framer.Feed(absl::string_view(buf, static_cast<size_t>(r)),
-                                     [&](absl::string_view line) {
-                                       if (!is_out) return LogStderr(line);
-                                       auto msg = ParseMessage(line);
-                                       if (!msg.ok()) {
-                                         spdlog::warn("MCP server '{}': {}", options_.server_name,
-                                                      std::string(msg.status().message()));
-                                         return;
-                                       }
-                                       if (!closing_.load()) callbacks_.on_message(*std::move(msg));
-                                     });
-        if (!s.ok() && is_out) spdlog::warn("MCP server '{}': {}", options_.server_name, std::string(s.message()));
+        auto on_line = [&](absl::string_view line) {
+          if (!is_out) return options_.log->Write("stderr", line);
+          auto msg = ParseMessage(line);
+          if (!msg.ok()) {
+            Unreadable(line, line,
+                       absl::StrCat("its message could not be read: ", msg.status().message()),
+                       line);
+            return;
+          }
+          if (!closing_.load()) callbacks_.on_message(*std::move(msg));
+        };
+        auto on_dropped = [&](const MessageEnds& ends) {
+          if (!is_out) return;
+          Unreadable(ends.head(), ends.tail(),
+                     absl::StrCat("its message of ", ends.bytes(), " bytes is over the limit of ",
+                                  options_.max_message_bytes, " bytes"),
+                     "");
+        };
+        // Each line dropped went to on_dropped.
+        (void)framer.Feed(absl::string_view(buf, static_cast<size_t>(r)), on_line, on_dropped);
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
         open = false;
       }

@@ -5,8 +5,8 @@
 // whole tree when the server exits, when Close() kills it, or when the
 // daemon's thread that spawned it dies. Its environment is the daemon's
 // scrubbed one (no secrets) plus what the config's env sets. Each line it
-// writes on stderr goes to the daemon's log, at most kStderrLinesPerSecond a
-// second (the rest are counted and reported).
+// writes on stderr, and each stdout line that is not a JSON-RPC message, goes
+// to the daemon's log through the server's ServerLog (rate-limited and cut).
 //
 // Threads: one reader thread per transport spawns the process (so the
 // process dies with it), reads stdout and stderr, delivers messages, and
@@ -25,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "tools/mcp/server_log.h"
 #include "tools/mcp/transport.h"
 #include "tools/runtime/file_io.h"
 
@@ -38,13 +39,12 @@ struct StdioOptions {
   std::vector<std::string> env;  // "NAME=value": the whole environment
   std::string cwd;               // "" = the daemon's
   size_t max_message_bytes = 16 << 20;
+  std::shared_ptr<ServerLog> log;  // null: one of its own
 };
-
-inline constexpr int kStderrLinesPerSecond = 20;
 
 class StdioTransport final : public Transport {
  public:
-  explicit StdioTransport(StdioOptions options) : options_(std::move(options)) {}
+  explicit StdioTransport(StdioOptions options);
   ~StdioTransport() override { Close(); }
 
   // Spawns the process; fails naming the program when it cannot be started.
@@ -55,9 +55,13 @@ class StdioTransport final : public Transport {
 
  private:
   void ReaderLoop(absl::Notification* spawned, absl::Status* spawn_status);
-  void LogStderr(absl::string_view line);
+  // A stdout line that cannot be read (`why`; logged with `line`): when it
+  // answers a request whose id shows in its `head` or `tail`, that request
+  // fails now, saying why.
+  void Unreadable(absl::string_view head, absl::string_view tail, const std::string& why,
+                  absl::string_view line);
 
-  const StdioOptions options_;
+  StdioOptions options_;  // set once, in the constructor
   TransportCallbacks callbacks_;
   std::thread reader_;
   UniqueFd wake_;  // eventfd: Close() -> reader
@@ -67,11 +71,6 @@ class StdioTransport final : public Transport {
 
   absl::Mutex write_mu_;
   UniqueFd stdin_ ABSL_GUARDED_BY(write_mu_);
-
-  // stderr rate limit (reader thread only).
-  int64_t stderr_second_ = 0;
-  int stderr_lines_ = 0;
-  int stderr_dropped_ = 0;
 };
 
 }  // namespace toolexec::mcp

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/runtime/schema_graph.h"
 #include "tools/runtime/tool.h"
 #include "tools/runtime/utf8.h"
 #include "valijson/schema.hpp"
@@ -363,6 +364,9 @@ absl::StatusOr<std::unique_ptr<CompiledSchema>> CompiledSchema::Build(Json docum
   IntegralNumbersToIntegers(schema->document_);
   auto regexes = schema_regex::RegexTable::Build(schema->document_);
   if (!regexes.ok()) return regexes.status();
+  // valijson's parser and validator recurse per subschema and per "$ref":
+  // cycles and sizes that would overflow the stack are refused first.
+  if (absl::Status s = CheckSchemaGraph(schema->document_); !s.ok()) return s;
   schema->regexes_ = std::make_unique<const schema_regex::RegexTable>(std::move(*regexes));
   schema->compiled_ = std::make_unique<valijson::Schema>();
   try {
