@@ -74,6 +74,7 @@ class Listener final : public SessionListener {
 };
 
 using testing::Call;
+using testing::PathRule;
 using testing::Rule;
 
 // Counts the permission decisions the engine reports.
@@ -749,9 +750,7 @@ TEST_F(EnginePolicyTest, AVariableThatMakesBashRunCodeIsJudgedAndShown) {
 // The README's "no secrets" rule.
 PolicyOptions NoSecrets() {
   PolicyOptions p;
-  PolicyRuleOptions env = Rule("no secrets", "*", PolicyDecision::kDeny);
-  env.path_glob = "*.env";
-  p.rules.push_back(std::move(env));
+  p.rules.push_back(PathRule("no secrets", "*", PolicyDecision::kDeny, "*.env"));
   return p;
 }
 
@@ -858,9 +857,7 @@ TEST_F(EnginePolicyTest, AnAllowPathRuleAllowsAPatchOnlyWhenItCoversEveryFile) {
   tree_.Write("src/ok.txt", "old\n");
   PolicyOptions p;
   p.default_decision = PolicyDecision::kDeny;
-  PolicyRuleOptions src = Rule("sources", "apply_patch", PolicyDecision::kAllow);
-  src.path_glob = "src/**";
-  p.rules.push_back(std::move(src));
+  p.rules.push_back(PathRule("sources", "apply_patch", PolicyDecision::kAllow, "src/**"));
   Start(std::move(p));
   const std::string both =
       "*** Begin Patch\n*** Update File: src/ok.txt\n@@\n-old\n+new\n"
@@ -892,9 +889,7 @@ TEST_F(EnginePolicyTest, AnAllowPathRuleAllowsAPatchOnlyWhenItCoversEveryFile) {
 TEST_F(EnginePolicyTest, ASessionRootedInADeniedDirectoryCannotReadPastTheDeny) {
   tree_.Write("private/secret.txt", "s3cret\n");
   PolicyOptions p;
-  PolicyRuleOptions priv = Rule("private", "*", PolicyDecision::kDeny);
-  priv.path_glob = "private/**";
-  p.rules.push_back(std::move(priv));
+  p.rules.push_back(PathRule("private", "*", PolicyDecision::kDeny, "private/**"));
   Start(std::move(p));
   OpenSessionSpec spec;
   spec.workspaces = {"private"};

@@ -245,6 +245,7 @@ TEST(SuggestGrantsTest, ALineAsksForEachCommandItRuns) {
 
 // ---- policies ----
 
+using testing::PathRule;
 using testing::Rule;
 
 std::shared_ptr<const Policy> Make(std::vector<PolicyRuleOptions> rules,
@@ -368,13 +369,10 @@ TEST(PolicyTest, AllowRulesCoverEveryCommandDenyRulesAnyAndSayWhenTheyCannotSee)
 }
 
 TEST(PolicyTest, AnAllowPathRuleCoversACallOnlyWhenItCoversEveryPathOfIt) {
-  PolicyRuleOptions src = Rule("sources", "apply_patch", PolicyDecision::kAllow);
-  src.path_glob = "src/**";
-  PolicyRuleOptions env = Rule("no env files", "*", PolicyDecision::kDeny);
-  env.path_glob = "*.env";
-  PolicyRuleOptions docs = Rule("docs need a yes", "*", PolicyDecision::kAsk);
-  docs.path_glob = "docs/**";
-  auto p = Make({src, env, docs}, PolicyDecision::kDeny);
+  auto p = Make({PathRule("sources", "apply_patch", PolicyDecision::kAllow, "src/**"),
+                 PathRule("no env files", "*", PolicyDecision::kDeny, "*.env"),
+                 PathRule("docs need a yes", "*", PolicyDecision::kAsk, "docs/**")},
+                PolicyDecision::kDeny);
   auto write = [](std::string v) { return Need(Kind::kPath, v, PermissionLevel::kWrite); };
   EXPECT_EQ(p->Evaluate(Facts("apply_patch", {write("/ws/src/ok.txt"), write("/ws/src/b/c.h")}))
                 .rule,
@@ -394,9 +392,7 @@ TEST(PolicyTest, AnAllowPathRuleCoversACallOnlyWhenItCoversEveryPathOfIt) {
 }
 
 TEST(PolicyTest, PathGlobsAreRelativeToTheDaemonsWorkspaceRootWhateverTheSessionsRoot) {
-  PolicyRuleOptions priv = Rule("private", "*", PolicyDecision::kDeny);
-  priv.path_glob = "private/**";
-  auto p = Make({priv});
+  auto p = Make({PathRule("private", "*", PolicyDecision::kDeny, "private/**")});
   auto read = [](std::string v) { return Need(Kind::kPath, v, PermissionLevel::kRead); };
   CallFacts f = Facts("view_file", {read("/ws/private/secret.txt")});
   f.workspaces = {"/ws/private"};  // the session's root
@@ -405,20 +401,16 @@ TEST(PolicyTest, PathGlobsAreRelativeToTheDaemonsWorkspaceRootWhateverTheSession
   f.needs = {read("/ws/public/private/x")};
   EXPECT_EQ(p->Evaluate(f).decision, PolicyDecision::kAllow);
   // Outside the root: the absolute path.
-  PolicyRuleOptions etc = Rule("etc", "*", PolicyDecision::kDeny);
-  etc.path_glob = "/etc/**";
   f.needs = {read("/etc/passwd")};
-  EXPECT_EQ(Make({etc})->Evaluate(f).rule, "etc");
+  EXPECT_EQ(Make({PathRule("etc", "*", PolicyDecision::kDeny, "/etc/**")})->Evaluate(f).rule,
+            "etc");
 }
 
 TEST(PolicyTest, AWalkLeavesOutTheFilesAPathRuleDeniesOrAsksAboutUngranted) {
-  PolicyRuleOptions env = Rule("no env files", "*", PolicyDecision::kDeny);
-  env.path_glob = "*.env";
-  PolicyRuleOptions keys = Rule("keys need a yes", "*", PolicyDecision::kAsk);
-  keys.path_glob = "keys/**";
   // A default decision and a rule without a path judge the call, not its files.
-  PolicyChain chain = {Make({env, keys, Rule("searches need a yes", "grep_search",
-                                              PolicyDecision::kAsk)},
+  PolicyChain chain = {Make({PathRule("no env files", "*", PolicyDecision::kDeny, "*.env"),
+                             PathRule("keys need a yes", "*", PolicyDecision::kAsk, "keys/**"),
+                             Rule("searches need a yes", "grep_search", PolicyDecision::kAsk)},
                             PolicyDecision::kAsk)};
   CallFacts walk = Facts("view_file");
   walk.roots = {"/ws"};
