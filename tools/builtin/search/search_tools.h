@@ -4,6 +4,10 @@
 // (S6, S12): their path is opened beneath the call's workspace by
 // search::OpenConfined, and the walk below it never follows a symlink.
 //
+// The walks of find_file, search_directory and grep_search leave out the
+// entries the policy keeps from the call (CallInfo::left_out_by_policy) and
+// say how many in left_out_by_policy (and a line of model_content).
+//
 // Errors: INVALID_ARGUMENTS for bad arguments (an invalid regex or glob, with
 // RE2's message), DENIED for a path outside the workspace, TOOL_FAILED for a
 // missing path or a file where a directory is wanted, CANCELLED when the call
