@@ -1,5 +1,5 @@
 // bench_overhead: what toolexecd costs per call on top of gRPC itself, and the
-// two batch figures of DESIGN.md "What fast and reliable mean here".
+// two batch figures of docs/DESIGN.md "What fast means".
 //
 // One process, one run:
 //   - a bare gRPC server-streaming echo (bench/echo.proto: the same messages as
@@ -602,7 +602,7 @@ int CompareWithEcho(const Config& config, const char* workspace) {
                 "thread per round",
                 config.threads, config.per_thread);
   PrintTable(title, conc_echo, conc_daemon);
-  std::printf("  DESIGN.md targets: daemon p50 <= 1.10 x echo p50 and throughput >= 0.95 x "
+  std::printf("  docs/DESIGN.md goals: daemon p50 <= 1.10 x echo p50 and throughput >= 0.95 x "
               "echo's, one trivial call, sequential and with %d clients\n",
               config.threads);
 

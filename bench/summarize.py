@@ -4,11 +4,12 @@
   /usr/bin/python3 bench/summarize.py bench/out/latest > figures.md
 
 Reads the raw outputs of the run (overhead.txt, command.txt, grep.txt, ...) and
-prints, per benchmark, a table: figure, the DESIGN.md target, measured, the
+prints, per benchmark, a table: figure, the docs/DESIGN.md goal, measured, the
 anchor measured in the same run, the ratio, and whether the target is met.
 A benchmark whose output is missing or unparsable is listed as not measured.
 """
 
+import os
 import pathlib
 import re
 import sys
@@ -19,10 +20,14 @@ def read(out, name):
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def command_of(text):
-    """The command line a step ran (its first line, `$ cmd`)."""
+    """The command line a step ran (its first line, `$ cmd`), with paths in this
+    checkout written relative to it, so the summary reads the same on any machine."""
     first = text.splitlines()[0] if text else ""
-    return first[2:] if first.startswith("$ ") else "?"
+    return first[2:].replace(REPO + "/", "") if first.startswith("$ ") else "?"
 
 
 def loadavg_of(text):

@@ -45,12 +45,18 @@ class McpServer::GrpcToolSource final : public McpToolSource {
     grpc::ClientContext context;
     cancel->Arm([&context] { context.TryCancel(); });
     std::optional<v1::ToolResult> result;
+    bool denied_ask = false;
     absl::Status status =
         client_->ExecuteBatch(&context, request, [&](const v1::ExecuteBatchResponse& event) {
           if (event.has_result()) {
             result = event.result();
           } else if (event.has_progress()) {
             progress(event.progress().text());
+          } else if (event.has_permission_request()) {
+            // Nobody on an MCP connection can answer; waiting would only run
+            // into the ask timeout.
+            denied_ask = true;
+            DenyAsk(event.permission_request().request_id());
           }
         });
     cancel->Disarm();
@@ -61,10 +67,23 @@ class McpServer::GrpcToolSource final : public McpToolSource {
       return status;
     }
     if (!result.has_value()) return absl::InternalError("toolexecd ended the call without a result");
+    if (denied_ask) ExplainDeniedAsk(&*result);
     return *std::move(result);
   }
 
  private:
+  void DenyAsk(const std::string& request_id) {
+    v1::RespondPermissionRequest answer;
+    answer.set_request_id(request_id);
+    answer.set_decision(v1::PERMISSION_DECISION_DENY);
+    answer.set_reason(kMcpAskDenial);
+    auto response = client_->RespondPermission(answer);
+    if (!response.ok()) {
+      std::cerr << "toolexec mcp: denying permission request " << request_id << ": "
+                << response.status() << std::endl;
+    }
+  }
+
   Client* const client_;
   const std::string tool_set_;
   const std::string session_id_;

@@ -2,7 +2,9 @@
 // (newline-delimited JSON-RPC 2.0), so any MCP client (a desktop app, an IDE,
 // an agent framework) can spawn it and call toolexec's tools. Every request is
 // proxied to toolexecd over gRPC through Client: tools/list is ListTools
-// (optionally one tool set), tools/call is an ExecuteBatch of one call. The
+// (optionally one tool set), tools/call is an ExecuteBatch of one call, whose
+// permission requests are denied at once (RespondPermission, kMcpAskDenial):
+// nobody can answer them over MCP. The
 // mapping to MCP and the request dispatch are mcp_serve/dispatcher.h, shared
 // with toolexecd's streamable HTTP endpoint.
 //

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/mcp_server.h"
+#include "server/build_info.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -47,7 +48,6 @@ constexpr int kExitRpcFailed = 3;
 constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 constexpr char kTargetEnv[] = "TOOLEXEC_TARGET";
 constexpr char kTokenEnv[] = "TOOLEXEC_TOKEN";
-constexpr char kMcpServerVersion[] = "1.0.0";
 
 constexpr char kUsage[] =
     R"(usage: toolexec [--target=ADDR] [--timeout=SECONDS] [--session=ID] COMMAND [ARGS]
@@ -75,6 +75,7 @@ commands:
                            for an MCP client to spawn; logs go to stderr
   health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
   help                     print this text (also --help, -h)
+  version                  print the version, git commit and build type (also --version)
 
 flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
   --target=ADDR        the daemon: host:port or unix:/path/to.sock
@@ -112,6 +113,7 @@ struct Options {
   ClientCredentials credentials;
   std::string token_file;
   bool help = false;
+  bool version = false;
 };
 
 struct FlagSpec {
@@ -164,6 +166,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       options.help = true;
       continue;
     }
+    if (arg == "--version") {
+      options.version = true;
+      continue;
+    }
     if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown flag ", arg, " (flags are spelt --name=value)"));
@@ -200,6 +206,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
   }
   if (options.help || options.command == "help") {
     options.help = true;
+    return options;
+  }
+  if (options.version || options.command == "version") {
+    options.version = true;
     return options;
   }
   if (options.command.empty()) {
@@ -541,6 +551,10 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return kExitOk;
   }
+  if (options->version) {
+    std::cout << VersionLine("toolexec") << "\n";
+    return kExitOk;
+  }
   if (!options->token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(options->token_file);
     if (!token.ok()) {
@@ -565,7 +579,7 @@ int Main(int argc, char** argv) {
     McpServer::Options mcp;
     mcp.tool_set = options->tool_set;
     mcp.session_id = options->session;
-    mcp.version = kMcpServerVersion;
+    mcp.version = GetBuildInfo().version;
     return McpServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
   }
   return RunHealth(*client, *options);  // the only command left

@@ -3,9 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -19,23 +23,200 @@ namespace {
 
 constexpr char kRedacted[] = "[redacted]";
 
-// A string as the log keeps it: redacted when it holds a secret, cut when long.
-std::string RedactString(absl::string_view s) {
-  if (command::ValueHasUrlPassword(s)) return kRedacted;
-  if (size_t eq = s.find('='); eq != absl::string_view::npos && eq > 0 &&
-                               command::LooksSecret(s.substr(0, eq))) {
-    return absl::StrCat(s.substr(0, eq), "=", kRedacted);  // "NAME=value", as run_command's env
+using Range = std::pair<size_t, size_t>;  // [begin, end) of `s` to mask
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The end of the shell word that starts at `i`: quoted parts are crossed,
+// whitespace and the operators ; & | < > ( ) end it.
+size_t ShellWordEnd(absl::string_view s, size_t i) {
+  while (i < s.size()) {
+    const char c = s[i];
+    if (IsSpace(c) || absl::string_view(";&|<>()").find(c) != absl::string_view::npos) break;
+    if (c == '\\') {
+      i += 2;
+    } else if (c == '\'' || c == '"') {
+      size_t close = i + 1;
+      while (close < s.size() && s[close] != c) close += (c == '"' && s[close] == '\\') ? 2 : 1;
+      i = close + 1;
+    } else {
+      ++i;
+    }
   }
-  const size_t keep = Utf8PrefixBytes(s, AuditLog::kMaxStringChars);
-  if (keep == s.size()) return std::string(s);
-  return absl::StrCat(s.substr(0, keep), "...[", s.size() - keep, " more bytes]");
+  return std::min(i, s.size());
 }
+
+// The end of a credential at `i` inside a header or a quoted argument: the
+// first whitespace, quote, ',' or ';'.
+size_t TokenEnd(absl::string_view s, size_t i) {
+  while (i < s.size() && !IsSpace(s[i]) && absl::string_view("\"',;").find(s[i]) ==
+                                               absl::string_view::npos) {
+    ++i;
+  }
+  return i;
+}
+
+// The first index at or after `i` that is not whitespace.
+size_t SkipSpaces(absl::string_view s, size_t i) {
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  return i;
+}
+
+// The start of the word after the one at `i` (npos when none follows).
+size_t NextWord(absl::string_view s, size_t i) {
+  while (i < s.size() && !IsSpace(s[i])) ++i;
+  if (i == s.size()) return absl::string_view::npos;
+  i = SkipSpaces(s, i);
+  return i < s.size() ? i : absl::string_view::npos;
+}
+
+// The passwords of URLs: "scheme://user:PASSWORD@host".
+void UrlPasswords(absl::string_view s, std::vector<Range>* out) {
+  for (size_t at = s.find("://"); at != absl::string_view::npos; at = s.find("://", at + 3)) {
+    const size_t begin = at + 3;
+    size_t end = begin;
+    while (end < s.size() && !IsSpace(s[end]) &&
+           absl::string_view("/?#\"'<>").find(s[end]) == absl::string_view::npos) {
+      ++end;
+    }
+    absl::string_view authority = s.substr(begin, end - begin);
+    const size_t userinfo_end = authority.rfind('@');
+    if (userinfo_end == absl::string_view::npos) continue;
+    const size_t colon = authority.substr(0, userinfo_end).find(':');
+    if (colon == absl::string_view::npos || colon + 1 == userinfo_end) continue;
+    out->emplace_back(begin + colon + 1, begin + userinfo_end);
+  }
+}
+
+// The basename of the word at `i`, as far as a word goes.
+absl::string_view ProgramAt(absl::string_view s, size_t i) {
+  absl::string_view word = s.substr(i, TokenEnd(s, i) - i);
+  if (size_t slash = word.rfind('/'); slash != absl::string_view::npos) {
+    word = word.substr(slash + 1);
+  }
+  return word;
+}
+
+// What the audit log masks in a string: the value of NAME=VALUE and
+// --NAME=VALUE when NAME looks secret (command::LooksSecret), the word after
+// --password / --passwd, the credential of a header whose name looks secret
+// ("Authorization: Bearer X", "X-Api-Key: X", "Cookie: …") and after
+// "Bearer", a URL's password, and in a command line that runs mysql or
+// mariadb the PASS of -pPASS, in one that runs curl the password of
+// -u/--user USER:PASS. The rest of the string (the command) stays.
+std::vector<Range> SecretRanges(absl::string_view s) {
+  std::vector<Range> ranges;
+  UrlPasswords(s, &ranges);
+  if (ranges.empty() && command::ValueHasUrlPassword(s)) ranges.emplace_back(0, s.size());
+  // Word starts: after whitespace, a quote or a shell operator.
+  std::vector<size_t> starts;
+  bool mysql = false, curl = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (IsSpace(s[i])) continue;
+    if (i > 0 && !IsSpace(s[i - 1]) &&
+        absl::string_view("\"'(;&|{`").find(s[i - 1]) == absl::string_view::npos) {
+      continue;
+    }
+    starts.push_back(i);
+    absl::string_view program = ProgramAt(s, i);
+    mysql = mysql || absl::StartsWith(program, "mysql") || absl::StartsWith(program, "mariadb");
+    curl = curl || program == "curl";
+  }
+  // Words inside a range already masked are not looked at again, so each
+  // byte is scanned a bounded number of times whatever the string holds.
+  size_t covered = 0;
+  auto mask = [&](size_t begin, size_t end) {
+    ranges.emplace_back(begin, end);
+    covered = std::max(covered, end);
+  };
+  for (size_t i : starts) {
+    if (i < covered) continue;
+    // NAME=VALUE, --NAME=VALUE.
+    size_t n = i;
+    while (n < s.size() && n < i + 2 && s[n] == '-') ++n;
+    size_t name_end = n;
+    while (name_end < s.size() &&
+           (absl::ascii_isalnum(s[name_end]) || s[name_end] == '_' || s[name_end] == '-' ||
+            s[name_end] == '.')) {
+      ++name_end;
+    }
+    absl::string_view name = s.substr(n, name_end - n);
+    if (!name.empty() && name_end < s.size()) {
+      if (s[name_end] == '=' && command::LooksSecret(name)) {
+        mask(name_end + 1, ShellWordEnd(s, name_end + 1));
+        continue;
+      }
+      // A header "Name: value".
+      if (s[name_end] == ':' && n == i && name_end + 1 < s.size() && IsSpace(s[name_end + 1]) &&
+          command::LooksSecret(name)) {
+        size_t value = SkipSpaces(s, name_end + 1);
+        if (value < s.size()) {
+          absl::string_view scheme = s.substr(value, TokenEnd(s, value) - value);
+          for (absl::string_view known : {"bearer", "basic", "token", "digest", "negotiate"}) {
+            if (!absl::EqualsIgnoreCase(scheme, known)) continue;
+            value = SkipSpaces(s, value + scheme.size());
+            break;
+          }
+          size_t end = value;
+          while (end < s.size() && s[end] != '\n' && s[end] != '"' && s[end] != '\'') ++end;
+          if (end > value) mask(value, end);
+        }
+        continue;
+      }
+    }
+    absl::string_view word = s.substr(i, TokenEnd(s, i) - i);
+    if (absl::EqualsIgnoreCase(word, "bearer") || word == "--password" || word == "--passwd") {
+      size_t next = NextWord(s, i);
+      if (next != absl::string_view::npos) mask(next, TokenEnd(s, next));
+    } else if (mysql && absl::StartsWith(s.substr(i), "-p") && i + 2 < s.size() &&
+               !IsSpace(s[i + 2])) {
+      mask(i + 2, ShellWordEnd(s, i + 2));
+    } else if (curl && (word == "-u" || word == "--user" || absl::StartsWith(word, "--user=") ||
+                        (absl::StartsWith(word, "-u") && word.size() > 2))) {
+      size_t user = word == "-u" || word == "--user" ? NextWord(s, i)
+                    : absl::StartsWith(word, "--user=") ? i + 7
+                                                         : i + 2;
+      if (user == absl::string_view::npos) continue;
+      const size_t end = ShellWordEnd(s, user);
+      const size_t colon = s.substr(user, end - user).find(':');
+      if (colon != absl::string_view::npos) mask(user + colon + 1, end);
+    }
+  }
+  return ranges;
+}
+
+// `s` with every secret range replaced by "[redacted]".
+std::string MaskSecrets(absl::string_view s) {
+  std::vector<Range> ranges = SecretRanges(s);
+  if (ranges.empty()) return std::string(s);
+  std::sort(ranges.begin(), ranges.end());
+  std::string out;
+  size_t done = 0;
+  for (auto [begin, end] : ranges) {
+    if (end <= done || begin >= end) continue;
+    if (begin > done) absl::StrAppend(&out, s.substr(done, begin - done));
+    if (begin >= done) absl::StrAppend(&out, kRedacted);
+    done = end;
+  }
+  absl::StrAppend(&out, s.substr(done));
+  return out;
+}
+
+}  // namespace
+
+std::string AuditLog::RedactString(absl::string_view s) {
+  return Utf8Cut(MaskSecrets(s), kMaxStringChars);
+}
+
+namespace {
 
 void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
   if (in.IsObject()) {
     out.SetObject();
     for (auto m = in.MemberBegin(); m != in.MemberEnd(); ++m) {
-      JsonValue key(m->name, a);
+      JsonValue key(Utf8Cut(absl::string_view(m->name.GetString(), m->name.GetStringLength()),
+                            AuditLog::kMaxStringChars),
+                    a);
       JsonValue value;
       if (command::LooksSecret(m->name.GetString())) {
         value.SetString(kRedacted, a);
@@ -52,7 +233,7 @@ void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
       out.PushBack(value, a);
     }
   } else if (in.IsString()) {
-    out.SetString(RedactString(absl::string_view(in.GetString(), in.GetStringLength())), a);
+    out.SetString(AuditLog::RedactString(absl::string_view(in.GetString(), in.GetStringLength())), a);
   } else {
     out.CopyFrom(in, a);
   }
@@ -81,8 +262,9 @@ std::string AuditLog::Line(const HookCall& call, const JsonValue* args,
   Json doc = MakeObject();
   auto& a = doc.GetAllocator();
   command::SetString(doc, "time", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()));
-  command::SetString(doc, "call_id", call.call_id);
-  command::SetString(doc, "tool", call.tool);
+  // What the caller named is cut like a value.
+  command::SetString(doc, "call_id", Utf8Cut(call.call_id, kMaxStringChars));
+  command::SetString(doc, "tool", Utf8Cut(call.tool, kMaxStringChars));
   command::SetString(doc, "server_name", call.server_name);
   command::SetString(doc, "session", call.session_id);
   command::SetString(doc, "identity", call.identity);
@@ -103,7 +285,7 @@ std::string AuditLog::Line(const HookCall& call, const JsonValue* args,
   if (args != nullptr) RedactInto(*args, redacted, a);
   doc.AddMember("args", redacted, a);
   command::SetString(doc, "status", ResultStatusName(result.status));
-  if (!result.ok()) command::SetString(doc, "error", RedactString(result.error_message));
+  if (!result.ok()) command::SetString(doc, "error", AuditLog::RedactString(result.error_message));
   command::SetInt(doc, "duration_ms", absl::ToInt64Milliseconds(result.duration));
   std::string line = ToJsonString(doc);
   line.push_back('\n');

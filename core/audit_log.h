@@ -12,10 +12,16 @@
 // held one), absent when nothing was decided, see core/policy.h), "args"
 // (secrets redacted, long strings cut), "status", "error", "duration_ms"}.
 //
-// Redaction reuses run_command's rule for secret environment names
-// (command::LooksSecret): an object member whose key looks secret, a
-// "NAME=value" string whose name does, and a URL with a password in it are
-// replaced by "[redacted]"; strings longer than kMaxStringChars are cut.
+// Redaction masks secret values and keeps the rest, using run_command's rule
+// for secret names (command::LooksSecret): an object member whose key looks
+// secret has its whole value replaced by "[redacted]"; in any string, only
+// the secret part is: the VALUE of NAME=VALUE or --NAME=VALUE whose NAME looks
+// secret (`X_TOKEN=[redacted] touch f`), the word after --password, the
+// credential of a header whose name looks secret (`Authorization: Bearer
+// [redacted]`) or after "Bearer", a URL's password
+// (`https://user:[redacted]@host`), PASS in `mysql -pPASS` and in `curl -u
+// user:PASS`. Then strings, keys, the tool name and the call id longer than
+// kMaxStringChars are cut, so a huge request makes a bounded line.
 //
 // Writing: the file is opened with O_APPEND at start-up; each line is one
 // write(2) under a mutex, so lines never interleave, neither with each other
@@ -55,8 +61,10 @@ class AuditLog final {
   // The line for one call, newline included.
   static std::string Line(const HookCall& call, const JsonValue* args,
                           const ToolCallResult& result, const AuditDecision& decision);
-  // `args` with secrets redacted and long strings cut.
+  // `args` with secrets redacted and long strings and keys cut.
   static Json Redact(const JsonValue& args);
+  // A string as the log keeps it: secret parts masked, then cut.
+  static std::string RedactString(absl::string_view s);
 
   // Appends `line` in one write; logs a failure.
   void Write(const std::string& line);

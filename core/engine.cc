@@ -170,6 +170,9 @@ class RuntimeEngine final : public Engine {
                               const std::string& name, int64_t version) override;
   absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
                                  PermissionAnswer answer, const std::string& reason) override;
+  absl::Status CheckProfile(const std::string& profile) const override {
+    return policy_->CheckProfile(profile);
+  }
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }
@@ -422,10 +425,20 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   };
   MetricsSink* metrics = options_.metrics.get();
   const absl::Time accepted = absl::Now();
+  // Room under max_pending_calls from now on: a batch parked on a permission
+  // answer holds it while it waits.
+  auto room = runner_->Reserve(calls);
+  if (!room.ok()) {
+    release();
+    return room.status();
+  }
   // ---- policy (S12): deny, ask or run; before hooks ----
   auto handle = policy_->StartBatch(
       caller.name, caller.profile, std::move(batch), observer,
-      [this](BatchRequest b, BatchObserver* o) { return runner_->Start(std::move(b), o); });
+      [this, room = std::make_shared<ToolRunner::Room>(*std::move(room))](BatchRequest b,
+                                                                           BatchObserver* o) {
+        return runner_->Start(std::move(b), o, std::move(*room));
+      });
   // ---- end policy ----
   if (!handle.ok()) {
     release();
@@ -491,9 +504,13 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
         "the session would have no tools: its lists (with its parent's or its subagent's) leave "
         "none of the registered tools");
   }
-  // Policy (S12): the parent's profiles, the caller's, then the requested one.
-  auto chain =
-      policy_->ChainForSession(options.parent_session_id, caller.profile, spec.policy_profile);
+  // Policy (S12): the session keeps its parent's profiles and the requested
+  // one; each call adds the config's policy and the caller's profile as it is
+  // then.
+  if (!caller.profile.empty()) {
+    if (absl::Status s = policy_->CheckProfile(caller.profile); !s.ok()) return s;
+  }
+  auto chain = policy_->ChainForSession(options.parent_session_id, spec.policy_profile);
   if (!chain.ok()) return chain.status();
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);

@@ -31,7 +31,8 @@
 // -------
 // Every call may come from any thread at once; none blocks on tool code.
 // Tools run on the ToolRunner's executor (bounded by max_concurrent_calls);
-// a batch waiting for a permission answer holds no thread (core/policy.h);
+// a batch waiting for a permission answer holds no thread (core/policy.h),
+// only its calls' room under max_pending_calls;
 // per-call deadlines fire on the runner's timer thread. CloseSession runs
 // each tool's cleanup (which may wait out a command's kill grace) on the
 // engine's session-work executor and answers through its callback there;
@@ -69,7 +70,8 @@ struct CallerIdentity {
   // auth). Otherwise the token's name, the client certificate's subject (or
   // SAN), or "uid:N" for a unix-socket peer.
   std::string name;
-  // The policy profile bound to the credential; "" = the daemon's default.
+  // The policy profile bound to the credential now; "" = none. It narrows
+  // the config's policy for every call, in sessions opened before too.
   std::string profile;
 };
 
@@ -119,8 +121,9 @@ struct OpenSessionSpec {
   std::vector<std::string> disabled_tools;
   // Relative to the daemon's workspace, or absolute inside it.
   std::vector<std::string> workspaces;
-  // A policy profile (core/policy.h); "" = the parent's, the caller's or the
-  // daemon's default policy.
+  // A policy profile (core/policy.h) that narrows the session's calls
+  // beyond the config's policy, the caller's profile and the parent's; ""
+  // = none.
   std::string policy_profile;
 };
 
@@ -224,6 +227,13 @@ class Engine {
   // version 0 = every version.
   virtual absl::Status DeleteArtifact(const CallerIdentity& caller, const std::string& session_id,
                                       const std::string& name, int64_t version) = 0;
+
+  // OK when `profile` names a policy profile of this engine (what a token
+  // line or OpenSession may name); InvalidArgument naming the known ones
+  // otherwise.
+  virtual absl::Status CheckProfile(const std::string& /*profile*/) const {
+    return absl::OkStatus();
+  }
 
   // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
   // NOT_FOUND when it is not pending.

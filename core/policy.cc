@@ -397,6 +397,17 @@ bool LeftOutByPolicy(const PolicyChain& chain, const CallFacts& call, GrantSet* 
 
 // ---- PolicyEngine ----
 
+namespace {
+
+// Appends `policy` unless the chain has it already (a call passes each once).
+void AddToChain(PolicyChain& chain, std::shared_ptr<const Policy> policy) {
+  if (std::find(chain.begin(), chain.end(), policy) == chain.end()) {
+    chain.push_back(std::move(policy));
+  }
+}
+
+}  // namespace
+
 struct PolicyEngine::Shared {
   const ToolRegistry* registry = nullptr;
   // The daemon's workspace root as configured and, when it differs, as the
@@ -694,7 +705,6 @@ absl::Status PolicyEngine::CheckProfile(const std::string& name) const {
 }
 
 absl::StatusOr<PolicyChain> PolicyEngine::ChainForSession(const std::string& parent_session_id,
-                                                          const std::string& caller_profile,
                                                           const std::string& requested) const {
   PolicyChain chain;
   if (!parent_session_id.empty()) {
@@ -702,12 +712,10 @@ absl::StatusOr<PolicyChain> PolicyEngine::ChainForSession(const std::string& par
     auto it = shared_->sessions.find(parent_session_id);
     if (it != shared_->sessions.end()) chain = it->second.chain;
   }
-  for (const std::string* name : {&caller_profile, &requested}) {
-    if (name->empty()) continue;
-    auto p = shared_->Profile(*name);
-    if (!p.ok()) return p.status();
-    if (std::find(chain.begin(), chain.end(), *p) == chain.end()) chain.push_back(*p);
-  }
+  if (requested.empty()) return chain;
+  auto p = shared_->Profile(requested);
+  if (!p.ok()) return p.status();
+  AddToChain(chain, *std::move(p));
   return chain;
 }
 
@@ -812,21 +820,23 @@ std::string Describe(const PermissionRequirement& target, const std::vector<std:
 absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     const std::string& caller_name, const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
     StartFn start) {
-  PolicyChain chain;
+  // The config's policy, the caller's profile as its credential has it now,
+  // then the session's own (see the header comment).
+  PolicyChain chain{shared_->default_policy};
+  if (!caller_profile.empty()) {
+    auto p = shared_->Profile(caller_profile);
+    if (!p.ok()) return p.status();
+    AddToChain(chain, *std::move(p));
+  }
   std::shared_ptr<GrantSet> grants;
   if (batch.session != nullptr) {
     absl::MutexLock lock(&shared_->mu);
     auto it = shared_->sessions.find(batch.session->id());
     if (it != shared_->sessions.end()) {
-      chain = it->second.chain;
+      for (const auto& p : it->second.chain) AddToChain(chain, p);
       grants = it->second.grants;
     }
-  } else if (!caller_profile.empty()) {
-    auto p = shared_->Profile(caller_profile);
-    if (!p.ok()) return p.status();
-    chain.push_back(*p);
   }
-  if (chain.empty()) chain.push_back(shared_->default_policy);
   if (std::all_of(chain.begin(), chain.end(),
                   [](const auto& p) { return p->allows_everything(); })) {
     return start(std::move(batch), observer);  // nothing to decide

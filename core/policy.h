@@ -11,12 +11,15 @@
 // none needs its own name; a tool that handles its own permissions is never
 // asked about), and evaluate the session's policies. Nothing blocks.
 //
-// Policies: a session carries a chain of policies: its parent's chain, then
-// the caller's credential profile (CallerIdentity::profile), then the profile
-// it asked for at OpenSession. A call's decision is the strictest of the
-// chain's decisions (deny > ask > allow), so a child or a credential can
-// narrow what runs and never widen it. An empty chain is the config's own
-// policy, "default". Within one policy, rules naming the tool beat
+// Policies: a call is judged by a chain of policies: the config's own policy
+// ("default": its default decision and rules), always; then the caller's
+// credential profile (CallerIdentity::profile) as the credential has it for
+// this call (a token file reloaded since the session opened counts); then the
+// session's own profiles: its parent's, then the one it asked for at
+// OpenSession. A call's decision is the strictest of the chain's decisions
+// (deny > ask > allow), so a profile (a credential's, a session's, a
+// parent's) can narrow what the config lets run and never widen it:
+// "allow_all" narrows nothing. Within one policy, rules naming the tool beat
 // "<server>/*" rules beat "*" rules; within the winning bucket deny beats ask
 // beats allow; no matching rule: the policy's default decision.
 //
@@ -252,17 +255,20 @@ class PolicyEngine final {
   // InvalidArgument naming the known profiles when `name` is not one.
   absl::Status CheckProfile(const std::string& name) const;
 
-  // The chain a new session gets (see the header comment): its parent's (if
-  // the parent is open and known), then `caller_profile`, then `requested`.
+  // The session's own profiles (see the header comment): its parent's (if
+  // the parent is open and known), then `requested` ("" = none). Neither the
+  // config's policy nor the caller's profile is part of it: every call adds
+  // them as they are then.
   absl::StatusOr<PolicyChain> ChainForSession(const std::string& parent_session_id,
-                                              const std::string& caller_profile,
                                               const std::string& requested) const;
-  // Remembers `session`'s chain (and, from now on, its grants).
+  // Remembers `session`'s own profiles (and, from now on, its grants).
   void AttachSession(const std::shared_ptr<Session>& session, PolicyChain chain);
   // Cancels the session's pending asks and forgets it.
   void DetachSession(const std::string& session_id);
 
-  // Decides `batch` and starts it through `start`, now or once asked.
+  // Decides `batch` by the config's policy, `caller_profile` (the caller's
+  // credential's now, "" = none) and the session's profiles, and starts it
+  // through `start`, now or once asked.
   // Errors: InvalidArgument for an unknown caller profile; `start`'s error
   // when it starts now.
   // `caller_name` owns the questions the batch asks: only the same caller

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/mcp/content.h"
+#include "tools/runtime/model_content.h"
+#include "tools/runtime/tool.h"
 
 namespace toolexec {
 namespace {
@@ -87,6 +89,20 @@ Json McpCallResultFromToolResult(const v1::ToolResult& result) {
   Json payload = ProtoToJson(result.payload());
   return mcp::ToCallToolResult(payload, result.model_content(),
                                result.status() != v1::RESULT_STATUS_SUCCESS);
+}
+
+void ExplainDeniedAsk(v1::ToolResult* result) {
+  if (result->status() != v1::RESULT_STATUS_DENIED) return;
+  const std::string message =
+      absl::StrCat("the policy asks before ", result->name(), " runs, and ", kMcpAskDenial,
+                   ": ask the daemon's operator to allow it for this caller");
+  result->set_error_message(message);
+  result->set_model_content(FailureModelContent(ErrorCode::kDenied, result->name(), message,
+                                                kDefaultModelContentChars));
+  result->mutable_exception()->set_message(message);
+  google::protobuf::Struct payload;
+  (*payload.mutable_fields())["error"].set_string_value(message);
+  *result->mutable_payload()->mutable_struct_value() = std::move(payload);
 }
 
 // ---- CallCancel ----

@@ -62,6 +62,15 @@ Json McpToolFromDeclaration(const v1::ToolDeclaration& tool);
 // isError for any failure.
 Json McpCallResultFromToolResult(const v1::ToolResult& result);
 
+// A policy's ask on an MCP transport: MCP has no way to put the question to
+// the client's user, so the transport denies it at once (rather than letting
+// the call wait out the ask timeout), giving kMcpAskDenial as the reason.
+inline constexpr char kMcpAskDenial[] = "MCP clients cannot answer permission requests";
+// The DENIED result of a call whose ask the transport denied, reworded to say
+// so (the policy's own wording is "Permission denied by user"). Other results
+// are left as they are.
+void ExplainDeniedAsk(v1::ToolResult* result);
+
 // Cancellation of one call, between the thread running it and the one that
 // receives notifications/cancelled (or shuts down). Thread-safe.
 class CallCancel final {

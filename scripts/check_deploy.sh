@@ -820,6 +820,9 @@ else
     if [ "$rc" -ne 0 ]; then
       fail "toolexecd --check_config rejects ${f#"$root"/} (exit $rc):"
       show "$out"
+    elif grep -q '^warning:' <<<"$out"; then
+      fail "toolexecd --check_config warns about ${f#"$root"/} as deployed:"
+      show "$out"
     else
       echo "check_deploy: ${f#"$root"/} loads"
     fi
@@ -831,8 +834,8 @@ else
     rc=0
     out="$("$toolexecd" --check_config --config="$f" --workspace="$tmp/workspace" \
       --insecure_allow_unauthenticated 2>&1)" || rc=$?
-    if [ "$rc" -ne 1 ]; then
-      fail "toolexecd --check_config accepted or crashed on ${f##*/}, a config with an unknown field (exit $rc, expected 1):"
+    if [ "$rc" -ne 2 ]; then
+      fail "toolexecd --check_config accepted or crashed on ${f##*/}, a config with an unknown field (exit $rc, expected 2):"
       show "$out"
     fi
   done

@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,15 +38,14 @@ bool IsTokenText(absl::string_view token) {
   return std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
-absl::StatusOr<std::vector<TokenEntry>> LoadTokenFile(const std::string& path) {
-  auto text = ReadRegularFile(path, "token file", kMaxAuthFileBytes);
-  if (!text.ok()) return text.status();
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    spdlog::warn("token file {} can be read by other users (mode {:o}); chmod 600 it", path,
-                 st.st_mode & 0777);
-  }
-  return ParseTokenFile(*text, path);
+// A caller's name for a token line without NAME: a prefix of the token's
+// digest (48 bits: distinct within any real token file; a random token
+// cannot be found from it, a guessable one could be confirmed, as from any
+// digest), so it follows the token, not its line.
+std::string DerivedTokenName(const std::array<unsigned char, 32>& digest) {
+  constexpr size_t kBytes = 6;
+  return absl::StrCat("token-", absl::BytesToHexString(absl::string_view(
+                                    reinterpret_cast<const char*>(digest.data()), kBytes)));
 }
 
 // PEM text of `path` that holds what `kind` says, or why not.
@@ -72,6 +73,27 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what, b
   return text;
 }
 
+// OK when the private key of `key_pem` is the one of the first certificate of
+// `cert_pem` (both already read by ReadPem); else an error naming both files.
+// gRPC would only fail to listen, saying nothing of why.
+absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem, const std::string& key_pem,
+                                        const TlsOptions& tls) {
+  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  X509* cert = cert_bio ? PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr) : nullptr;
+  EVP_PKEY* key = key_bio ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
+  const bool match = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  BIO_free(key_bio);
+  BIO_free(cert_bio);
+  ERR_clear_error();  // X509_check_private_key queues why; we say it ourselves
+  if (match) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "TLS key file ", tls.key_file, " does not match the certificate in TLS certificate file ",
+      tls.cert_file, " (give the private key the certificate was issued for)"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TokenEntry>> ParseTokenFile(absl::string_view text,
@@ -95,7 +117,8 @@ absl::StatusOr<std::vector<TokenEntry>> ParseTokenFile(absl::string_view text,
     }
     TokenEntry entry;
     entry.digest = Sha256(fields[0]);
-    if (fields.size() > 1) entry.name = std::string(fields[1]);
+    entry.named = fields.size() > 1;
+    entry.name = entry.named ? std::string(fields[1]) : DerivedTokenName(entry.digest);
     if (fields.size() > 2) entry.profile = std::string(fields[2]);
     entry.line = line_number;
     for (const TokenEntry& e : entries) {
@@ -133,10 +156,38 @@ absl::string_view BearerToken(absl::string_view authorization) {
   return absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
 }
 
-absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const AuthOptions& options) {
-  std::unique_ptr<Authenticator> auth(new Authenticator(options));
+absl::StatusOr<std::vector<TokenEntry>> Authenticator::LoadTokens() const {
+  const std::string& path = options_.token_file;
+  auto text = ReadRegularFile(path, "token file", kMaxAuthFileBytes);
+  if (!text.ok()) return text.status();
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    spdlog::warn("token file {} can be read by other users (mode {:o}); chmod 600 it", path,
+                 st.st_mode & 0777);
+  }
+  auto entries = ParseTokenFile(*text, path);
+  if (!entries.ok()) return entries.status();
+  for (const TokenEntry& e : *entries) {
+    if (e.profile.empty() || check_profile_ == nullptr) continue;
+    if (absl::Status s = check_profile_(e.profile); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token file ", path, " line ", e.line, ": ", s.message()));
+    }
+  }
+  for (const TokenEntry& e : *entries) {
+    if (e.named) continue;
+    spdlog::warn("token file {} line {}: the token has no NAME, so its caller is named {} "
+                 "(from the token's digest); give it a NAME",
+                 path, e.line, e.name);
+  }
+  return entries;
+}
+
+absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const AuthOptions& options,
+                                                                     ProfileCheck check_profile) {
+  std::unique_ptr<Authenticator> auth(new Authenticator(options, std::move(check_profile)));
   if (!options.token_file.empty()) {
-    auto tokens = LoadTokenFile(options.token_file);
+    auto tokens = auth->LoadTokens();
     if (!tokens.ok()) return tokens.status();
     absl::MutexLock lock(&auth->mu_);
     auth->tokens_ = std::make_shared<const std::vector<TokenEntry>>(*std::move(tokens));
@@ -151,6 +202,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Authenticator::TcpCrede
   if (!cert.ok()) return cert.status();
   auto key = ReadPem(tls.key_file, "TLS key file", /*private_key=*/true);
   if (!key.ok()) return key.status();
+  if (absl::Status s = CheckKeyMatchesCertificate(*cert, *key, tls); !s.ok()) return s;
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   if (!tls.client_ca_file.empty()) {
     auto ca = ReadPem(tls.client_ca_file, "TLS client CA file", /*private_key=*/false);
@@ -199,7 +251,7 @@ absl::StatusOr<CallerIdentity> Authenticator::Authenticate(
                                "--token-file, or TOOLEXEC_TOKEN)");
     if (!matched.ok()) return matched.status();
     entry = *matched;
-    caller.name = entry->name;
+    if (entry->named) caller.name = entry->name;
     caller.profile = entry->profile;
   }
   if (caller.name.empty()) {
@@ -210,13 +262,13 @@ absl::StatusOr<CallerIdentity> Authenticator::Authenticate(
     }
   }
   if (caller.name.empty() && uid.has_value()) caller.name = absl::StrCat("uid:", *uid);
-  if (caller.name.empty() && entry != nullptr) caller.name = absl::StrCat("token-", entry->line);
+  if (caller.name.empty() && entry != nullptr) caller.name = entry->name;
   return caller;
 }
 
 absl::Status Authenticator::ReloadTokens() {
   if (options_.token_file.empty()) return absl::OkStatus();
-  auto tokens = LoadTokenFile(options_.token_file);
+  auto tokens = LoadTokens();
   if (!tokens.ok()) return tokens.status();
   auto fresh = std::make_shared<const std::vector<TokenEntry>>(*std::move(tokens));
   size_t count = fresh->size();
@@ -254,7 +306,7 @@ absl::StatusOr<CallerIdentity> Authenticator::AuthenticateBearer(
   auto entry = CheckBearer(*tokens, BearerToken(authorization),
                            "send the header 'Authorization: Bearer <token>'");
   if (!entry.ok()) return entry.status();
-  caller.name = (*entry)->name.empty() ? absl::StrCat("token-", (*entry)->line) : (*entry)->name;
+  caller.name = (*entry)->name;
   caller.profile = (*entry)->profile;
   return caller;
 }

@@ -9,7 +9,9 @@
 // The caller's name, in order: the NAME of the token's line; the client
 // certificate's identity (its subject alternative names, else its subject
 // CN, as gRPC's auth context reports them); "uid:N" for a unix-socket peer;
-// "token-<line>" for a token line without a name; "" when the daemon
+// for a token line without a name, one derived from the token itself
+// (TokenEntry::name), so removing or reordering lines never hands one
+// caller's sessions and artifacts to another; "" when the daemon
 // authenticates nobody. The profile is the token line's PROFILE.
 //
 // Threads: Authenticate() runs on gRPC's threads, for many RPCs at once;
@@ -25,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,7 +46,10 @@ namespace toolexec {
 // One line of a token file. The token itself is kept only as its SHA-256.
 struct TokenEntry {
   std::array<unsigned char, 32> digest{};
-  std::string name;     // "" when the line gives none
+  // The line's NAME; when it gives none, "token-" and the first 12 hex
+  // digits of the token's SHA-256: the same wherever the line stands.
+  std::string name;
+  bool named = false;   // the line gives NAME
   std::string profile;  // "" when the line gives none
   int line = 0;
 };
@@ -67,13 +73,22 @@ absl::string_view BearerToken(absl::string_view authorization);
 
 class Authenticator final {
  public:
-  // Reads the token file (a malformed one is an error naming it and the line).
-  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(const AuthOptions& options);
+  // OK when a token line may name `profile`; else an error saying why
+  // (Engine::CheckProfile).
+  using ProfileCheck = std::function<absl::Status(const std::string& profile)>;
+
+  // Reads the token file: a malformed one, or a line whose PROFILE
+  // `check_profile` (when set) refuses, is an error naming the file and the
+  // line. Each line without a NAME is logged as a warning (its line number
+  // and derived name, never the token).
+  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(
+      const AuthOptions& options, ProfileCheck check_profile = nullptr);
 
   // The credentials for a TCP listener: TLS when a certificate is configured
   // (client certificates required and verified when a client CA is), else
   // insecure. InvalidArgument naming the file for one that cannot be read
-  // or is not PEM of the right kind.
+  // or is not PEM of the right kind, and naming both when the key is not the
+  // certificate's.
   static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
       const TlsOptions& tls);
 
@@ -89,8 +104,9 @@ class Authenticator final {
   // file is configured. Thread-safe like Authenticate.
   absl::StatusOr<CallerIdentity> AuthenticateBearer(absl::string_view authorization) const;
 
-  // Reads the token file again. On success the new set replaces the old for
-  // every later call; on failure the old set stays and the error says why.
+  // Reads the token file again, checked as by Create. On success the new set
+  // replaces the old for every later call; on failure the old set stays and
+  // the error says why.
   // OK and no-op when no token file is configured.
   absl::Status ReloadTokens();
 
@@ -99,7 +115,10 @@ class Authenticator final {
   void NoteUnixPeer(int fd, uint32_t uid);
 
  private:
-  explicit Authenticator(AuthOptions options) : options_(std::move(options)) {}
+  Authenticator(AuthOptions options, ProfileCheck check_profile)
+      : options_(std::move(options)), check_profile_(std::move(check_profile)) {}
+  // The token file's entries, each profile checked; warns of unnamed lines.
+  absl::StatusOr<std::vector<TokenEntry>> LoadTokens() const;
   // The entry of `token`, or UNAUTHENTICATED: none sent (saying how to send
   // one) or not valid.
   static absl::StatusOr<const TokenEntry*> CheckBearer(const std::vector<TokenEntry>& tokens,
@@ -107,6 +126,7 @@ class Authenticator final {
                                                        absl::string_view how_to_send);
 
   const AuthOptions options_;
+  const ProfileCheck check_profile_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const std::vector<TokenEntry>> tokens_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint32_t> unix_peers_ ABSL_GUARDED_BY(mu_);

@@ -233,12 +233,76 @@ absl::Status ApplyHooks(const v1::DaemonConfig& config, HookOptions* hooks) {
 
 }  // namespace
 
+namespace {
+
+// Protobuf's JSON parser takes any string for a bool field ("yes" reads as
+// true): a bool must be JSON true or false. Walks `value` as a `message`;
+// fields it does not know are left to the parser, which refuses them.
+absl::Status CheckJsonBooleans(const JsonValue& value, const google::protobuf::Descriptor& message,
+                               const std::string& where) {
+  using google::protobuf::FieldDescriptor;
+  if (!value.IsObject()) return absl::OkStatus();
+  for (const auto& member : value.GetObject()) {
+    const std::string key(member.name.GetString(), member.name.GetStringLength());
+    const FieldDescriptor* field = message.FindFieldByName(key);
+    for (int i = 0; field == nullptr && i < message.field_count(); ++i) {
+      if (message.field(i)->json_name() == key) field = message.field(i);
+    }
+    if (field == nullptr) continue;
+    const std::string name = where.empty() ? key : absl::StrCat(where, ".", key);
+    const JsonValue& v = member.value;
+    if (field->is_map()) {
+      const FieldDescriptor* mapped = field->message_type()->map_value();
+      if (!v.IsObject()) continue;
+      for (const auto& entry : v.GetObject()) {
+        const std::string entry_name = absl::StrCat(name, "[", entry.name.GetString(), "]");
+        if (mapped->type() == FieldDescriptor::TYPE_BOOL && !entry.value.IsBool()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              entry_name, " must be true or false, not ", ToJsonString(entry.value)));
+        }
+        if (mapped->type() == FieldDescriptor::TYPE_MESSAGE) {
+          if (absl::Status s = CheckJsonBooleans(entry.value, *mapped->message_type(), entry_name);
+              !s.ok()) {
+            return s;
+          }
+        }
+      }
+      continue;
+    }
+    auto check_one = [&](const JsonValue& item, const std::string& item_name) -> absl::Status {
+      if (field->type() == FieldDescriptor::TYPE_BOOL && !item.IsBool() && !item.IsNull()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(item_name, " must be true or false, not ", ToJsonString(item)));
+      }
+      if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+        return CheckJsonBooleans(item, *field->message_type(), item_name);
+      }
+      return absl::OkStatus();
+    };
+    if (field->is_repeated() && v.IsArray()) {
+      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+        if (absl::Status s = check_one(v[i], absl::StrCat(name, "[", i, "]")); !s.ok()) return s;
+      }
+    } else if (absl::Status s = check_one(v, name); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
   auto read = ReadRegularFile(path, "config file", kMaxConfigFileBytes);
   if (!read.ok()) return read.status();
   const std::string& text = *read;
   v1::DaemonConfig config;
   if (absl::EndsWith(path, ".json")) {
+    if (auto json = ParseJson(text); json.ok()) {
+      if (absl::Status s = CheckJsonBooleans(*json, *config.GetDescriptor(), ""); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", s.message()));
+      }
+    }  // else the parser below names the syntax error
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
     auto status = google::protobuf::util::JsonStringToMessage(text, &config, options);
@@ -461,6 +525,17 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (!config.log_format().empty()) daemon->log_format = config.log_format();
   // --- MCP over streamable HTTP ---
   if (!config.mcp_listen().empty()) daemon->server.mcp_listen = config.mcp_listen();
+  if (config.mcp_max_sessions_per_caller()) {
+    daemon->server.mcp_max_sessions_per_caller = config.mcp_max_sessions_per_caller();
+  }
+  if (config.mcp_session_idle_ttl_ms()) {
+    daemon->server.mcp_session_idle_ttl = MillisecondsOption(config.mcp_session_idle_ttl_ms());
+  }
+  for (const std::string& entry : config.mcp_allowed_hosts()) {
+    auto host = NormalizeMcpAllowedHost(entry);
+    if (!host.ok()) return host.status();
+    daemon->server.mcp_allowed_hosts.push_back(*std::move(host));
+  }
   if (config.has_policy()) {
     if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
   }
@@ -557,6 +632,26 @@ bool IsLocalListenAddress(absl::string_view listen) {
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
+absl::StatusOr<std::string> NormalizeMcpAllowedHost(absl::string_view entry) {
+  std::string host = absl::AsciiStrToLower(entry);
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  in6_addr v6{};
+  if (host.find(':') != std::string::npos && inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return host;
+  }
+  const bool name = !bracketed && !host.empty() &&
+                    host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") ==
+                        std::string::npos;
+  if (!name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mcp_allowed_hosts (--mcp_allowed_hosts) '", entry,
+        "' is not a host: give a host name or an address without port (any port is "
+        "accepted), e.g. mcp.example.com, 192.168.1.5 or [fd00::5]"));
+  }
+  return host;
+}
+
 bool AuthenticatesCallers(const ServerOptions& options) {
   return !options.auth.token_file.empty() || !options.auth.tls.client_ca_file.empty();
 }
@@ -619,13 +714,12 @@ absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateOptions(const DaemonOptions& daemon) {
+// The ranges ValidateOptions holds `daemon`'s numeric options to.
+std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
   const ServerOptions& server = daemon.server;
   const BuiltinOptions& b = o.builtin;
-  const RangeCheck checks[] = {
+  return {
       {"limits.max_calls_per_batch (--max_calls_per_batch)", o.max_calls_per_batch, 1, 1 << 20,
        ""},
       // Each running call holds a thread.
@@ -657,6 +751,10 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
       {"sessions.max_depth", static_cast<uint64_t>(o.session_max_depth), 1, 100, ""},
       {"sessions.idle_ttl_ms (--session_idle_ttl_ms)", ToMs(o.session_idle_ttl), 0,
        kMaxMilliseconds, kMsUnit},
+      {"mcp_max_sessions_per_caller (--mcp_max_sessions_per_caller)",
+       server.mcp_max_sessions_per_caller, 1, kMcpMaxSessions, ""},
+      {"mcp_session_idle_ttl_ms (--mcp_session_idle_ttl_ms)", ToMs(server.mcp_session_idle_ttl),
+       1, kMaxMilliseconds, kMsUnit},
       {"file_tools.view_max_lines", b.view_max_lines, 1, 10000000, ""},
       // A result must fit in one gRPC message.
       {"file_tools.view_max_bytes", b.view_max_bytes, 1, 64 * kMiB, " bytes (64 MiB)"},
@@ -680,7 +778,25 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
       {"run_command.rlimit_processes", b.rlimit_processes, 0, 1 << 22, ""},
       {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
   };
-  for (const RangeCheck& c : checks) {
+}
+
+}  // namespace
+
+std::string FlagRange(absl::string_view flag) {
+  const std::string spelled = absl::StrCat("--", flag);
+  for (const RangeCheck& c : RangeChecks(DaemonOptions())) {
+    absl::string_view name = c.name;
+    if (name == spelled || absl::StrContains(name, absl::StrCat("(", spelled, ")"))) {
+      return absl::StrCat(c.min, " to ", c.max, c.unit);
+    }
+  }
+  return "";
+}
+
+absl::Status ValidateOptions(const DaemonOptions& daemon) {
+  const EngineOptions& o = daemon.engine;
+  const ServerOptions& server = daemon.server;
+  for (const RangeCheck& c : RangeChecks(daemon)) {
     if (c.value >= c.min && c.value <= c.max) continue;
     // A duration at UINT64_MAX is a saturated one: the exact count is gone.
     std::string shown = c.value == std::numeric_limits<uint64_t>::max() && c.unit == kMsUnit
@@ -717,6 +833,19 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "the workspace. Give ", give, ", or pass --insecure_allow_unauthenticated to serve it "
         "anyway"));
   };
+  if (!absl::StartsWith(server.listen, "unix:") &&
+      !absl::StartsWith(server.listen, "unix-abstract:")) {
+    const size_t colon = server.listen.rfind(':');
+    uint32_t port = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(absl::string_view(server.listen).substr(colon + 1), &port) ||
+        port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "listen (--listen) '", server.listen,
+          "' has no port number of 0 to 65535; give host:port (e.g. 127.0.0.1:50051; port 0 "
+          "picks one) or unix:/path"));
+    }
+  }
   if (!server.insecure_allow_unauthenticated && !IsLocalListenAddress(server.listen) &&
       !AuthenticatesCallers(server)) {
     return refuse_unauthenticated(

@@ -53,6 +53,10 @@ absl::Duration MillisecondsOption(uint64_t ms);
 // held to the same ranges.
 absl::Status ValidateOptions(const DaemonOptions& options);
 
+// The range ValidateOptions allows for the flag `flag` (no dashes), as
+// "1 to 4096" or "1 to 2592000000 ms (30 days)"; "" for a flag without one.
+std::string FlagRange(absl::string_view flag);
+
 }  // namespace toolexec
 
 #endif  // TOOLEXEC_SERVER_CONFIG_H_

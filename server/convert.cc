@@ -123,13 +123,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-std::string StatusLogFields(const grpc::Status& status) {
-  std::string out = absl::StrCat(
-      "status=", absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
-  if (!status.error_message().empty()) {
-    absl::StrAppend(&out, " msg=\"", absl::CEscape(status.error_message()), "\"");
-  }
-  return out;
+void AddStatusFields(const grpc::Status& status, LogLine* line) {
+  line->Add("status",
+            absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+  if (!status.error_message().empty()) line->AddQuoted("msg", status.error_message());
 }
 
 absl::StatusOr<Json> StructToJson(const Struct& in) {

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/engine.h"
+#include "server/logging.h"
 #include "google/protobuf/struct.pb.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
@@ -28,9 +29,9 @@ inline constexpr int kMaxWireJsonDepth = 30;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// A finished RPC's status as log fields: `status=CANCELLED msg="..."` (the
-// message C-escaped and quoted; no msg field when it is empty).
-std::string StatusLogFields(const grpc::Status& status);
+// Adds a finished RPC's status to its log line: status=CANCELLED msg="..."
+// (msg always quoted in text; no msg field when it is empty).
+void AddStatusFields(const grpc::Status& status, LogLine* line);
 
 // Struct/Value -> JSON. Whole doubles within +-2^53 become integers, so "3"
 // sent through a Struct validates against {"type":"integer"}. Fails past

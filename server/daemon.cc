@@ -30,7 +30,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
-  auto auth = Authenticator::Create(d->options_.server.auth);
+  const Engine* checked_by = d->engine_.get();
+  auto auth = Authenticator::Create(d->options_.server.auth, [checked_by](const std::string& p) {
+    return checked_by->CheckProfile(p);
+  });
   if (!auth.ok()) return auth.status();
   d->auth_ = *std::move(auth);
   return d;
@@ -106,6 +109,9 @@ absl::Status Daemon::Start() {
     mcp.max_body_bytes = static_cast<size_t>(o.max_receive_message_bytes);
     mcp.max_result_bytes = static_cast<size_t>(o.max_send_message_bytes);
     mcp.version = kMcpHttpServerVersion;
+    mcp.max_sessions_per_caller = o.mcp_max_sessions_per_caller;
+    mcp.session_idle_ttl = o.mcp_session_idle_ttl;
+    mcp.allowed_hosts = o.mcp_allowed_hosts;
     auto mcp_http = McpHttpServer::Start(engine_.get(), auth_.get(), std::move(mcp));
     if (!mcp_http.ok()) {
       server_->Shutdown();

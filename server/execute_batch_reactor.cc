@@ -47,7 +47,7 @@ ExecuteBatchReactor* ExecuteBatchReactor::Start(Engine* engine,
 void ExecuteBatchReactor::Begin(Engine* engine, const absl::StatusOr<CallerIdentity>& caller,
                                 const v1::ExecuteBatchRequest& request) {
   if (!caller.ok()) return Reject(caller.status());
-  caller_log_ = CallerLogField(*caller);
+  caller_name_ = caller->name;
   ScopedTraceLog trace(traceparent_);
   BatchSpec spec = FromProto(request);
   spec.traceparent = traceparent_;
@@ -252,9 +252,12 @@ void ExecuteBatchReactor::OnDone() {
   if (spdlog::should_log(spdlog::level::info)) {
     absl::MutexLock lock(&mu_);
     auto ms = absl::ToDoubleMilliseconds(absl::Now() - started_);
-    spdlog::info("ExecuteBatch peer={}{} calls={} results={} failed={} {} ms={:.2f}",
-                 context_->peer(), caller_log_, calls_, results_, failures_, StatusLogFields(final_status_),
-                 ms);
+    LogLine line("ExecuteBatch");
+    line.Add("peer", context_->peer());
+    AddCallerField(caller_name_, &line);
+    line.AddNumber("calls", calls_).AddNumber("results", results_).AddNumber("failed", failures_);
+    AddStatusFields(final_status_, &line);
+    line.AddNumber("ms", ms, 2).Write(spdlog::level::info);
   }
   delete this;
 }

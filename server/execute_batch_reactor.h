@@ -106,7 +106,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   const absl::Time started_ = absl::Now();
   const size_t calls_;
   const size_t max_result_bytes_;
-  std::string caller_log_;  // CallerLogField, set once in Begin
+  std::string caller_name_;  // for the log line, set once in Begin
 
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written

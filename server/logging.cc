@@ -1,8 +1,13 @@
 #include "server/logging.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "rapidjson/stringbuffer.h"
@@ -14,6 +19,25 @@
 
 namespace toolexec {
 namespace {
+
+// The LogLine being written on this thread, for the JSON formatter.
+thread_local const LogLine* current_line = nullptr;
+
+bool PlainLogValue(absl::string_view value) {
+  return std::all_of(value.begin(), value.end(), [](char c) {
+    return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+}
+
+void WriteJsonString(rapidjson::Writer<rapidjson::StringBuffer>& w, absl::string_view text) {
+  // A value may quote what a client sent; JSON needs valid UTF-8.
+  std::string repaired;
+  if (!IsValidUtf8(text)) {
+    repaired = SanitizeUtf8(text);
+    text = repaired;
+  }
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+}
 
 // "%&" in the text pattern: " trace_id=... span_id=..." while a trace is
 // active on the thread, else nothing.
@@ -46,14 +70,21 @@ class JsonFormatter final : public spdlog::formatter {
     const auto& level = spdlog::level::to_string_view(msg.level);
     w.String(level.data(), static_cast<rapidjson::SizeType>(level.size()));
     w.Key("msg");
-    // A message may quote what a client sent; JSON needs valid UTF-8.
-    absl::string_view text(msg.payload.data(), msg.payload.size());
-    std::string repaired;
-    if (!IsValidUtf8(text)) {
-      repaired = SanitizeUtf8(text);
-      text = repaired;
+    if (current_line != nullptr) {
+      WriteJsonString(w, current_line->what());
+      for (const LogLine::Field& field : current_line->fields()) {
+        // The formatter's own members win over a field of the same name.
+        if (field.key == "time" || field.key == "level" || field.key == "msg") continue;
+        WriteJsonString(w, field.key);
+        if (field.number) {
+          w.RawValue(field.value.data(), field.value.size(), rapidjson::kNumberType);
+        } else {
+          WriteJsonString(w, field.value);
+        }
+      }
+    } else {
+      WriteJsonString(w, absl::string_view(msg.payload.data(), msg.payload.size()));
     }
-    w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
     if (const std::string* traceparent = CurrentTraceLog()) {
       absl::string_view trace_id = TraceIdOf(*traceparent);
       absl::string_view span_id = SpanIdOf(*traceparent);
@@ -73,6 +104,53 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+LogLine& LogLine::Add(absl::string_view key, absl::string_view value) {
+  fields_.push_back({std::string(key), std::string(value), false, !PlainLogValue(value)});
+  return *this;
+}
+
+LogLine& LogLine::AddQuoted(absl::string_view key, absl::string_view value) {
+  fields_.push_back({std::string(key), std::string(value), false, true});
+  return *this;
+}
+
+LogLine& LogLine::AddNumber(absl::string_view key, double value, int decimals) {
+  std::string text = std::isfinite(value) ? absl::StrFormat("%.*f", decimals, value) : "0";
+  fields_.push_back({std::string(key), std::move(text), true, false});
+  return *this;
+}
+
+LogLine& LogLine::AddPairs(absl::string_view pairs) {
+  for (absl::string_view pair : absl::StrSplit(pairs, ' ', absl::SkipEmpty())) {
+    const size_t eq = pair.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      Add("detail", pairs);
+      return *this;
+    }
+    Add(pair.substr(0, eq), pair.substr(eq + 1));
+  }
+  return *this;
+}
+
+std::string LogLine::Text() const {
+  std::string out = what_;
+  for (const Field& field : fields_) {
+    if (field.quoted) {
+      absl::StrAppend(&out, " ", field.key, "=\"", absl::CEscape(field.value), "\"");
+    } else {
+      absl::StrAppend(&out, " ", field.key, "=", field.value);
+    }
+  }
+  return out;
+}
+
+void LogLine::Write(spdlog::level::level_enum level) const {
+  const LogLine* previous = current_line;
+  current_line = this;
+  spdlog::log(level, "{}", Text());
+  current_line = previous;
+}
+
 absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name) {
   if (name == "text") return LogFormat::kText;
   if (name == "json") return LogFormat::kJson;
@@ -82,8 +160,9 @@ absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name) {
 
 std::unique_ptr<spdlog::formatter> NewLogFormatter(LogFormat format) {
   if (format == LogFormat::kJson) return std::make_unique<JsonFormatter>();
-  auto text = std::make_unique<spdlog::pattern_formatter>();
-  text->add_flag<TraceFlag>('&').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v%&");
+  // UTC with its zone, as the JSON lines: a line's time reads the same anywhere.
+  auto text = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  text->add_flag<TraceFlag>('&').set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v%&");
   return text;
 }
 

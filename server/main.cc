@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +12,9 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
@@ -28,6 +31,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "server/build_info.h"
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/logging.h"
@@ -50,7 +54,8 @@ ABSL_FLAG(bool, check_config, false,
 ABSL_FLAG(uint32_t, max_calls_per_batch, 1024, "Most calls one ExecuteBatch may carry.");
 ABSL_FLAG(uint32_t, max_concurrent_calls, 256, "Most tool calls running at once; others queue.");
 ABSL_FLAG(uint32_t, max_pending_calls, 16384,
-          "Most calls running or queued; a batch past it gets RESOURCE_EXHAUSTED.");
+          "Most calls running, queued or waiting for a permission answer; a batch past it "
+          "gets RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request sets none.");
 ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
 ABSL_FLAG(uint32_t, model_content_default_chars, 30000,
@@ -105,6 +110,15 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, mcp_listen, "",
           "Also serve the tools to MCP clients over streamable HTTP at http://HOST:PORT/mcp "
           "(port 0 picks one); empty = off. Beyond loopback it needs --token_file.");
+ABSL_FLAG(uint32_t, mcp_max_sessions_per_caller, toolexec::kDefaultMcpSessionsPerCaller,
+          "MCP sessions one caller may hold on --mcp_listen; an initialize past it "
+          "ends that caller's least recently used session.");
+ABSL_FLAG(uint64_t, mcp_session_idle_ttl_ms,
+          static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultMcpSessionIdleTtl)),
+          "An MCP session with no request this long ends.");
+ABSL_FLAG(std::string, mcp_allowed_hosts, "",
+          "Comma-separated hosts (without port) the Host header of an MCP request may name "
+          "beyond localhost, 127.0.0.1 and [::1]; any other Host is 403.");
 ABSL_FLAG(std::string, log_format, "text",
           "Log lines on stderr: text, or json (one object per line). Both carry the "
           "trace_id of the RPC they belong to.");
@@ -179,8 +193,168 @@ absl::Status ApplyAuthFlags(DaemonOptions* options) {
   return absl::OkStatus();
 }
 
-// Config file first, then the flags the user actually gave.
-absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
+// ---- --help, --version and the command line's own errors --------------------
+
+// The exit status of every refusal to start: bad flags, a bad config, a token
+// file or address that cannot be used (and of a failed --check_config).
+constexpr int kExitRefused = 2;
+
+struct FlagGroup {
+  const char* title;
+  std::vector<const char*> flags;
+};
+
+// --help's sections, in order. A flag of this file in none of them is listed
+// under "Other", so none can be left out.
+const std::vector<FlagGroup>& FlagGroups() {
+  static const auto* groups = new std::vector<FlagGroup>{
+      {"Config and tools",
+       {"config", "workspace", "example_tools", "check_config"}},
+      {"Listening",
+       {"listen", "address_file", "insecure_allow_unauthenticated", "mcp_listen",
+        "mcp_max_sessions_per_caller", "mcp_session_idle_ttl_ms", "mcp_allowed_hosts",
+        "max_receive_message_bytes", "max_send_message_bytes", "keepalive_min_ping_interval_ms",
+        "keepalive_permit_without_calls"}},
+      {"Who may call",
+       {"token_file", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "unix_socket_mode",
+        "unix_socket_allowed_uids", "max_sessions_per_caller"}},
+      {"Limits",
+       {"max_calls_per_batch", "max_concurrent_calls", "max_pending_calls", "call_timeout_ms",
+        "max_call_timeout_ms", "model_content_default_chars", "model_content_max_chars",
+        "drain_grace_ms", "session_idle_ttl_ms"}},
+      {"Observability", {"log_level", "log_format", "metrics_listen"}},
+  };
+  return *groups;
+}
+
+// `text` wrapped at 80 columns, each line indented by `indent`.
+std::string Wrap(absl::string_view text, size_t indent) {
+  std::string out, line;
+  const std::string pad(indent, ' ');
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && pad.size() + line.size() + 1 + word.size() > 80) {
+      absl::StrAppend(&out, pad, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty()) absl::StrAppend(&out, pad, line, "\n");
+  return out;
+}
+
+std::string FlagHelp(const absl::CommandLineFlag& flag) {
+  std::string head = absl::StrCat("  --", flag.Name());
+  const std::string def = flag.DefaultValue();
+  if (flag.IsOfType<bool>()) {
+    absl::StrAppend(&head, def == "true" ? "  (default true; --no" : "  (default false",
+                    def == "true" ? absl::StrCat(flag.Name(), " turns it off)") : ")");
+  } else {
+    absl::StrAppend(&head, "=", flag.IsOfType<std::string>() ? "TEXT" : "N");
+    if (!def.empty()) absl::StrAppend(&head, "  (default ", def, ")");
+  }
+  std::string help = flag.Help();
+  if (std::string range = FlagRange(flag.Name()); !range.empty()) {
+    absl::StrAppend(&help, " Allowed: ", range, ".");
+  }
+  return absl::StrCat(head, "\n", Wrap(help, 6));
+}
+
+std::string HelpText() {
+  std::string out = absl::StrCat(
+      VersionLine("toolexecd"), "\n",
+      "Runs an agent's tools over gRPC (toolexec.v1.ToolExecutor).\n\n"
+      "Usage: toolexecd [--config=FILE] [--listen=ADDR] [--workspace=DIR] [FLAG...]\n\n",
+      Wrap("Flags given on the command line override the config file: a "
+           "toolexec.v1.DaemonConfig (proto/toolexec/v1/config.proto, whose comments give "
+           "every field's meaning and range) as text proto, or proto3 JSON if the file name "
+           "ends in .json. Exit status: 0 after a clean shutdown or a valid --check_config; "
+           "2 when toolexecd refuses to start (a bad flag, config, token file or address).",
+           0),
+      "\n");
+  absl::flat_hash_set<std::string> listed;
+  auto all = absl::GetAllFlags();
+  for (const FlagGroup& group : FlagGroups()) {
+    absl::StrAppend(&out, group.title, ":\n");
+    for (const char* name : group.flags) {
+      auto it = all.find(name);
+      if (it == all.end()) continue;
+      absl::StrAppend(&out, FlagHelp(*it->second));
+      listed.insert(name);
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  std::vector<const absl::CommandLineFlag*> other;
+  for (const auto& [name, flag] : all) {
+    if (absl::EndsWith(flag->Filename(), "server/main.cc") && !listed.contains(name)) {
+      other.push_back(flag);
+    }
+  }
+  std::sort(other.begin(), other.end(),
+            [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  if (!other.empty()) {
+    absl::StrAppend(&out, "Other:\n");
+    for (const auto* flag : other) absl::StrAppend(&out, FlagHelp(*flag));
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out, "  --help  this text;  --version  the version, git commit and build type\n");
+  return out;
+}
+
+// Answers --help itself and checks every flag and value before abseil's parser
+// sees them (it exits 1 on an unknown flag, without a word on what to do).
+// Returns the exit status when toolexecd should stop now.
+std::optional<int> CheckCommandLine(int argc, char** argv) {
+  auto refuse = [](absl::string_view why) {
+    std::cerr << "toolexecd: " << why << " (toolexecd --help lists the flags)\n";
+    return std::optional<int>(kExitRefused);
+  };
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) {
+      return refuse(absl::StrCat("unexpected argument '", arg, "': toolexecd takes only flags"));
+    }
+    const size_t eq = arg.find('=');
+    const bool has_value = eq != absl::string_view::npos;
+    absl::string_view name = arg.substr(0, eq);
+    if (name == "help" || name == "helpfull" || name == "helpshort" || name == "h") {
+      std::cout << HelpText();
+      return 0;
+    }
+    if (name == "version") {
+      std::cout << VersionLine("toolexecd") << "\n";
+      return 0;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no") && !has_value) {
+      absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) return refuse(absl::StrCat("unknown flag --", name));
+    if (flag->IsOfType<bool>() && !has_value) continue;
+    std::string value;
+    if (has_value) {
+      value = std::string(arg.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return refuse(absl::StrCat("--", name, " needs a value"));
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return refuse(absl::StrCat("--", name, "='", value, "': ", error));
+    }
+  }
+  return std::nullopt;
+}
+
+// Config file first, then the flags the user actually gave. With `check_only`
+// (--check_config) what depends on the machine that serves rather than on the
+// config (the workspace exists here; a listen address beyond loopback needs
+// auth, which a deployment may give on its command line) is a warning added to
+// `warnings`, not an error.
+absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level, bool check_only,
+                                           std::vector<std::string>* warnings) {
   DaemonOptions options;
   EngineOptions& engine = options.engine;
   ServerOptions& server = options.server;
@@ -241,16 +415,40 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level) {
   if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
   if (OnCommandLine("mcp_listen")) server.mcp_listen = absl::GetFlag(FLAGS_mcp_listen);
+  if (OnCommandLine("mcp_max_sessions_per_caller")) {
+    server.mcp_max_sessions_per_caller = absl::GetFlag(FLAGS_mcp_max_sessions_per_caller);
+  }
+  if (OnCommandLine("mcp_session_idle_ttl_ms")) {
+    server.mcp_session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_mcp_session_idle_ttl_ms));
+  }
+  if (OnCommandLine("mcp_allowed_hosts")) {
+    server.mcp_allowed_hosts.clear();
+    for (absl::string_view entry :
+         absl::StrSplit(absl::GetFlag(FLAGS_mcp_allowed_hosts), ',', absl::SkipEmpty())) {
+      auto host = NormalizeMcpAllowedHost(absl::StripAsciiWhitespace(entry));
+      if (!host.ok()) return host.status();
+      server.mcp_allowed_hosts.push_back(*std::move(host));
+    }
+  }
   // The config file's values and the flags' are held to the same ranges.
-  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  if (absl::Status s = ValidateOptions(options); !s.ok()) {
+    DaemonOptions authenticated = options;
+    authenticated.server.insecure_allow_unauthenticated = true;
+    if (!check_only || !ValidateOptions(authenticated).ok()) return s;
+    warnings->push_back(absl::StrCat(s.message(), " (when it serves)"));
+  }
   // The workspace: absolute and real, so confinement compares real paths.
   std::error_code ec;
   std::filesystem::path ws = engine.workspace.empty() ? std::filesystem::current_path(ec)
                                                       : std::filesystem::path(engine.workspace);
   auto canonical = std::filesystem::canonical(ws, ec);
   if (ec || !std::filesystem::is_directory(canonical)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace '", ws.string(), "' is not an existing directory"));
+    std::string problem =
+        absl::StrCat("workspace '", ws.string(), "' is not an existing directory");
+    if (!check_only) return absl::InvalidArgumentError(problem);
+    canonical = std::filesystem::current_path(ec);
+    warnings->push_back(absl::StrCat(problem, " here; the tools were checked against ",
+                                     canonical.string(), " instead"));
   }
   engine.workspace = canonical.string();
   return options;
@@ -284,6 +482,7 @@ int Run(int argc, char** argv) {
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
+  if (std::optional<int> exit_status = CheckCommandLine(argc, argv)) return *exit_status;
   RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
   // Debian's abseil checks every Mutex acquisition for lock-order cycles, at a
@@ -294,8 +493,10 @@ int Run(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   SetLogFormat(LogFormat::kText);
 
+  const bool check_only = absl::GetFlag(FLAGS_check_config);
   std::string log_level;
-  auto options = BuildOptions(&log_level);
+  std::vector<std::string> warnings;
+  auto options = BuildOptions(&log_level, check_only, &warnings);
   if (options.ok()) {
     auto level = spdlog::level::from_str(log_level);
     if (level == spdlog::level::off && log_level != "off") {
@@ -308,10 +509,9 @@ int Run(int argc, char** argv) {
   if (options.ok()) {  // ValidateOptions has checked the name
     if (auto format = ParseLogFormat(options->log_format); format.ok()) SetLogFormat(*format);
   }
-  bool check_only = absl::GetFlag(FLAGS_check_config);
   if (!options.ok()) {
     std::cerr << "toolexecd: " << options.status().message() << "\n";
-    return check_only ? 1 : 2;
+    return kExitRefused;
   }
 
   // Block the stop signals in every thread (gRPC's included) before any starts;
@@ -350,32 +550,33 @@ int Run(int argc, char** argv) {
   });
   if (!signal_thread.ok()) {
     std::cerr << "toolexecd: " << signal_thread.status().message() << "\n";
-    return 2;
+    return kExitRefused;
   }
   signal_thread->detach();
 
   auto daemon = Daemon::Create(*options);
   if (!daemon.ok()) {
     std::cerr << "toolexecd: " << daemon.status().message() << "\n";
-    return check_only ? 1 : 2;
+    return kExitRefused;
   }
   // The command tools hold their scrubbed copy of the environment now: wipe
   // the secrets from the daemon's own and make it non-dumpable, so that no
   // command can read them back (tools/builtin/command/environment.h).
   if (absl::Status s = command::SealDaemonSecrets(); !s.ok()) {
     std::cerr << "toolexecd: " << s.message() << "\n";
-    return 2;
+    return kExitRefused;
   }
   if (check_only) {
     const ToolRegistry& registry = (*daemon)->engine().registry();
     std::cout << "config OK: " << registry.size() << " tools ("
               << absl::StrJoin(registry.names(), ", ") << "), listen " << options->server.listen
               << ", workspace " << options->engine.workspace << "\n";
+    for (const std::string& warning : warnings) std::cout << "warning: " << warning << "\n";
     return 0;
   }
   if (absl::Status s = (*daemon)->Start(); !s.ok()) {
     std::cerr << "toolexecd: " << s.message() << "\n";
-    return 2;
+    return kExitRefused;
   }
   if (std::string path = absl::GetFlag(FLAGS_address_file); !path.empty()) {
     // Write then rename, so a reader never sees a partial address.

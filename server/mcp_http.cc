@@ -20,6 +20,7 @@
 #include "mcp_serve/dispatcher.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
+#include "server/listen_probe.h"
 #include "server/metrics.h"
 #include "server/unary.h"
 #include "spdlog/spdlog.h"
@@ -136,19 +137,19 @@ class EngineToolSource final : public McpToolSource {
     auto started = engine_->StartBatch(caller_, std::move(spec), &observer);
     if (!started.ok()) return started.status();
     cancel->Arm([batch = started->get()] { batch->Cancel(); });
+    bool denied_ask = false;
     std::optional<ToolCallResult> result = observer.Deliver(progress, [&](const std::string& id) {
       // Nobody on an MCP connection can answer; waiting would only run
       // into the ask timeout.
-      (void)engine_->RespondPermission(
-          caller_, id, PermissionAnswer::kDeny,
-          "the policy asks before this call, and MCP clients cannot answer permission "
-          "requests: ask the daemon's operator to allow the tool for this caller");
+      denied_ask = true;
+      (void)engine_->RespondPermission(caller_, id, PermissionAnswer::kDeny, kMcpAskDenial);
     });
     cancel->Disarm();
     started->reset();
     if (!result.has_value()) return absl::InternalError("the call ended without a result");
     v1::ToolResult out;
     ToProto(*std::move(result), &out, max_result_bytes_);
+    if (denied_ask) ExplainDeniedAsk(&out);
     return out;
   }
 
@@ -196,37 +197,15 @@ bool OriginAllowed(const std::string& origin, const std::string& host_header, bo
   return !loopback_bind && host == HostOf(host_header);
 }
 
-int GrpcCodeOfHttp(int status) {
-  switch (status) {
-    case 200:
-    case 202:
-      return 0;
-    case 401:
-      return static_cast<int>(absl::StatusCode::kUnauthenticated);
-    case 403:
-      return static_cast<int>(absl::StatusCode::kPermissionDenied);
-    case 404:
-      return static_cast<int>(absl::StatusCode::kNotFound);
-    case 405:
-      return static_cast<int>(absl::StatusCode::kUnimplemented);
-    case 413:
-      return static_cast<int>(absl::StatusCode::kResourceExhausted);
-    case 503:
-      return static_cast<int>(absl::StatusCode::kUnavailable);
-    default:
-      return static_cast<int>(status < 500 ? absl::StatusCode::kInvalidArgument
-                                           : absl::StatusCode::kInternal);
-  }
-}
-
-// The metric's method label: the MCP method, from a fixed set.
-std::string RpcName(const std::string& verb, const std::string& method) {
-  if (verb != "POST") return absl::StrCat("mcp/", verb);
+// The metric's method label: the MCP method, from a fixed set, or the HTTP
+// verb of a request that is not a JSON-RPC POST.
+std::string MetricMethod(const std::string& verb, const std::string& method) {
+  if (verb != "POST") return verb == "GET" || verb == "DELETE" ? verb : "other";
   for (const char* known : {"initialize", "ping", "tools/list", "tools/call",
                             "notifications/initialized", "notifications/cancelled"}) {
-    if (method == known) return absl::StrCat("mcp/", method);
+    if (method == known) return known;
   }
-  return method.empty() ? "mcp/POST" : "mcp/other";
+  return method.empty() ? "POST" : "other";
 }
 
 }  // namespace
@@ -242,7 +221,10 @@ struct McpHttpServer::Session {
   const CallerIdentity caller;
   EngineToolSource source;
   McpDispatcher dispatcher;
-  uint64_t last_use = 0;  // under the server's mu_
+  // Under the server's mu_: the order of last use, and its time (the start
+  // of its last request, or the end of its last call).
+  uint64_t last_use = 0;
+  absl::Time last_active;
 };
 
 // One HTTP request as it is served, and what its log line says.
@@ -252,7 +234,7 @@ struct McpHttpServer::Request {
   std::string peer;
   CallerIdentity caller;
   std::string method;   // the JSON-RPC method (POST)
-  std::string detail;   // e.g. "tool=view_file"
+  std::string tool;     // tools/call: the tool named
   std::string message;  // why it was refused
 
   // A whole response: `body` (JSON, or nothing) and `headers`.
@@ -294,12 +276,16 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
         ": this build's civetweb has no IPv6; give an IPv4 host, e.g. 127.0.0.1:8765"));
   }
   const std::string threads = absl::StrCat(kWorkerThreads);
+  const std::string header_timeout = absl::StrCat(absl::ToInt64Milliseconds(kHeaderTimeout));
   const char* config[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
                           // One request per connection: an idle keep-alive
                           // connection would hold a worker thread.
                           "enable_keep_alive", "no",
-                          // A client that stops reading or sending is dropped.
-                          "request_timeout_ms", "60000",
+                          // A request's headers must arrive within it (from
+                          // the first byte read), so a half-sent request
+                          // holds a worker that long at most; a client that
+                          // stops reading or sending is dropped after it too.
+                          "request_timeout_ms", header_timeout.c_str(),
                           // Each SSE event is written as it comes: no Nagle delay.
                           "tcp_nodelay", "1", nullptr};
   mg_init_library(0);
@@ -314,8 +300,10 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
   server->context_ = mg_start2(&init, &error);
   if (server->context_ == nullptr) {
     mg_exit_library();
-    return absl::UnavailableError(absl::StrCat("mcp_listen: cannot listen on ", listen, ": ",
-                                               error_text[0] ? error_text : "civetweb failed"));
+    // civetweb's text ("Failed to setup server ports") does not say why.
+    return absl::UnavailableError(absl::StrCat("cannot serve MCP on ", listen,
+                                               " (mcp_listen, --mcp_listen): ",
+                                               WhyCannotListen(listen)));
   }
   mg_set_request_handler(server->context_, "/mcp$", &McpHttpServer::HandleRequest, server.get());
   mg_server_port port{};
@@ -377,19 +365,39 @@ int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
       TraceContext::FromTraceparent(Header(conn, "traceparent")).Traceparent();
   ScopedTraceLog trace(traceparent);
   const int status = server->Serve(request);
-  CountRpc(RpcName(request.verb, request.method), GrpcCodeOfHttp(status));
+  CountMcpHttpRequest(MetricMethod(request.verb, request.method), status);
   if (spdlog::should_log(spdlog::level::info)) {
-    spdlog::info(
-        "MCP {} peer={}{}{}{}{}{} status={}{}", request.verb, request.peer,
-        CallerLogField(request.caller), request.method.empty() ? "" : " method=", request.method,
-        request.detail.empty() ? "" : " ", request.detail, status,
-        request.message.empty() ? ""
-                                : absl::StrCat(" msg=\"", absl::CEscape(request.message), "\""));
+    LogLine line(absl::StrCat("MCP ", request.verb));
+    line.Add("peer", request.peer);
+    AddCallerField(request.caller.name, &line);
+    if (!request.method.empty()) line.Add("method", request.method);
+    if (!request.tool.empty()) line.Add("tool", request.tool);
+    line.AddNumber("status", status);
+    if (!request.message.empty()) line.AddQuoted("msg", request.message);
+    line.Write(spdlog::level::info);
   }
   return status;
 }
 
+bool McpHttpServer::HostAllowed(const std::string& host_header) const {
+  const std::string host = HostOf(host_header);
+  if (host.empty()) return false;
+  if (IsLoopbackHost(host)) return true;
+  for (const std::string& allowed : options_.allowed_hosts) {
+    if (host == allowed) return true;
+  }
+  return false;
+}
+
 int McpHttpServer::Serve(Request& r) {
+  // DNS rebinding: a page of another site whose name now resolves to this
+  // host sends its own name. Refused before the token or anything else.
+  if (const std::string host = Header(r.conn, "Host"); !HostAllowed(host)) {
+    return r.Fail(403, absl::StrCat("Host '", host,
+                                    "' is not served (DNS rebinding protection): send "
+                                    "localhost, 127.0.0.1 or [::1], or a host the daemon's "
+                                    "mcp_allowed_hosts (--mcp_allowed_hosts) lists"));
+  }
   if (draining_.load()) {
     return r.Fail(503, "toolexecd is shutting down", mcp::kInternalError);
   }
@@ -439,9 +447,16 @@ int McpHttpServer::Post(Request& r) {
   }
   std::string body;
   char buffer[16384];
+  // civetweb bounds each read; this bounds them all, so a body sent a byte at
+  // a time cannot hold the worker.
+  const absl::Time body_deadline = absl::Now() + kBodyTimeout;
   for (;;) {
     int n = mg_read(r.conn, buffer, sizeof(buffer));
     if (n <= 0) break;
+    if (absl::Now() > body_deadline) {
+      return r.Fail(408, absl::StrCat("the message did not arrive within ",
+                                      absl::FormatDuration(kBodyTimeout)));
+    }
     body.append(buffer, static_cast<size_t>(n));
     if (body.size() > options_.max_body_bytes) {
       return r.Fail(413, absl::StrCat("the message is over the limit of ", options_.max_body_bytes,
@@ -465,13 +480,11 @@ int McpHttpServer::Post(Request& r) {
                                       "initialize first, then the id it returned with every "
                                       "request"));
     }
-    session = OpenSession(r.caller);
-    if (session == nullptr) {
-      return r.Fail(503,
-                    absl::StrCat("too many MCP sessions (", kMaxSessions,
-                                 ") with calls in flight; end one (DELETE) or retry later"),
-                    mcp::kInternalError);
+    auto opened_session = OpenSession(r.caller);
+    if (!opened_session.ok()) {
+      return r.Fail(503, std::string(opened_session.status().message()), mcp::kInternalError);
     }
+    session = *std::move(opened_session);
     opened = true;
   } else {
     session = FindSession(session_id, r.caller);
@@ -494,7 +507,7 @@ int McpHttpServer::Post(Request& r) {
   }
   if (const JsonValue* params = &message->params;
       params->IsObject() && params->HasMember("name") && (*params)["name"].IsString()) {
-    r.detail = absl::StrCat("tool=", absl::CEscape((*params)["name"].GetString()));
+    r.tool = (*params)["name"].GetString();
   }
   if (calls_running_.fetch_add(1) >= kMaxCallsRunning) {
     calls_running_.fetch_sub(1);
@@ -505,7 +518,10 @@ int McpHttpServer::Post(Request& r) {
                                          ") on this server; wait for one to finish, then call "
                                          "again")));
   }
-  absl::Cleanup running = [this] { calls_running_.fetch_sub(1); };
+  absl::Cleanup running = [this, &session] {
+    calls_running_.fetch_sub(1);
+    Touch(*session);  // a long call is use too: its session's idle time starts now
+  };
   if (!accepts_sse) {
     // One JSON answer: only the last message (the response) is kept, so a
     // call's progress cannot pile up while it runs.
@@ -545,50 +561,110 @@ int McpHttpServer::Delete(Request& r) {
   return r.Reply(200, "");
 }
 
-std::shared_ptr<McpHttpServer::Session> McpHttpServer::FindSession(const std::string& id,
-                                                                   const CallerIdentity& caller) {
-  absl::MutexLock lock(&mu_);
-  auto it = sessions_.find(id);
-  // Another caller's session is as unknown as one that never was; so is the
-  // caller's own once its credential's profile changed (a token reload), so
-  // that no call runs under the profile it had when the session opened.
-  if (it == sessions_.end() || it->second->caller.name != caller.name ||
-      it->second->caller.profile != caller.profile) {
-    return nullptr;
-  }
-  it->second->last_use = ++use_counter_;
-  return it->second;
+bool McpHttpServer::Expired(const Session& session, absl::Time now) const {
+  return now - session.last_active >= options_.session_idle_ttl &&
+         session.dispatcher.calls_in_flight() == 0;
 }
 
-std::shared_ptr<McpHttpServer::Session> McpHttpServer::OpenSession(const CallerIdentity& caller) {
-  std::string id = NewSessionId();
-  if (id.empty()) return nullptr;
-  auto session = std::make_shared<Session>(id, caller, engine_, options_);
-  std::shared_ptr<Session> evicted;
+void McpHttpServer::Touch(Session& session) {
+  absl::MutexLock lock(&mu_);
+  session.last_use = ++use_counter_;
+  session.last_active = absl::Now();
+}
+
+std::shared_ptr<McpHttpServer::Session> McpHttpServer::FindSession(const std::string& id,
+                                                                   const CallerIdentity& caller) {
+  const absl::Time now = absl::Now();
+  std::shared_ptr<Session> expired;
   {
     absl::MutexLock lock(&mu_);
-    if (stopped_) return nullptr;
-    if (sessions_.size() >= kMaxSessions) {
-      auto oldest = sessions_.end();
-      for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
-        if (it->second->dispatcher.calls_in_flight() > 0) continue;
-        if (oldest == sessions_.end() || it->second->last_use < oldest->second->last_use) {
-          oldest = it;
+    auto it = sessions_.find(id);
+    // Another caller's session is as unknown as one that never was; so is the
+    // caller's own once its credential's profile changed (a token reload), so
+    // that no call runs under the profile it had when the session opened.
+    if (it == sessions_.end() || it->second->caller.name != caller.name ||
+        it->second->caller.profile != caller.profile) {
+      return nullptr;
+    }
+    if (!Expired(*it->second, now)) {
+      it->second->last_use = ++use_counter_;
+      it->second->last_active = now;
+      return it->second;
+    }
+    expired = std::move(it->second);
+    sessions_.erase(it);
+  }
+  expired->dispatcher.CancelAll();
+  spdlog::info("MCP session {}… ended: no request for {}", expired->id.substr(0, 8),
+               absl::FormatDuration(options_.session_idle_ttl));
+  return nullptr;
+}
+
+absl::StatusOr<std::shared_ptr<McpHttpServer::Session>> McpHttpServer::OpenSession(
+    const CallerIdentity& caller) {
+  std::string id = NewSessionId();
+  if (id.empty()) return absl::InternalError("no random bytes for a session id");
+  auto session = std::make_shared<Session>(id, caller, engine_, options_);
+  const absl::Time now = absl::Now();
+  std::vector<std::shared_ptr<Session>> expired;
+  std::shared_ptr<Session> evicted;
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return absl::UnavailableError("toolexecd is shutting down");
+    // The idle ones go first; then the caller's own count, and only its own
+    // sessions may make room.
+    size_t own = 0;
+    auto oldest_own = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (Expired(*it->second, now)) {
+        expired.push_back(std::move(it->second));
+        it = sessions_.erase(it);
+        continue;
+      }
+      if (it->second->caller.name == caller.name) {
+        ++own;
+        if (it->second->dispatcher.calls_in_flight() == 0 &&
+            (oldest_own == sessions_.end() ||
+             it->second->last_use < oldest_own->second->last_use)) {
+          oldest_own = it;
         }
       }
-      if (oldest == sessions_.end()) return nullptr;
-      evicted = std::move(oldest->second);
-      sessions_.erase(oldest);
+      ++it;
     }
-    session->last_use = ++use_counter_;
-    sessions_.emplace(id, session);
+    if (own >= options_.max_sessions_per_caller) {
+      if (oldest_own == sessions_.end()) {
+        refused = absl::ResourceExhaustedError(absl::StrCat(
+            "this caller holds its maximum of ", options_.max_sessions_per_caller,
+            " MCP sessions, each with a call in flight; end one (DELETE) or retry later"));
+      } else {
+        evicted = std::move(oldest_own->second);
+        sessions_.erase(oldest_own);
+      }
+    } else if (sessions_.size() >= kMcpMaxSessions) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "toolexecd holds its maximum of ", kMcpMaxSessions,
+          " MCP sessions; end one (DELETE), or retry once idle ones end (after ",
+          absl::FormatDuration(options_.session_idle_ttl), " without a request)"));
+    }
+    if (refused.ok()) {
+      session->last_use = ++use_counter_;
+      session->last_active = now;
+      sessions_.emplace(id, session);
+    }
+  }
+  // A request that found one just before may have started a call on it.
+  for (const std::shared_ptr<Session>& idle : expired) {
+    idle->dispatcher.CancelAll();
+    spdlog::info("MCP session {}… ended: no request for {}", idle->id.substr(0, 8),
+                 absl::FormatDuration(options_.session_idle_ttl));
   }
   if (evicted != nullptr) {
-    // A request that found it just before may have started a call on it.
     evicted->dispatcher.CancelAll();
-    spdlog::info("MCP session {}… ended: least recently used of {}", evicted->id.substr(0, 8),
-                 kMaxSessions);
+    spdlog::info("MCP session {}… ended: least recently used of its caller's {}",
+                 evicted->id.substr(0, 8), options_.max_sessions_per_caller);
   }
+  if (!refused.ok()) return refused;
   return session;
 }
 

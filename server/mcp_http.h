@@ -13,19 +13,30 @@
 //   application/json, except tools/call, answered as text/event-stream when
 //   the client accepts it: progress notifications (when it sent a
 //   progressToken), then the response; a cancelled call's stream ends
-//   without one. A notification or response gets 202.
+//   without one. A notification or response gets 202. A call the policy
+//   asks about is denied at once, its result saying kMcpAskDenial.
 // * DELETE /mcp ends the session and cancels its calls. GET is 405: the
 //   server sends nothing outside the calls' own responses.
 // * Authorization: Bearer <token>, checked against the daemon's token set
 //   (Authenticator::AuthenticateBearer) on every request; 401 with
 //   WWW-Authenticate when it is missing or wrong. The caller's name and
 //   profile apply to its calls (policy, logs), as on gRPC.
-// * DNS rebinding: a request whose Origin is neither a loopback host nor the
-//   host the request was sent to is 403.
+// * DNS rebinding: a request whose Host header names a host other than a
+//   loopback one (localhost, 127.0.0.0/8, [::1]; any port) or one of
+//   Options::allowed_hosts is 403, before anything else is looked at; so is
+//   one whose Origin is neither a loopback host nor the host the request was
+//   sent to.
 // * MCP-Protocol-Version: a version not served is 400; none means 2025-03-26.
-// * A body over max_body_bytes is 413. Sessions are capped (kMaxSessions):
-//   an initialize past the cap ends the least recently used session with no
-//   call in flight, or is 503 when every session has one.
+// * A body over max_body_bytes is 413; one that has not arrived within
+//   kBodyTimeout is 408. Headers must arrive within kHeaderTimeout (civetweb
+//   drops the connection), so half-sent requests hold a worker that long at
+//   most.
+// * Sessions: a caller (by identity name) holds at most
+//   max_sessions_per_caller; its initialize past that ends its own least
+//   recently used session with no call in flight (503 when each has one).
+//   kMcpMaxSessions in all: past it an initialize is 503, never another
+//   caller's session ended. A session with no request and no call running
+//   for session_idle_ttl ends (its next request is 404).
 // * One log line per request: `MCP <verb> peer=... [caller=...] [method=...]
 //   [tool=...] status=<HTTP status> [msg="..."]`, in the request's trace
 //   (its traceparent header, else a new one); counted as RPCs named
@@ -58,6 +69,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -65,6 +77,7 @@
 #include "absl/time/time.h"
 #include "core/engine.h"
 #include "server/auth.h"
+#include "server/options.h"
 
 struct mg_connection;
 struct mg_context;
@@ -78,12 +91,19 @@ class McpHttpServer final {
     size_t max_body_bytes = 64 << 20;
     size_t max_result_bytes = 64 << 20;  // a larger result becomes a TOOL_FAILED result
     std::string version;                 // serverInfo.version
+    size_t max_sessions_per_caller = kDefaultMcpSessionsPerCaller;
+    absl::Duration session_idle_ttl = kDefaultMcpSessionIdleTtl;
+    // Hosts the Host header may name beyond the loopback ones
+    // (NormalizeMcpAllowedHost's form).
+    std::vector<std::string> allowed_hosts;
   };
   static constexpr int kWorkerThreads = 64;
   // tools/call requests in progress at once; past it a call is refused at
   // once, so the other workers stay free for cancels, pings and lists.
   static constexpr int kMaxCallsRunning = kWorkerThreads - 8;
-  static constexpr size_t kMaxSessions = 1024;
+  // How long a request's headers may take to arrive, and its body.
+  static constexpr absl::Duration kHeaderTimeout = absl::Seconds(10);
+  static constexpr absl::Duration kBodyTimeout = absl::Seconds(30);
   // How long Stop() waits for the requests in progress to write their
   // responses (their calls have ended: Stop comes after the engine's drain).
   static constexpr absl::Duration kStopGrace = absl::Seconds(5);
@@ -118,9 +138,15 @@ class McpHttpServer final {
   int Delete(Request& request);
   // The session of the request's Mcp-Session-Id, if it is the caller's.
   std::shared_ptr<Session> FindSession(const std::string& id, const CallerIdentity& caller);
-  // A new session for `caller`, or null when the cap is reached and every
-  // session has a call in flight.
-  std::shared_ptr<Session> OpenSession(const CallerIdentity& caller);
+  // A new session for `caller`; RESOURCE_EXHAUSTED past the caps (see
+  // Sessions above), UNAVAILABLE once stopped.
+  absl::StatusOr<std::shared_ptr<Session>> OpenSession(const CallerIdentity& caller);
+  // Whether `session` has been idle past session_idle_ttl at `now` (mu_ held).
+  bool Expired(const Session& session, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The session is in use now (its call just ended).
+  void Touch(Session& session);
+  // Whether the Host header names a host this server answers to.
+  bool HostAllowed(const std::string& host_header) const;
 
   Engine* const engine_;
   const Authenticator* const auth_;

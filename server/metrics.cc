@@ -6,19 +6,31 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "server/build_info.h"
+#include "server/listen_probe.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
 
@@ -30,11 +42,11 @@ using prometheus::Counter;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-// Seconds: from a trivial call (sub-millisecond) to a long command.
+// Seconds: from a trivial call (tens of microseconds) to a long command.
 const std::vector<double>& DurationBounds() {
-  static const auto* bounds =
-      new std::vector<double>{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                              1,      2.5,   5,      10,    30,   60,    120,  300, 600};
+  static const auto* bounds = new std::vector<double>{
+      0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+      0.25,     0.5,     1,      2.5,     5,      10,    30,     60,    120,  300,   600};
   return *bounds;
 }
 
@@ -125,6 +137,7 @@ class HistogramFamily final {
 
 constexpr double kMicros = 1e-6;
 constexpr size_t kStatuses = 5;  // ResultStatus
+constexpr size_t kErrorCodes = 10;  // ErrorCode
 constexpr int kGrpcCodes = 17;
 constexpr size_t kDecisions = 3;  // PermissionDecision
 constexpr size_t kDecidedBy = 6;  // PermissionDecidedBy
@@ -135,10 +148,60 @@ constexpr const char* kMethods[] = {
     "ListArtifacts", "ListVersions", "DeleteArtifact"};
 constexpr size_t kKnownMethods = sizeof(kMethods) / sizeof(kMethods[0]);
 
-MetricFamily Gauge(std::string name, std::string help, double value) {
+MetricFamily Gauge(std::string name, std::string help, double value,
+                   std::vector<ClientMetric::Label> labels = {}) {
   ClientMetric m;
   m.gauge.value = value;
+  m.label = std::move(labels);
   return MetricFamily{std::move(name), std::move(help), MetricType::Gauge, {std::move(m)}};
+}
+
+MetricFamily CounterMetric(std::string name, std::string help, double value) {
+  ClientMetric m;
+  m.counter.value = value;
+  return MetricFamily{std::move(name), std::move(help), MetricType::Counter, {std::move(m)}};
+}
+
+// The process_* metrics other Prometheus clients export, read from /proc when
+// scraped: what an operator's usual dashboards and alerts look for.
+void AppendProcessMetrics(std::vector<MetricFamily>* out) {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // The fields after the command name (which may hold spaces) start at state, field 3.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
+  auto field = [&](size_t n) {  // n: the field's number in proc(5), from 1
+    double v = 0;
+    return n >= 3 && n - 3 < f.size() && absl::SimpleAtod(f[n - 3], &v) ? v : 0.0;
+  };
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double boot = 0;
+  std::ifstream proc_stat("/proc/stat");
+  for (std::string line; std::getline(proc_stat, line);) {
+    absl::string_view rest = line;
+    if (absl::ConsumePrefix(&rest, "btime ")) absl::SimpleAtod(rest, &boot);
+  }
+  double fds = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++fds;
+  }
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  out->push_back(CounterMetric("process_cpu_seconds_total", "User and system CPU time, in seconds",
+                               (field(14) + field(15)) / ticks));
+  out->push_back(Gauge("process_resident_memory_bytes", "Resident memory, in bytes",
+                       field(24) * page));
+  out->push_back(Gauge("process_virtual_memory_bytes", "Virtual memory, in bytes", field(23)));
+  out->push_back(Gauge("process_threads", "Threads of the daemon", field(20)));
+  out->push_back(Gauge("process_start_time_seconds", "Start time, in seconds since the epoch",
+                       boot + field(22) / ticks));
+  out->push_back(Gauge("process_open_fds", "Open file descriptors", fds));
+  out->push_back(Gauge("process_max_fds", "The most file descriptors the daemon may open",
+                       static_cast<double>(files.rlim_cur)));
 }
 
 }  // namespace
@@ -150,7 +213,8 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   struct ToolSlots {
     std::string name;
     std::string server_name;
-    std::array<std::atomic<Counter*>, kStatuses> calls{};
+    // [status][code]: the code is kToolFailed's slot on success.
+    std::array<std::array<std::atomic<Counter*>, kErrorCodes>, kStatuses> calls{};
     std::atomic<AtomicHistogram*> duration{nullptr};
   };
 
@@ -159,12 +223,18 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
         calls(
             prometheus::BuildCounter()
                 .Name("toolexec_calls_total")
-                .Help("Tool calls completed, by tool, MCP server (\"\" = in the daemon) and status")
+                .Help("Tool calls completed, by tool, MCP server (\"\" = in the daemon), status "
+                      "and, for a call that did not succeed, its error code")
                 .Register(*registry)),
         rpcs(prometheus::BuildCounter()
                  .Name("toolexec_rpcs_total")
                  .Help("gRPC calls finished, by method and status code")
                  .Register(*registry)),
+        mcp_http_requests(prometheus::BuildCounter()
+                              .Name("toolexec_mcp_http_requests_total")
+                              .Help("Requests the MCP HTTP endpoint answered, by MCP method and "
+                                    "HTTP status")
+                              .Register(*registry)),
         decisions(prometheus::BuildCounter()
                       .Name("toolexec_permission_decisions_total")
                       .Help("Permission decisions on calls: the policy's (allow, deny, ask, "
@@ -177,7 +247,7 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
         batch_duration("toolexec_batch_duration_seconds",
                        "ExecuteBatch latency, from acceptance until its outcome reached the caller",
                        {}, DurationBounds(), kMicros),
-        batch_calls("toolexec_batch_calls", "Calls per accepted ExecuteBatch", {},
+        batch_calls("toolexec_batch_size_calls", "Calls per accepted ExecuteBatch", {},
                     BatchSizeBounds(), 1),
         batch_duration_h(batch_duration.Get({})),
         batch_calls_h(batch_calls.Get({})) {
@@ -222,8 +292,14 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   }
 
   std::vector<MetricFamily> Collect() const override {
-    std::vector<MetricFamily> out = {call_duration.Collect(), batch_duration.Collect(),
-                                     batch_calls.Collect()};
+    const BuildInfo& build = GetBuildInfo();
+    std::vector<MetricFamily> out = {
+        call_duration.Collect(), batch_duration.Collect(), batch_calls.Collect(),
+        Gauge("toolexec_build_info", "Always 1: the version, git commit and build type serving",
+              1,
+              {{"build_type", build.build_type},
+               {"commit", build.commit},
+               {"version", build.version}})};
     {
       absl::MutexLock lock(&stats_mu);
       if (stats) {
@@ -252,12 +328,14 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
                                "Bytes commands wrote to stdout and stderr, as captured",
                                MetricType::Counter,
                                {std::move(bytes)}});
+    AppendProcessMetrics(&out);
     return out;
   }
 
   std::shared_ptr<prometheus::Registry> registry;
   prometheus::Family<Counter>& calls;
   prometheus::Family<Counter>& rpcs;
+  prometheus::Family<Counter>& mcp_http_requests;
   prometheus::Family<Counter>& decisions;
   HistogramFamily call_duration;
   HistogramFamily batch_duration;
@@ -294,11 +372,11 @@ absl::Status PrometheusMetrics::Serve(const std::string& listen) {
   try {
     // One HTTP thread: a scrape every few seconds needs no more.
     state_->exposer = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
-                                               " (address in use, or not a valid "
-                                               "host:port?): ",
-                                               e.what()));
+  } catch (const std::exception&) {
+    // civetweb's exception says only that it failed: ask the kernel why.
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, " (metrics.listen, --metrics_listen): ",
+                     WhyCannotListen(listen)));
   }
   std::vector<int> ports = state_->exposer->GetListeningPorts();
   if (ports.empty()) {
@@ -338,15 +416,20 @@ void PrometheusMetrics::AddTools(const ToolRegistry& registry) {
 }
 
 void PrometheusMetrics::CallCompleted(const RegisteredTool* tool, ResultStatus status,
-                                      absl::Duration duration) {
+                                      ErrorCode code, absl::Duration duration) {
   State::ToolSlots& slots = state_->SlotsOf(tool);
-  size_t s = std::min(static_cast<size_t>(status), kStatuses - 1);
-  Counter* counter = slots.calls[s].load(std::memory_order_acquire);
+  const size_t s = std::min(static_cast<size_t>(status), kStatuses - 1);
+  if (status == ResultStatus::kSuccess) code = ErrorCode::kToolFailed;  // one slot, no code
+  const size_t e = std::min(static_cast<size_t>(code), kErrorCodes - 1);
+  std::atomic<Counter*>& slot = slots.calls[s][e];
+  Counter* counter = slot.load(std::memory_order_acquire);
   if (counter == nullptr) {  // first time: the family's lock, once per label set
-    counter = &state_->calls.Add({{"tool", slots.name},
-                                  {"server_name", slots.server_name},
-                                  {"status", std::string(ResultStatusName(status))}});
-    slots.calls[s].store(counter, std::memory_order_release);
+    counter = &state_->calls.Add(
+        {{"tool", slots.name},
+         {"server_name", slots.server_name},
+         {"status", std::string(ResultStatusName(status))},
+         {"code", status == ResultStatus::kSuccess ? "" : absl::AsciiStrToLower(ErrorCodeName(code))}});
+    slot.store(counter, std::memory_order_release);
   }
   counter->Increment();
   AtomicHistogram* h = slots.duration.load(std::memory_order_acquire);
@@ -395,6 +478,13 @@ void PrometheusMetrics::RpcFinished(absl::string_view method, absl::StatusCode c
   counter->Increment();
 }
 
+void PrometheusMetrics::McpHttpRequestFinished(absl::string_view method, int status) {
+  // Rare next to tool calls: the family's lock each time is fine.
+  state_->mcp_http_requests
+      .Add({{"method", std::string(method)}, {"status", absl::StrCat(status)}})
+      .Increment();
+}
+
 namespace {
 std::atomic<MetricsSink*> rpc_metrics{nullptr};
 }  // namespace
@@ -408,6 +498,12 @@ void ClearRpcMetrics(MetricsSink* metrics) {
 void CountRpc(absl::string_view method, int grpc_code) {
   if (MetricsSink* m = rpc_metrics.load(std::memory_order_acquire)) {
     m->RpcFinished(method, static_cast<absl::StatusCode>(grpc_code));
+  }
+}
+
+void CountMcpHttpRequest(absl::string_view method, int http_status) {
+  if (MetricsSink* m = rpc_metrics.load(std::memory_order_acquire)) {
+    m->McpHttpRequestFinished(method, http_status);
   }
 }
 

@@ -4,15 +4,19 @@
 // (MetricsConfig.listen, --metrics_listen).
 //
 // Metrics (README "Operating it" lists them with their meaning):
-//   toolexec_calls_total{tool,server_name,status}     counter
+//   toolexec_calls_total{tool,server_name,status,code} counter
 //   toolexec_call_duration_seconds{tool}             histogram
 //   toolexec_batch_duration_seconds                  histogram
-//   toolexec_batch_calls                             histogram (calls per batch)
+//   toolexec_batch_size_calls                        histogram (calls per batch)
 //   toolexec_calls_in_flight, toolexec_calls_queued  gauges
 //   toolexec_batches_in_flight, toolexec_sessions_open gauges
 //   toolexec_child_processes_running                 gauge (command process trees)
 //   toolexec_command_output_bytes_total              counter
-//   toolexec_rpcs_total{method,code}                 counter
+//   toolexec_rpcs_total{method,code}                 counter (gRPC)
+//   toolexec_mcp_http_requests_total{method,status}  counter (the MCP HTTP endpoint)
+//   toolexec_build_info{version,commit,build_type}   gauge
+//   process_*: resident and virtual memory, CPU seconds, open and max fds,
+//   threads, start time (read from /proc when scraped)
 //   toolexec_permission_decisions_total{decision,decided_by} counter
 // Labels are low-cardinality only: a call's tool is its registered name (a
 // name no tool has is "(unknown)"), never a session or call id.
@@ -58,12 +62,13 @@ class PrometheusMetrics final : public MetricsSink {
 
   // MetricsSink.
   void AddTools(const ToolRegistry& registry) override;
-  void CallCompleted(const RegisteredTool* tool, ResultStatus status,
+  void CallCompleted(const RegisteredTool* tool, ResultStatus status, ErrorCode code,
                      absl::Duration duration) override;
   void BatchStarted(size_t calls) override;
   void BatchFinished(absl::Duration duration) override;
   void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) override;
   void RpcFinished(absl::string_view method, absl::StatusCode code) override;
+  void McpHttpRequestFinished(absl::string_view method, int status) override;
 
  private:
   struct State;
@@ -78,6 +83,8 @@ void SetRpcMetrics(MetricsSink* metrics);
 // Clears it if it is still `metrics`.
 void ClearRpcMetrics(MetricsSink* metrics);
 void CountRpc(absl::string_view method, int grpc_code);
+// An MCP HTTP request's end (server/mcp_http.cc), to the same metrics.
+void CountMcpHttpRequest(absl::string_view method, int http_status);
 
 }  // namespace toolexec
 

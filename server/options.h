@@ -9,11 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
 
 namespace toolexec {
+
+// MCP over streamable HTTP: sessions per caller, sessions in all (a new one
+// past it is refused, never another caller's ended), and how long an idle one
+// lives.
+inline constexpr uint32_t kDefaultMcpSessionsPerCaller = 64;
+inline constexpr uint32_t kMcpMaxSessions = 1024;
+inline constexpr absl::Duration kDefaultMcpSessionIdleTtl = absl::Minutes(30);
 
 // HTTP/2 keepalive as the server enforces it on clients. Harnesses keep one
 // channel open for a whole agent run and keep it alive with pings.
@@ -64,11 +72,26 @@ struct ServerOptions {
   // MCP over streamable HTTP (server/mcp_http.h) on this "host:port" (port 0
   // picks one); "" = off. DaemonConfig.mcp_listen, --mcp_listen.
   std::string mcp_listen;
+  // Its sessions one caller (by identity name) may hold, 1..kMcpMaxSessions.
+  // DaemonConfig.mcp_max_sessions_per_caller, --mcp_max_sessions_per_caller.
+  uint32_t mcp_max_sessions_per_caller = kDefaultMcpSessionsPerCaller;
+  // A session of it with no request this long ends.
+  // DaemonConfig.mcp_session_idle_ttl_ms, --mcp_session_idle_ttl_ms.
+  absl::Duration mcp_session_idle_ttl = kDefaultMcpSessionIdleTtl;
+  // Host header hosts it accepts beyond the loopback ones (any port): names or
+  // addresses, lower-case, IPv6 without brackets (NormalizeMcpAllowedHost).
+  // DaemonConfig.mcp_allowed_hosts, --mcp_allowed_hosts.
+  std::vector<std::string> mcp_allowed_hosts;
 };
 
 // Whether `listen` is reachable from this machine only: a unix socket, or a
 // loopback host (127.0.0.0/8, ::1, localhost).
 bool IsLocalListenAddress(absl::string_view listen);
+
+// An mcp_allowed_hosts entry as the Host check compares it: a host name or an
+// address, without port, lower-cased, IPv6 without its brackets.
+// InvalidArgument for anything else (a port, a path, a wildcard, spaces).
+absl::StatusOr<std::string> NormalizeMcpAllowedHost(absl::string_view entry);
 
 // Whether `options` authenticate every caller: a token file, TLS with a
 // client CA (mTLS), or a unix socket with an allowed-uid list. TLS without a

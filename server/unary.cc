@@ -10,12 +10,8 @@
 
 namespace toolexec {
 
-std::string CallerLogField(const CallerIdentity& caller) {
-  if (caller.name.empty()) return "";
-  const bool plain = std::all_of(caller.name.begin(), caller.name.end(),
-                                 [](char c) { return c > 0x20 && c < 0x7f && c != '"'; });
-  if (plain) return absl::StrCat(" caller=", caller.name);
-  return absl::StrCat(" caller=\"", absl::CEscape(caller.name), "\"");
+void AddCallerField(const std::string& caller_name, LogLine* line) {
+  if (!caller_name.empty()) line->Add("caller", caller_name);
 }
 
 TraceContext RpcTrace(const grpc::CallbackServerContext* context) {
@@ -33,8 +29,12 @@ void FinishUnary(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor*
   if (spdlog::should_log(spdlog::level::info)) {
     const std::string traceparent = RpcTrace(context).Traceparent();
     ScopedTraceLog trace(traceparent);
-    spdlog::info("{} peer={}{}{}{} {}", method, context->peer(), CallerLogField(caller),
-                 detail.empty() ? "" : " ", detail, StatusLogFields(wire));
+    LogLine line(method);
+    line.Add("peer", context->peer());
+    AddCallerField(caller.name, &line);
+    if (!detail.empty()) line.AddPairs(detail);
+    AddStatusFields(wire, &line);
+    line.Write(spdlog::level::info);
   }
   reactor->Finish(wire);
 }

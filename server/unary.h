@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "core/engine.h"
+#include "server/logging.h"
 #include "tools/runtime/trace_context.h"
 
 namespace toolexec {
@@ -30,9 +31,9 @@ grpc::ServerUnaryReactor* ReplyUnary(grpc::CallbackServerContext* context, const
                                      const CallerIdentity& caller, const absl::Status& status,
                                      const std::string& detail = "");
 
-// " caller=<name>" for a log line ("" for an unauthenticated caller); a name
-// with spaces or control characters (a certificate's) is C-escaped and quoted.
-std::string CallerLogField(const CallerIdentity& caller);
+// Adds caller=<name> to a log line (nothing for an unauthenticated caller); a
+// name with spaces or control characters (a certificate's) is quoted in text.
+void AddCallerField(const std::string& caller_name, LogLine* line);
 
 }  // namespace toolexec
 

@@ -16,6 +16,31 @@
 #include "tools/runtime/executor.h"
 
 namespace toolexec {
+namespace {
+
+// OK when the socket at `addr` is stale: connecting is refused (nobody
+// listens) or it is gone. A socket that accepts, or whose state cannot be
+// told, belongs to someone else and is not removed.
+absl::Status CheckStaleSocket(const std::string& path, const sockaddr_un& addr) {
+  UniqueFd probe(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!probe.valid()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on unix:", path, ": socket: ", std::strerror(errno)));
+  }
+  if (connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (errno == ECONNREFUSED || errno == ENOENT) return absl::OkStatus();
+    if (errno != EAGAIN) {  // EAGAIN: its backlog is full, so it is alive
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on unix:", path, ": a socket is there and connecting to "
+                       "it fails (", std::strerror(errno), "); remove it if it is stale"));
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on unix:", path, ": in use (a process answers on it, perhaps "
+                   "another toolexecd); stop it or choose another path"));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& path,
                                                                    uint32_t mode) {
@@ -32,19 +57,21 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::st
   };
   UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return fail("socket");
-  // A socket left by an earlier daemon is replaced (as gRPC's own listener
-  // does); any other file is not ours to remove.
+  // A socket left by a daemon that is gone is replaced; one a process still
+  // answers on, and any other file, are not ours to remove.
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot listen on unix:", path, ": a file that is not a socket is there"));
     }
+    if (absl::Status stale = CheckStaleSocket(path, addr); !stale.ok()) return stale;
     unlink(path.c_str());
   }
   if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     return fail("bind");
   }
+  if (lstat(path.c_str(), &st) != 0) return fail("stat");
   if (mode != 0 && chmod(path.c_str(), mode) != 0) {
     unlink(path.c_str());
     return fail("chmod");
@@ -53,7 +80,7 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::st
     unlink(path.c_str());
     return fail("listen");
   }
-  return std::unique_ptr<UnixListener>(new UnixListener(path, std::move(fd)));
+  return std::unique_ptr<UnixListener>(new UnixListener(path, std::move(fd), st.st_dev, st.st_ino));
 }
 
 UnixListener::~UnixListener() { Stop(); }
@@ -94,7 +121,11 @@ void UnixListener::Stop() {
   shutdown(fd_.get(), SHUT_RDWR);  // wakes the blocked accept4
   if (thread_.joinable()) thread_.join();
   fd_.reset();
-  unlink(path_.c_str());
+  // Only our own socket file: another daemon may have replaced it since.
+  struct stat st;
+  if (lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
+    unlink(path_.c_str());
+  }
 }
 
 }  // namespace toolexec

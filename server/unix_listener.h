@@ -22,6 +22,7 @@
 #define TOOLEXEC_SERVER_UNIX_LISTENER_H_
 
 #include <grpcpp/grpcpp.h>
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -35,8 +36,10 @@ namespace toolexec {
 
 class UnixListener final {
  public:
-  // Binds and listens on `path` (a socket file already there is replaced;
-  // any other file is an error), with `mode` permission bits when non-zero.
+  // Binds and listens on `path`, with `mode` permission bits when non-zero.
+  // A socket file already there is replaced only when it is stale (nobody
+  // listens on it: connecting is refused); a socket a process answers on is
+  // Unavailable "in use", and any other file is an error.
   static absl::StatusOr<std::unique_ptr<UnixListener>> Listen(const std::string& path,
                                                               uint32_t mode);
   ~UnixListener();  // Stop()
@@ -44,15 +47,21 @@ class UnixListener final {
   // Accepts connections on a thread of its own until Stop(), handing each to
   // `server`; `server` and `auth` must outlive the listener.
   absl::Status Serve(grpc::Server* server, Authenticator* auth);
-  // Stops accepting, joins the thread, removes the socket file. Idempotent.
+  // Stops accepting, joins the thread, removes the socket file if it is
+  // still the one Listen created (not one another daemon made at the same
+  // path since). Idempotent.
   void Stop();
 
  private:
-  UnixListener(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  UnixListener(std::string path, UniqueFd fd, dev_t dev, ino_t ino)
+      : path_(std::move(path)), fd_(std::move(fd)), dev_(dev), ino_(ino) {}
   void AcceptLoop(grpc::Server* server, Authenticator* auth);
 
   const std::string path_;
   UniqueFd fd_;
+  // The socket file Listen bound (its device and inode).
+  const dev_t dev_;
+  const ino_t ino_;
   std::thread thread_;
 };
 

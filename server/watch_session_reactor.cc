@@ -42,7 +42,7 @@ WatchSessionReactor* WatchSessionReactor::Start(Engine* engine,
                                                 const v1::WatchSessionRequest& request) {
   auto* reactor = new WatchSessionReactor(context, request.session_id());
   reactor->bridge_ = std::make_shared<Bridge>(reactor);
-  if (caller.ok()) reactor->caller_log_ = CallerLogField(*caller);
+  if (caller.ok()) reactor->caller_name_ = caller->name;
   // If the session closed meanwhile, this calls SessionClosed() at once.
   auto subscription =
       caller.ok() ? engine->Watch(*caller, request.session_id(), reactor->bridge_)
@@ -158,8 +158,12 @@ void WatchSessionReactor::OnDone() {
     CountRpc("WatchSession", final_status_.error_code());
     const std::string traceparent = RpcTrace(context_).Traceparent();
     ScopedTraceLog trace(traceparent);
-    spdlog::info("WatchSession peer={}{} session={} sent={} {}", context_->peer(), caller_log_,
-                 session_id_, sent_, StatusLogFields(final_status_));
+    LogLine line("WatchSession");
+    line.Add("peer", context_->peer());
+    AddCallerField(caller_name_, &line);
+    line.Add("session", session_id_).AddNumber("sent", sent_);
+    AddStatusFields(final_status_, &line);
+    line.Write(spdlog::level::info);
   }
   delete this;
 }

@@ -53,7 +53,7 @@ class WatchSessionReactor final : public grpc::ServerWriteReactor<v1::SessionEve
 
   grpc::CallbackServerContext* const context_;
   const std::string session_id_;
-  std::string caller_log_;  // CallerLogField, set once in Start
+  std::string caller_name_;  // for the log line, set once in Start
   std::shared_ptr<Bridge> bridge_;
   std::unique_ptr<Subscription> subscription_;
 

@@ -257,7 +257,7 @@ int Main(int argc, char** argv) {
       Percentile(tool, 0.5) - Percentile(bash, 0.5), Percentile(noop, 0.5),
       Percentile(daemon_us, 0.5) - Percentile(tool, 0.5));
   const double vs_bash = Percentile(daemon_us, 0.5) / Percentile(bash, 0.5);
-  std::printf("  DESIGN.md target: daemon run_command p50 <= 1.3 x bash -c true p50: %.2fx (%s)\n",
+  std::printf("  docs/DESIGN.md goal: daemon run_command p50 <= 1.3 x bash -c true p50: %.2fx (%s)\n",
               vs_bash, vs_bash <= 1.3 ? "met" : "NOT met");
   std::printf("correctness: %s (%d failure(s))\n", g_failures == 0 ? "ok" : "FAILED", g_failures);
 

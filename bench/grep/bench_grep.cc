@@ -1,6 +1,6 @@
 // bench_grep: grep_search (through the tool API: registry + ToolRunner, as the
 // daemon runs it) against ripgrep on the same tree and queries, in the same
-// run, interleaved, best of N wall times (DESIGN.md "What fast means":
+// run, interleaved, best of N wall times (docs/DESIGN.md "What fast means":
 // within 1.5x of ripgrep over a 170 MB, 11k-file tree).
 //
 // Both must find the same files (and, in count mode, the same per-file line
@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
   for (const Query& q : queries) ok = bench.Measure(q) && ok;
   if (!bench.ratios().empty()) {
     const double worst = *std::max_element(bench.ratios().begin(), bench.ratios().end());
-    printf("worst ratio grep_search/rg: %.2f (DESIGN.md target <= 0.80: %s)\n", worst,
+    printf("worst ratio grep_search/rg: %.2f (goal <= 0.80: %s)\n", worst,
            worst <= 0.80 ? "met" : "NOT met");
   }
   if (!ok) {

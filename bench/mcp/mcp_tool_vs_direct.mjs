@@ -1,5 +1,5 @@
 // An MCP tool through toolexec against the same MCP server called directly:
-// the DESIGN.md target "an MCP tool through toolexec: within 1.2x of calling
+// the docs/DESIGN.md goal "an MCP tool through toolexec: within 1.2x of calling
 // that MCP server directly with its SDK".
 //
 //   node mcp_tool_vs_direct.mjs [--quick] [--rounds=N] [--calls=N]

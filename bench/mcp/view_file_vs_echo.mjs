@@ -1,5 +1,5 @@
 // view_file through toolexecd against a cross-process gRPC echo, from the same
-// client: the DESIGN.md target "view_file on a small file ... within 1.3x of a
+// client: the docs/DESIGN.md goal "view_file on a small file ... within 1.3x of a
 // cross-process gRPC echo".
 //
 //   node view_file_vs_echo.mjs [--quick] [--rounds=N] [--calls=N]

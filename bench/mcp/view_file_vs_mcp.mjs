@@ -1,4 +1,4 @@
-// Benchmark for DESIGN.md "What fast means":
+// Benchmark for docs/DESIGN.md "What fast means":
 //
 //   view_file on a small file: p50 at least 3x, p99 at least 5x better than the
 //   MCP reference filesystem server's read_text_file from its own SDK client,

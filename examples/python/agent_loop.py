@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """An agent loop on toolexec, with a scripted fake model in each provider's format.
 
+    scripts/setup.sh python && /usr/bin/python3 -m venv --system-site-packages .venv
+    .venv/bin/pip install ./client/python                          # once (README, "Python client")
     scripts/run.sh --config=examples/python/toolexecd.textproto   # the daemon, in one shell
-    python3 examples/python/agent_loop.py                          # openai, anthropic, gemini
-    python3 examples/python/agent_loop.py anthropic --target 127.0.0.1:50051
+    .venv/bin/python examples/python/agent_loop.py                 # openai, anthropic, gemini
+    .venv/bin/python examples/python/agent_loop.py anthropic --target 127.0.0.1:50051
 
 The loop is what a harness does with a real model: list the tools in the
 provider's form, send them with the conversation, run the tool calls of each

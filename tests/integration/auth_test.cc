@@ -3,7 +3,8 @@
 // revoked by a SIGHUP reload, a bad reload that keeps the old set), TLS and
 // mTLS (certificates made with `openssl` for the test), unix-socket peer
 // uids (allowed and refused; root is not exempt), session ownership between
-// two callers, and the per-caller session quota. Health answers without
+// two callers, the per-caller session quota, and a token's profile changed by
+// a reload applying to the sessions it opened before. Health answers without
 // credentials throughout (except under mTLS, whose handshake comes first).
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,6 +206,38 @@ TEST_F(TokenAuthTest, SessionsBelongToTheCallerThatOpenedThem) {
   EXPECT_TRUE(alice->CloseSession(close).ok());
 }
 
+TEST_F(TokenAuthTest, ATokenDemotedOnReloadGetsItsNewProfileInSessionsOpenedBefore) {
+  WriteFile(tokens_, "tok-alice-0123456789 alice allow_all\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  auto alice = Connect(address, Token("tok-alice-0123456789"));
+  auto session = alice->OpenSession({});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto write = [&](const std::string& file) {
+    v1::ExecuteBatchRequest request;
+    request.set_session_id(session->session_id());
+    *request.add_calls() =
+        *MakeCall("1", "create_file", absl::StrCat(R"({"file_path":")", file, R"(","contents":"x"})"));
+    auto results = alice->ExecuteBatchCollect(request, absl::Seconds(10));
+    EXPECT_TRUE(results.ok()) << results.status();
+    return results.ok() && results->size() == 1 ? results->front() : v1::ToolResult();
+  };
+  EXPECT_EQ(write("a.txt").status(), v1::RESULT_STATUS_SUCCESS);
+
+  // The token file now binds her token to read_only: from the next call on,
+  // in the session she opened before too.
+  WriteFile(tokens_, "tok-alice-0123456789 alice read_only\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("reloaded token file")) << daemon->Log();
+  v1::ToolResult denied = write("b.txt");
+  EXPECT_EQ(denied.status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("policy 'read_only'"));
+  EXPECT_TRUE(dir_.Exists("a.txt"));
+  EXPECT_FALSE(dir_.Exists("b.txt"));
+  EXPECT_EQ(daemon->SignalAndWait(SIGTERM, absl::Seconds(20)), 0) << daemon->Log();
+}
+
 TEST_F(TokenAuthTest, EachCallerHasASessionQuota) {
   auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_, "--max_sessions_per_caller=2"});
   const std::string address = daemon->WaitForAddress();
@@ -237,6 +270,50 @@ TEST_F(TokenAuthTest, AMalformedTokenFileStopsTheStart) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
   EXPECT_THAT(daemon->Log(), HasSubstr("line 2 has 4 fields"));
   EXPECT_THAT(daemon->Log(), Not(HasSubstr("secret-token")));
+}
+
+// Unnamed tokens are named after the token: revoking an earlier line leaves
+// each caller its own sessions (a name by line number handed bob's to carol).
+TEST_F(TokenAuthTest, RevokingAnEarlierUnnamedTokenKeepsTheOthersSessions) {
+  WriteFile(tokens_, "tok-alice-0123456789\ntok-bob-0123456789\ntok-carol-0123456789\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  EXPECT_THAT(daemon->Log(), HasSubstr("line 2: the token has no NAME"));
+  auto bob = Connect(address, Token("tok-bob-0123456789"));
+  auto carol = Connect(address, Token("tok-carol-0123456789"));
+  auto session = bob->OpenSession({});
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::GetStateRequest get;
+  get.set_session_id(session->session_id());
+
+  WriteFile(tokens_, "tok-bob-0123456789\ntok-carol-0123456789\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("reloaded token file")) << daemon->Log();
+  EXPECT_TRUE(bob->GetState(get).ok());
+  EXPECT_EQ(carol->GetState(get).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(daemon->Log(), Not(HasSubstr("tok-")));
+}
+
+TEST_F(TokenAuthTest, AnUnknownProfileStopsTheStartAndIsRefusedOnReload) {
+  WriteFile(tokens_, "tok-a-0123456789 a read_only\ntok-b-0123456789 b readonly\n");
+  auto refused = StartDaemon(dir_, {"--token_file=" + tokens_});
+  EXPECT_EQ(refused->WaitForAddress(), "");
+  int status = refused->SignalAndWait(SIGTERM, absl::Seconds(5));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_THAT(refused->Log(), HasSubstr("line 2: unknown policy profile 'readonly'"));
+
+  WriteFile(tokens_, "tok-a-0123456789 a read_only\n");
+  auto daemon = StartDaemon(dir_, {"--token_file=" + tokens_});
+  const std::string address = daemon->WaitForAddress();
+  ASSERT_FALSE(address.empty()) << daemon->Log();
+  WriteFile(tokens_, "tok-b-0123456789 b allow_al\n");
+  kill(daemon->pid(), SIGHUP);
+  ASSERT_TRUE(daemon->WaitForLog("keeping the tokens in use")) << daemon->Log();
+  EXPECT_THAT(daemon->Log(), HasSubstr("line 1: unknown policy profile 'allow_al'"));
+  EXPECT_EQ(ListCode(*Connect(address, Token("tok-a-0123456789"))), absl::StatusCode::kOk);
+  EXPECT_EQ(ListCode(*Connect(address, Token("tok-b-0123456789"))),
+            absl::StatusCode::kUnauthenticated);
 }
 
 TEST_F(TokenAuthTest, ATokenLetsTheDaemonListenBeyondLoopback) {
@@ -329,6 +406,17 @@ TEST_F(TlsAuthTest, TlsWithATokenAndHealthWithout) {
   // Plaintext to a TLS port fails.
   EXPECT_EQ(ListCode(*Connect(address, Token("tok-tls-0123456789"))),
             absl::StatusCode::kUnavailable);
+}
+
+TEST_F(TlsAuthTest, AKeyThatIsNotTheCertificatesStopsTheStart) {
+  auto daemon = StartDaemon(dir_, {"--tls_cert_file=" + Cert("server.crt"),
+                                   "--tls_key_file=" + Cert("client.key")});
+  EXPECT_EQ(daemon->WaitForAddress(), "");
+  daemon->SignalAndWait(SIGTERM, absl::Seconds(5));
+  EXPECT_THAT(daemon->Log(), HasSubstr("TLS key file " + Cert("client.key") +
+                                       " does not match the certificate in TLS certificate "
+                                       "file " + Cert("server.crt")));
+  EXPECT_THAT(daemon->Log(), Not(HasSubstr("address in use")));
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `toolexec list`: the same lines on every run (the schema in its declared
-# order), and `--format` prints the provider's tools array as one JSON value.
+# order), and `--format` prints the provider's tools array as one JSON value;
+# `--version` names the daemon's build.
 set -u
 toolexecd="$1" toolexec="$2"
 dir=$(mktemp -d)
@@ -32,5 +33,11 @@ done
 "$toolexec" --target="$target" list --format claude 2>"$dir/err"
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "openai_strict" "$dir/err" || fail "--format claude: exit $rc, $(cat "$dir/err")"
+
+# The CLI and the daemon name the same build.
+cli_version=$("$toolexec" --version) || fail "toolexec --version exited $?"
+daemon_version=$("$toolexecd" --version) || fail "toolexecd --version exited $?"
+[ "${cli_version#toolexec }" = "${daemon_version#toolexecd }" ] && [ -n "${cli_version#toolexec }" ] \
+  || fail "versions differ: '$cli_version' vs '$daemon_version'"
 
 [ "$failures" -eq 0 ] && echo "ok" || exit 1

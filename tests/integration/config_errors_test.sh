@@ -159,10 +159,10 @@ expect_refused command_tool_program_missing 'command_tools { name: "t" argv: "no
 expect_refused command_tool_program_relative 'command_tools { name: "t" argv: "./run.sh" }' \
   "give an absolute path or a program name found on PATH"
 
-# --check_config agrees: 1 on a bad config, 0 on a good one.
+# --check_config agrees: 2 on a bad config (as every refusal to start), 0 on a good one.
 "$toolexecd" --check_config --config="$dir/subagent_both_lists.textproto" --workspace="$dir" \
   >/dev/null 2>&1
-check "check_config exits 1 on a bad config" test $? -eq 1
+check "check_config exits 2 on a bad config" test $? -eq 2
 printf 'subagents { name: "reader" }\n' > "$dir/good.textproto"
 check "check_config on a good config" \
   timeout 10 "$toolexecd" --check_config --config="$dir/good.textproto" --workspace="$dir"
@@ -206,9 +206,86 @@ check "listen 0.0.0.0 with --insecure_allow_unauthenticated" \
   timeout 10 "$toolexecd" --check_config --workspace="$dir" --listen=0.0.0.0:0 \
   --insecure_allow_unauthenticated
 printf 'listen: "0.0.0.0:50051"\n' > "$dir/open.textproto"
-out=$(timeout 10 "$toolexecd" --check_config --config="$dir/open.textproto" --workspace="$dir" 2>&1)
-check "a config listening on 0.0.0.0 without auth is refused" test $? -eq 1
+out=$(timeout 10 "$toolexecd" --config="$dir/open.textproto" --workspace="$dir" 2>&1)
+check "a config listening on 0.0.0.0 without auth is refused" test $? -eq 2
 check "  ... saying so" grep -qF "refusing to listen on 0.0.0.0:50051 without authentication" <<<"$out"
+# --check_config judges the config, not the machine it runs on: what only the
+# serving machine decides (auth given on its command line, its workspace) is
+# a warning.
+out=$(timeout 10 "$toolexecd" --check_config --config="$dir/open.textproto" --workspace="$dir" 2>&1)
+check "check_config on a config listening on 0.0.0.0 without auth passes" test $? -eq 0
+check "  ... with a warning" grep -qF \
+  "warning: refusing to listen on 0.0.0.0:50051 without authentication" <<<"$out"
+out=$(timeout 10 "$toolexecd" --check_config --workspace="$dir/not-here" 2>&1)
+check "check_config with a missing workspace passes" test $? -eq 0
+check "  ... with a warning" grep -qF "warning: workspace '$dir/not-here' is not an existing" <<<"$out"
+expect_exit_refused "serving a missing workspace is refused" "is not an existing directory" \
+  --workspace="$dir/not-here"
+if [ -n "${TOOLEXEC_SOURCE_DIR:-}" ]; then
+  out=$(cd "$dir" && timeout 10 "$toolexecd" --check_config \
+        --config="$TOOLEXEC_SOURCE_DIR/deploy/config/toolexecd.textproto" 2>&1)
+  check "the README's check of the example config passes" test $? -eq 0
+fi
+
+# One exit status, 2, and a line naming the flag for every command-line error.
+expect_exit_2() {  # name, expected stderr substring, toolexecd arguments...
+  local name="$1" want="$2" out rc
+  shift 2
+  out=$(timeout 10 "$toolexecd" --workspace="$dir" --listen=127.0.0.1:0 "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL $name: exit $rc, stderr: $out"; failures=$((failures + 1)); return
+  fi
+  passes=$((passes + 1))
+}
+expect_exit_2 "unknown flag" "unknown flag --no_such_flag (toolexecd --help lists the flags)" \
+  --no_such_flag=1
+expect_exit_2 "bad flag value" "--max_pending_calls='many'" --max_pending_calls=many
+expect_exit_2 "flag without its value" "--token_file needs a value" --token_file
+expect_exit_2 "positional argument" "unexpected argument 'serve'" serve
+expect_exit_2 "listen without a port" "listen (--listen) 'localhost' has no port" \
+  --listen=localhost
+expect_exit_2 "a range error" "limits.max_concurrent_calls (--max_concurrent_calls) is 0" \
+  --max_concurrent_calls=0
+printf '{"exampleTools": "yes"}\n' > "$dir/bool.json"
+expect_exit_2 "a JSON bool given as a string" "exampleTools must be true or false, not \"yes\"" \
+  --config="$dir/bool.json"
+printf '{"mcpServers": [{"name": "m", "command": ["/bin/true"], "prefixToolNames": "no"}]}\n' \
+  > "$dir/nested_bool.json"
+expect_exit_2 "a nested JSON bool given as a string" \
+  "mcpServers[0].prefixToolNames must be true or false" --config="$dir/nested_bool.json"
+printf '{"exampleTools": true}\n' > "$dir/bool_ok.json"
+check "a JSON bool" timeout 10 "$toolexecd" --check_config --config="$dir/bool_ok.json" \
+  --workspace="$dir"
+# An HTTP listener's port in use is said in words, not in civetweb's.
+"$toolexecd" --workspace="$dir" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
+  --address_file="$dir/holder.addr" 2>"$dir/holder.log" &
+holder=$!
+for _ in $(seq 100); do grep -q "metrics on" "$dir/holder.log" 2>/dev/null && break; sleep 0.1; done
+busy=$(sed -n 's|.*metrics on http://\([^/]*\)/metrics.*|\1|p' "$dir/holder.log")
+check "a daemon holds a metrics port" test -n "$busy"
+expect_exit_2 "metrics port in use" \
+  "cannot serve metrics on $busy (metrics.listen, --metrics_listen): address already in use" \
+  --metrics_listen="$busy"
+expect_exit_2 "MCP port in use" \
+  "cannot serve MCP on $busy (mcp_listen, --mcp_listen): address already in use" \
+  --mcp_listen="$busy"
+kill "$holder"; wait "$holder" 2>/dev/null
+
+# --version and --help answer and exit 0.
+out=$("$toolexecd" --version 2>&1)
+check "--version exits 0" test $? -eq 0
+check "--version names the version, commit and build type" \
+  grep -qE '^toolexecd [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), [A-Za-z]+ build\)$' <<<"$out"
+help=$("$toolexecd" --help 2>&1)
+check "--help exits 0" test $? -eq 0
+for group in "Config and tools:" "Listening:" "Who may call:" "Limits:" "Observability:"; do
+  check "--help has the group $group" grep -qxF "$group" <<<"$help"
+done
+check "--help shows defaults" grep -qF -- "--max_concurrent_calls=N  (default 256)" <<<"$help"
+check "--help shows ranges" grep -qF "Allowed: 1 to 4096." <<<"$help"
+check "--help points at the config schema" grep -qF "proto/toolexec/v1/config.proto" <<<"$help"
+check "--help has no abseil file names" bash -c '! grep -qF "Flags from" <<<"$1"' _ "$help"
 
 # Metrics address and log format: refused at start-up, naming the option.
 for address in "9464" "localhost" "127.0.0.1:99999" "127.0.0.1:x" ":9464" "unix:/tmp/m.sock"; do
@@ -228,13 +305,12 @@ expect_exit_refused "metrics_listen not bindable" "cannot serve metrics on 192.0
   --metrics_listen=192.0.2.1:9464
 
 # --help lists every flag of toolexecd.
-help=$("$toolexecd" --help 2>&1)
 for flag in listen workspace config example_tools check_config max_calls_per_batch \
     max_concurrent_calls max_pending_calls call_timeout_ms max_call_timeout_ms drain_grace_ms \
     session_idle_ttl_ms max_receive_message_bytes max_send_message_bytes \
     keepalive_min_ping_interval_ms keepalive_permit_without_calls insecure_allow_unauthenticated \
     log_level address_file metrics_listen log_format; do
-  check "--help lists --$flag" grep -qF -- "--$flag " <<<"$help"
+  check "--help lists --$flag" grep -qE -- "^  --$flag([= ]|$)" <<<"$help"
 done
 
 echo "$passes passed, $failures failed"

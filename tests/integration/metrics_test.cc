@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/policy.h"
+#include "server/build_info.h"
 #include "server/daemon.h"
 #include "server/logging.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -214,15 +216,29 @@ TEST_F(MetricsTest, AMixedBatchShowsInTheMetricsTheResultsAndTheLogs) {
     return Get(s, "toolexec_batch_duration_seconds_count") == 1 &&
            Get(s, "toolexec_child_processes_running") == 0;
   });
-  auto calls = [&](const std::string& tool, const std::string& status) {
-    return Get(samples, "toolexec_calls_total{server_name=\"\",status=\"" + status + "\",tool=\"" +
-                            tool + "\"}");
+  // A failed call's series names its error code; a success's code is empty.
+  auto calls = [&](const std::string& tool, const std::string& status,
+                   const std::string& code = "") {
+    return Get(samples, "toolexec_calls_total{code=\"" + code + "\",server_name=\"\",status=\"" +
+                            status + "\",tool=\"" + tool + "\"}");
   };
   EXPECT_EQ(calls("get_weather", "success"), 1);
-  EXPECT_EQ(calls("(unknown)", "error"), 1);
-  EXPECT_EQ(calls("wait", "timeout"), 1);
+  EXPECT_EQ(calls("(unknown)", "error", "unknown_tool"), 1);
+  EXPECT_EQ(calls("wait", "timeout", "timeout"), 1);
   EXPECT_EQ(calls("run_command", "success"), 1);
-  EXPECT_EQ(calls("get_weather", "error"), -1);  // no series for what did not happen
+  EXPECT_EQ(calls("get_weather", "error", "tool_failed"), -1);  // nothing that did not happen
+  // Durations are bucketed from 25 us: a trivial call's latency shows.
+  double smallest = 1;
+  const std::string bucket = "toolexec_call_duration_seconds_bucket{tool=\"get_weather\",le=\"";
+  for (const auto& [key, value] : samples) {
+    double le = 0;
+    if (absl::StartsWith(key, bucket) &&
+        absl::SimpleAtod(absl::StripSuffix(absl::string_view(key).substr(bucket.size()), "\"}"),
+                         &le)) {
+      smallest = std::min(smallest, le);
+    }
+  }
+  EXPECT_DOUBLE_EQ(smallest, 25e-6);
   for (const char* tool : {"get_weather", "(unknown)", "wait", "run_command"}) {
     EXPECT_EQ(
         Get(samples, std::string("toolexec_call_duration_seconds_count{tool=\"") + tool + "\"}"), 1)
@@ -234,10 +250,10 @@ TEST_F(MetricsTest, AMixedBatchShowsInTheMetricsTheResultsAndTheLogs) {
   const std::pair<const char*, double> expected[] = {
       {"toolexec_call_duration_seconds_bucket{tool=\"wait\",le=\"1\"}", 0},
       {"toolexec_call_duration_seconds_bucket{tool=\"wait\",le=\"+Inf\"}", 1},
-      {"toolexec_batch_calls_count", 1},
-      {"toolexec_batch_calls_sum", 4},
-      {"toolexec_batch_calls_bucket{le=\"4\"}", 1},
-      {"toolexec_batch_calls_bucket{le=\"2\"}", 0},
+      {"toolexec_batch_size_calls_count", 1},
+      {"toolexec_batch_size_calls_sum", 4},
+      {"toolexec_batch_size_calls_bucket{le=\"4\"}", 1},
+      {"toolexec_batch_size_calls_bucket{le=\"2\"}", 0},
       {"toolexec_batch_duration_seconds_count", 1},
       {"toolexec_rpcs_total{code=\"OK\",method=\"ExecuteBatch\"}", 1},
       {"toolexec_rpcs_total{code=\"OK\",method=\"OpenSession\"}", 1},
@@ -255,12 +271,19 @@ TEST_F(MetricsTest, AMixedBatchShowsInTheMetricsTheResultsAndTheLogs) {
   for (const Json& line : LogLines()) {
     EXPECT_TRUE(line.HasMember("time") && line.HasMember("level") && line.HasMember("msg"));
     std::string msg = line["msg"].GetString();
-    if (!absl::StartsWith(msg, "ExecuteBatch ")) continue;
+    if (msg != "ExecuteBatch") continue;
     found = true;
     ASSERT_TRUE(line.HasMember("trace_id")) << msg;
     EXPECT_STREQ(line["trace_id"].GetString(), kTraceId);
     EXPECT_EQ(line["span_id"].GetString(), handed_on->parent_id);
-    EXPECT_THAT(msg, HasSubstr("status=OK"));
+    // The outcome's parts are members of their own, numbers as numbers.
+    ASSERT_TRUE(line.HasMember("status") && line.HasMember("ms") && line.HasMember("calls"))
+        << ToJsonString(line);
+    EXPECT_STREQ(line["status"].GetString(), "OK");
+    EXPECT_TRUE(line["ms"].IsNumber());
+    EXPECT_EQ(line["calls"].GetInt(), 4);
+    EXPECT_EQ(line["failed"].GetInt(), 2);
+    EXPECT_TRUE(line["peer"].IsString());
   }
   EXPECT_TRUE(found) << log_.str();
 }
@@ -281,7 +304,7 @@ TEST_F(MetricsTest, WithoutATraceparentTheDaemonStartsATrace) {
   bool found = false;
   for (const Json& line : LogLines()) {
     std::string msg = line["msg"].GetString();
-    if (!absl::StartsWith(msg, "ExecuteBatch ")) continue;
+    if (msg != "ExecuteBatch") continue;
     found = true;
     ASSERT_TRUE(line.HasMember("trace_id"));
     EXPECT_EQ(line["trace_id"].GetString(), trace_id);
@@ -322,6 +345,32 @@ TEST_F(MetricsTest, TheDashboardQueriesExportedMetrics) {
   for (const std::string& name : queried) {
     EXPECT_THAT(exposition, HasSubstr("# TYPE " + name + " ")) << name;
   }
+}
+
+TEST_F(MetricsTest, TheBuildInfoNamesTheVersionCommitAndBuildType) {
+  const BuildInfo& build = GetBuildInfo();
+  auto samples = Samples(Scrape(daemon_->metrics_address()));
+  const std::string series =
+      absl::StrCat("toolexec_build_info{build_type=\"", build.build_type, "\",commit=\"",
+                   build.commit, "\",version=\"", build.version, "\"}");
+  EXPECT_EQ(Get(samples, series), 1) << series;
+  EXPECT_STRNE(build.version, "");
+  EXPECT_STRNE(build.commit, "");
+}
+
+// The process_* metrics an operator's usual alerts look for, read when scraped.
+TEST_F(MetricsTest, TheProcessMetricsDescribeTheDaemon) {
+  auto samples = Samples(Scrape(daemon_->metrics_address()));
+  EXPECT_GT(Get(samples, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(Get(samples, "process_virtual_memory_bytes"),
+            Get(samples, "process_resident_memory_bytes"));
+  EXPECT_GE(Get(samples, "process_threads"), 2);
+  EXPECT_GE(Get(samples, "process_open_fds"), 3);
+  EXPECT_GE(Get(samples, "process_max_fds"), Get(samples, "process_open_fds"));
+  EXPECT_GE(Get(samples, "process_cpu_seconds_total"), 0);
+  const double now = absl::ToUnixSeconds(absl::Now());
+  EXPECT_GT(Get(samples, "process_start_time_seconds"), now - 24 * 3600);
+  EXPECT_LE(Get(samples, "process_start_time_seconds"), now + 1);
 }
 
 TEST_F(MetricsTest, RpcsAreCountedByMethodAndCode) {
@@ -374,6 +423,39 @@ TEST_F(PolicyMetricsTest, DeniedAndAllowedCallsAreCounted) {
     EXPECT_EQ(Get(samples, decisions(by, decision)), 0) << by << " " << decision;
   }
   EXPECT_EQ(Get(samples, decisions("user", "ask")), -1);  // cannot happen: no series
+}
+
+// A daemon that also serves MCP over HTTP: its requests have their own family,
+// by MCP method and HTTP status, apart from the gRPC RPCs.
+class McpHttpMetricsTest : public MetricsTest {
+ protected:
+  void Configure(DaemonOptions& options) override { options.server.mcp_listen = "127.0.0.1:0"; }
+};
+
+TEST_F(McpHttpMetricsTest, McpRequestsAreCountedByMethodAndHttpStatus) {
+  CURL* curl = curl_easy_init();
+  ASSERT_NE(curl, nullptr);
+  std::string body;
+  const std::string url = "http://" + daemon_->mcp_address() + "/mcp";
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  ASSERT_EQ(curl_easy_perform(curl), CURLE_OK);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(curl);
+  ASSERT_GE(status, 400) << body;  // a GET without a session
+  const std::string series =
+      absl::StrCat("toolexec_mcp_http_requests_total{method=\"GET\",status=\"", status, "\"}");
+  auto samples =
+      ScrapeUntil(daemon_->metrics_address(), [&](const auto& s) { return Get(s, series) == 1; });
+  EXPECT_EQ(Get(samples, series), 1) << series;
+  for (const auto& [key, value] : samples) {
+    EXPECT_FALSE(absl::StartsWith(key, "toolexec_rpcs_total{code=\"") &&
+                 absl::StrContains(key, "method=\"mcp/"))
+        << key;
+  }
 }
 
 }  // namespace

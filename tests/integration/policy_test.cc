@@ -1,6 +1,6 @@
 // S12 over gRPC: a policy from the config denies by rule, and an ask rule
 // puts a PermissionRequest on the ExecuteBatch stream that RespondPermission
-// answers.
+// answers; the example config's profiles do what it says of them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,12 +10,14 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
 #include "google/protobuf/text_format.h"
 #include "server/config.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
+#include "tests/unit/builtin/file_test_util.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
@@ -230,6 +232,80 @@ TEST_F(PathPolicyGrpcTest, ASearchLeavesOutDeniedFilesAndALinkToOneIsDenied) {
   EXPECT_EQ(link.status(), v1::RESULT_STATUS_DENIED);
   EXPECT_THAT(link.error_message(), HasSubstr("rule 'no secrets'"));
   EXPECT_THAT(link.model_content(), ::testing::Not(HasSubstr("sk-secret")));
+}
+
+// The example config (deploy/config/), as the daemon loads it: a session with
+// its "supervised" profile is asked before every command and file write, and
+// the config's own rules hold there without being repeated.
+TEST(ExampleConfigPolicyTest, TheSupervisedProfileAsksBeforeEveryCommandAndWrite) {
+  spdlog::set_level(spdlog::level::warn);
+  const std::pair<const char*, const char*> calls[] = {
+      {"run_command", R"({"command_line":"touch ran"})"},
+      {"create_file", R"({"file_path":"new.txt","contents":"x"})"},
+      {"edit_file", R"({"file_path":"notes.txt","edits":[{"old_string":"one","new_string":"2"}]})"},
+      {"str_replace_based_edit_tool",
+       R"({"command":"str_replace","path":"notes.txt","old_str":"one","new_str":"2"})"},
+      {"str_replace_based_edit_tool", R"({"command":"create","path":"new.txt","file_text":"x"})"},
+      {"str_replace_based_edit_tool",
+       R"({"command":"insert","path":"notes.txt","insert_line":0,"new_str":"zero"})"},
+      {"apply_patch", R"({"input":"*** Begin Patch\n*** Add File: new.txt\n+x\n*** End Patch\n"})"},
+      {"apply_patch",
+       R"({"input":"*** Begin Patch\n*** Update File: notes.txt\n@@\n-one\n+2\n*** End Patch\n"})"},
+  };
+  for (const char* file : {"toolexecd.textproto", "toolexecd.json"}) {
+    SCOPED_TRACE(file);
+    testing::TempTree tree;
+    tree.Write("notes.txt", "one\n");
+    tree.Write("secrets.env", "KEY=1\n");
+    auto config = LoadConfigFile(absl::StrCat(TOOLEXEC_SOURCE_DIR, "/deploy/config/", file));
+    ASSERT_TRUE(config.ok()) << config.status();
+    DaemonOptions options;
+    std::string log_level;
+    ASSERT_TRUE(ApplyConfig(*config, &options, &log_level).ok());
+    options.server.listen = "127.0.0.1:0";
+    options.engine.workspace = tree.path();
+    options.engine.hooks.audit_log = tree.path() + "/audit.jsonl";
+    auto daemon = Daemon::Create(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    ASSERT_TRUE((*daemon)->Start().ok());
+    auto stub = v1::ToolExecutor::NewStub(
+        grpc::CreateChannel((*daemon)->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext open_ctx;
+    v1::OpenSessionRequest open;
+    open.set_policy_profile("supervised");
+    v1::Session session;
+    ASSERT_TRUE(stub->OpenSession(&open_ctx, open, &session).ok());
+    // The first event of a batch of one call: a question, or its result.
+    auto first_event = [&](const std::string& tool, const std::string& args) {
+      v1::ExecuteBatchRequest req;
+      req.set_session_id(session.session_id());
+      v1::ToolCall* call = req.add_calls();
+      call->set_id("1");
+      call->set_name(tool);
+      call->set_args_json(args);
+      grpc::ClientContext ctx;
+      auto reader = stub->ExecuteBatch(&ctx, req);
+      v1::ExecuteBatchResponse event, rest;
+      EXPECT_TRUE(reader->Read(&event));
+      ctx.TryCancel();  // a cancelled stream cancels the question
+      while (reader->Read(&rest)) {
+      }
+      reader->Finish();
+      return event;
+    };
+    for (const auto& [tool, args] : calls) {
+      v1::ExecuteBatchResponse event = first_event(tool, args);
+      EXPECT_TRUE(event.has_permission_request()) << tool << " " << args << ": "
+                                                  << event.DebugString();
+    }
+    v1::ExecuteBatchResponse secret = first_event("view_file", R"({"file_path":"secrets.env"})");
+    EXPECT_EQ(secret.result().status(), v1::RESULT_STATUS_DENIED) << secret.DebugString();
+    EXPECT_THAT(secret.result().error_message(), HasSubstr("rule 'no secrets' of policy 'default'"));
+    (*daemon)->Shutdown();
+    EXPECT_EQ(tree.Read("notes.txt"), "one\n");
+    EXPECT_FALSE(tree.Exists("new.txt"));
+    EXPECT_FALSE(tree.Exists("ran"));
+  }
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { TOOLEXECD, checkCancellation, checkProgress, eventually, importSdk, sleep } from './helpers.mjs';
+import { TOOLEXEC, TOOLEXECD, checkCancellation, checkProgress, eventually, importSdk, sleep } from './helpers.mjs';
 
 const { Client, Transport: StreamableHTTPClientTransport, McpError, missing: sdkMissing } =
   await importSdk('client/streamableHttp.js', 'StreamableHTTPClientTransport');
@@ -26,7 +28,7 @@ const JSON_AND_SSE = 'application/json, text/event-stream';
 async function startDaemon(workspace, extraArgs = []) {
   const tokens = path.join(workspace, '.tokens');
   fs.writeFileSync(tokens, `${ALICE} alice\n${BOB} bob\n`, { mode: 0o600 });
-  const d = { log: '', url: null };
+  const d = { log: '', url: null, grpc: null };
   d.proc = spawn(TOOLEXECD, ['--listen=127.0.0.1:0', '--mcp_listen=127.0.0.1:0',
                              `--workspace=${workspace}`, `--token_file=${tokens}`,
                              '--example_tools', ...extraArgs],
@@ -36,11 +38,60 @@ async function startDaemon(workspace, extraArgs = []) {
   d.exited = new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)));
   const up = await eventually(() => {
     const m = /MCP over streamable HTTP on (http:\/\/\S+\/mcp)/.exec(d.log);
-    if (m && /toolexecd serving on/.test(d.log)) d.url = m[1];
+    const g = /toolexecd serving on (\S+)/.exec(d.log);
+    if (m && g) [d.url, d.grpc] = [m[1], g[1]];
     return Boolean(d.url);
   });
   assert.ok(up, `toolexecd did not start:\n${d.log}`);
   return d;
+}
+
+const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
+const PING = { jsonrpc: '2.0', id: 2, method: 'ping' };
+
+// One POST through node:http, which (unlike fetch) sends the Host header it is
+// given: the status, headers and parsed JSON body.
+function rawPost(url, message, headers = {}, token = ALICE, timeoutMs = 60_000) {
+  const body = JSON.stringify(message);
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, { method: 'POST', headers: {
+      'Content-Type': 'application/json', Accept: JSON_AND_SSE,
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      'Content-Length': Buffer.byteLength(body), ...headers } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (s) => (text += s));
+      response.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(text); } catch {}
+        resolve({ status: response.statusCode, headers: response.headers, body: json, text });
+      });
+    });
+    request.on('error', reject);
+    request.setTimeout(timeoutMs, () => request.destroy(new Error(`no answer in ${timeoutMs} ms`)));
+    request.end(body);
+  });
+}
+
+// A session of `token`'s caller on the daemon at `url`: its id.
+async function openSession(url, token) {
+  const r = await rawPost(url, INITIALIZE, {}, token);
+  assert.equal(r.status, 200, r.text);
+  return r.headers['mcp-session-id'];
+}
+
+// A daemon for one test, stopped (and its workspace removed) after it.
+async function daemonFor(t, name, args = []) {
+  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), `toolexec-mcp-http-${name}-`));
+  fs.writeFileSync(path.join(workspace, 'hello.txt'), 'first line\n');
+  const daemon = await startDaemon(workspace, args);
+  t.after(async () => {
+    daemon.proc.kill('SIGKILL');
+    await daemon.exited;
+    fs.rmSync(workspace, { recursive: true, force: true });
+  });
+  return daemon;
 }
 
 describe('toolexecd MCP over streamable HTTP', () => {
@@ -250,6 +301,7 @@ describe('toolexecd MCP over streamable HTTP: policy', () => {
                                     undefined, { timeout: 30_000 });
     assert.equal(r.isError, true);
     assert.match(r.content[0].text, /MCP clients cannot answer permission requests/);
+    assert.doesNotMatch(r.content[0].text, /denied by user/);
     await client.close();
   });
 });
@@ -311,5 +363,114 @@ describe('toolexecd MCP over streamable HTTP: shutdown', () => {
     assert.ok(!r.isError, JSON.stringify(r));
     assert.equal(r.structuredContent.value, 'finished');
     assert.equal(await daemon.exited, 0, daemon.log);
+  });
+});
+
+describe('toolexecd MCP over streamable HTTP: sessions', () => {
+  test('another caller\'s initializes never end a session; a caller\'s own oldest goes', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'per-caller', ['--mcp_max_sessions_per_caller=4']);
+    const alice = await openSession(daemon.url, ALICE);
+    const bob = [];
+    for (let i = 0; i < 10; i++) bob.push(await openSession(daemon.url, BOB));
+    const ping = (session, token) => rawPost(daemon.url, PING, { 'Mcp-Session-Id': session }, token);
+    assert.equal((await ping(alice, ALICE)).status, 200, 'alice\'s session outlives bob\'s initializes');
+    assert.equal((await ping(bob[0], BOB)).status, 404, 'bob\'s least recently used session ended');
+    for (const session of bob.slice(-4)) assert.equal((await ping(session, BOB)).status, 200);
+    assert.ok(await eventually(() => /ended: least recently used of its caller's 4/.test(daemon.log)),
+              daemon.log);
+  });
+
+  test('past the daemon\'s cap an initialize is refused, never another caller\'s session ended', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'global-cap', ['--mcp_max_sessions_per_caller=1024']);
+    const alice = await openSession(daemon.url, ALICE);
+    const statuses = [];
+    let refusal = null;
+    for (let i = 0; i < 1030; i += 50) {
+      const batch = [];
+      for (let j = i; j < Math.min(i + 50, 1030); j++) batch.push(rawPost(daemon.url, INITIALIZE, {}, BOB));
+      for (const r of await Promise.all(batch)) {
+        statuses.push(r.status);
+        if (r.status === 503) refusal = r;
+      }
+    }
+    assert.equal(statuses.filter((s) => s === 200).length, 1023, 'the cap is 1024 sessions in all');
+    assert.equal(statuses.filter((s) => s === 503).length, 7);
+    assert.match(refusal.body.error.message, /maximum of 1024 MCP sessions/);
+    const ping = await rawPost(daemon.url, PING, { 'Mcp-Session-Id': alice });
+    assert.equal(ping.status, 200, 'alice\'s session outlives bob\'s initializes');
+  });
+
+  test('a session with no request for the idle TTL ends', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'idle', ['--mcp_session_idle_ttl_ms=2000']);
+    const idle = await openSession(daemon.url, ALICE);
+    const busy = await openSession(daemon.url, ALICE);
+    // Time passing is what is tested: `busy` is used well within the TTL,
+    // `idle` not at all for longer than it.
+    for (let i = 0; i < 6; i++) {
+      await sleep(400);
+      assert.equal((await rawPost(daemon.url, PING, { 'Mcp-Session-Id': busy })).status, 200);
+    }
+    assert.equal((await rawPost(daemon.url, PING, { 'Mcp-Session-Id': idle })).status, 404);
+    assert.ok(await eventually(() => /ended: no request for 2s/.test(daemon.log)), daemon.log);
+  });
+});
+
+describe('toolexecd MCP over streamable HTTP: Host header', () => {
+  test('only loopback hosts and the configured ones; others are 403 before the token', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'host', ['--mcp_allowed_hosts=mcp.example,[fd00::5]']);
+    const port = new URL(daemon.url).port;
+    for (const host of ['evil.example', `evil.example:${port}`, `localhost.evil.example:${port}`,
+                        '127.0.0.2.evil.example', `[fd00::6]:${port}`]) {
+      const r = await rawPost(daemon.url, INITIALIZE, { Host: host });
+      assert.equal(r.status, 403, host);
+      assert.match(r.body.error.message, /DNS rebinding/);
+      assert.equal((await rawPost(daemon.url, INITIALIZE, { Host: host }, null)).status, 403,
+                   `${host}: refused before the token is looked at`);
+    }
+    for (const host of [`localhost:${port}`, 'localhost', `127.0.0.1:${port}`, `[::1]:${port}`,
+                        `mcp.example:${port}`, 'MCP.Example', `[fd00::5]:${port}`]) {
+      assert.equal((await rawPost(daemon.url, INITIALIZE, { Host: host })).status, 200, host);
+    }
+    assert.ok(await eventually(() => /status=403 msg="Host [^ ]*evil\.example[^ ]* is not served/.test(daemon.log)),
+              daemon.log);
+  });
+});
+
+describe('toolexecd MCP over streamable HTTP: slow clients', () => {
+  test('half-sent requests hold no worker for long; MCP and gRPC callers are served', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'slow');
+    const { hostname, port } = new URL(daemon.url);
+    // More half-sent requests than the endpoint has workers, each trickling
+    // header lines and never ending its headers.
+    const sockets = [];
+    t.after(() => sockets.forEach((s) => s.destroy()));
+    for (let i = 0; i < 70; i++) {
+      const socket = net.connect(Number(port), hostname);
+      socket.on('error', () => {});
+      socket.write(`POST /mcp HTTP/1.1\r\nHost: ${hostname}:${port}\r\n`);
+      socket.timer = setInterval(() => socket.write('X-Slow: 1\r\n'), 1000);
+      socket.on('close', () => clearInterval(socket.timer));
+      sockets.push(socket);
+    }
+    t.after(() => sockets.forEach((s) => clearInterval(s.timer)));
+    await sleep(500);  // let the endpoint take them up
+    const started = Date.now();
+    // A generous bound, well below what a worker waited for headers before.
+    const bound = 30_000;
+    const grpc = new Promise((resolve) => execFile(
+      TOOLEXEC, [`--target=${daemon.grpc}`, 'call', 'view_file', '{"file_path":"hello.txt"}'],
+      { env: { ...process.env, TOOLEXEC_TOKEN: ALICE }, timeout: bound },
+      (err, stdout) => resolve({ err, stdout, ms: Date.now() - started })));
+    const init = await rawPost(daemon.url, INITIALIZE, {}, ALICE, bound);
+    assert.equal(init.status, 200, init.text);
+    assert.ok(Date.now() - started < bound, `the MCP request took ${Date.now() - started} ms`);
+    const call = await grpc;
+    assert.equal(call.err, null, `gRPC call: ${call.err}`);
+    assert.match(call.stdout, /first line/);
   });
 });

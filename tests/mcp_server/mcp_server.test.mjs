@@ -19,8 +19,29 @@ for (const [what, file] of [['toolexecd', TOOLEXECD], ['toolexec', TOOLEXEC]]) {
   if (!missing && !fs.existsSync(file)) missing = `${what} not found at ${file}: build it`;
 }
 
+// A toolexecd on 127.0.0.1:0 for `workspace`, with `args`; resolves to it
+// once it serves, with its address and log.
+async function startDaemon(workspace, args) {
+  const addressFile = path.join(workspace, '.address');
+  const d = { log: '', address: null };
+  d.proc = spawn(TOOLEXECD, ['--listen=127.0.0.1:0', `--workspace=${workspace}`,
+                             `--address_file=${addressFile}`, ...args],
+                 { stdio: ['ignore', 'pipe', 'pipe'] });
+  d.proc.stdout.on('data', (s) => (d.log += s));
+  d.proc.stderr.on('data', (s) => (d.log += s));
+  d.exited = new Promise((resolve) => d.proc.once('exit', resolve));
+  const up = await eventually(() => {
+    try {
+      d.address = fs.readFileSync(addressFile, 'utf8').trim();
+    } catch {}
+    return Boolean(d.address);
+  });
+  assert.ok(up, `toolexecd did not start:\n${d.log}`);
+  return d;
+}
+
 describe('toolexec mcp', { skip: false }, () => {
-  let daemon, log = '', workspace, address;
+  let daemon, workspace, address;
   const clients = [];
 
   async function connect(extraArgs = []) {
@@ -43,26 +64,15 @@ describe('toolexec mcp', { skip: false }, () => {
     // The example config, with the scripts at their absolute paths.
     fs.writeFileSync(config, fs.readFileSync(path.join(REPO, 'examples/command_tools/toolexecd.textproto'), 'utf8')
       .replaceAll('"examples/command_tools/', `"${REPO}/examples/command_tools/`));
-    const addressFile = path.join(workspace, '.address');
-    daemon = spawn(TOOLEXECD, ['--listen=127.0.0.1:0', `--workspace=${workspace}`,
-                               `--address_file=${addressFile}`, `--config=${config}`],
-                   { stdio: ['ignore', 'pipe', 'pipe'] });
-    daemon.stdout.on('data', (s) => (log += s));
-    daemon.stderr.on('data', (s) => (log += s));
-    const up = await eventually(() => {
-      try {
-        address = fs.readFileSync(addressFile, 'utf8').trim();
-      } catch {}
-      return Boolean(address);
-    });
-    assert.ok(up, `toolexecd did not start:\n${log}`);
+    daemon = await startDaemon(workspace, [`--config=${config}`]);
+    address = daemon.address;
   });
 
   after(async () => {
     for (const c of clients) await c.close().catch(() => {});
     if (daemon) {
-      daemon.kill('SIGKILL');
-      await new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.proc.kill('SIGKILL');
+      await daemon.exited;
     }
     if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
   });
@@ -185,5 +195,32 @@ describe('toolexec mcp', { skip: false }, () => {
 
   test('cancellation ends the call and its processes', async () => {
     await checkCancellation(await connect(), 'toolexec-mcp');
+  });
+});
+
+describe('toolexec mcp: policy', () => {
+  test('a policy ask is denied at once, saying an MCP client cannot answer it', async (t) => {
+    if (missing) assert.fail(missing);
+    const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'toolexec-mcp-server-ask-'));
+    fs.writeFileSync(path.join(workspace, 'hello.txt'), 'first line\n');
+    const config = path.join(workspace, 'toolexecd.textproto');
+    fs.writeFileSync(config, 'policy { rules { name: "reading needs a yes" tool: "view_file" ' +
+                             'decision: DECISION_ASK } ask_timeout_ms: 60000 }\n');
+    const daemon = await startDaemon(workspace, [`--config=${config}`]);
+    const client = new Client({ name: 'ask', version: '1.0.0' });
+    t.after(async () => {
+      await client.close().catch(() => {});
+      daemon.proc.kill('SIGKILL');
+      await daemon.exited;
+      fs.rmSync(workspace, { recursive: true, force: true });
+    });
+    await client.connect(new StdioClientTransport({
+      command: TOOLEXEC, args: [`--target=${daemon.address}`, 'mcp'], stderr: 'pipe' }));
+    // Well within the ask timeout: nobody waits for an answer that cannot come.
+    const r = await client.callTool({ name: 'view_file', arguments: { file_path: 'hello.txt' } },
+                                    undefined, { timeout: 30_000 });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /MCP clients cannot answer permission requests/);
+    assert.doesNotMatch(r.content[0].text, /denied by user/);
   });
 });

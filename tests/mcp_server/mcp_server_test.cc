@@ -100,6 +100,29 @@ TEST(McpCallResultFromToolResult, FailureIsErrorWithoutStructuredContent) {
   }
 }
 
+TEST(ExplainDeniedAsk, ADeniedResultSaysNoOneCouldBeAsked) {
+  v1::ToolResult denied = ResultFromJson(
+      R"({"name":"view_file","status":"RESULT_STATUS_DENIED","payload":{"error":"x"},)"
+      R"("error_message":"Permission denied by user: x","model_content":"Error: x",)"
+      R"("exception":{"code":"ERROR_CODE_DENIED","message":"Permission denied by user: x"}})");
+  ExplainDeniedAsk(&denied);
+  EXPECT_EQ(denied.status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_EQ(denied.exception().code(), v1::ERROR_CODE_DENIED);
+  const std::string payload_error =
+      denied.payload().struct_value().fields().at("error").string_value();
+  for (const std::string& text : {denied.error_message(), denied.model_content(),
+                                  denied.exception().message(), payload_error}) {
+    EXPECT_THAT(text, HasSubstr("MCP clients cannot answer permission requests")) << text;
+    EXPECT_THAT(text, HasSubstr("view_file")) << text;
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("denied by user"))) << text;
+  }
+  // Only a denial is reworded.
+  v1::ToolResult ok =
+      ResultFromJson(R"({"status":"RESULT_STATUS_SUCCESS","model_content":"fine"})");
+  ExplainDeniedAsk(&ok);
+  EXPECT_EQ(ok.model_content(), "fine");
+}
+
 // Requests answered without the daemon: the client is never used.
 class McpServerMessages : public ::testing::Test {
  protected:

@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "server/logging.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "tests/common/test_tools.h"
 
 namespace toolexec {
@@ -68,11 +73,34 @@ TEST(ConvertTest, SuccessHasNoException) {
 // The per-RPC log lines end "status=<CODE>[ msg=\"...\"] ms=<n>": the message
 // is quoted and escaped, so it never runs into the next field.
 TEST(ConvertTest, StatusLogFieldsKeepTheMessageApart) {
-  EXPECT_EQ(StatusLogFields(grpc::Status::OK), "status=OK");
-  EXPECT_EQ(StatusLogFields(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")),
-            "status=CANCELLED msg=\"cancelled\"");
-  EXPECT_EQ(StatusLogFields(grpc::Status(grpc::StatusCode::UNAVAILABLE, "a \"b\"\nc")),
-            "status=UNAVAILABLE msg=\"a \\\"b\\\"\\nc\"");
+  auto text = [](const grpc::Status& status) {
+    LogLine line("RPC");
+    AddStatusFields(status, &line);
+    return line.Text();
+  };
+  EXPECT_EQ(text(grpc::Status::OK), "RPC status=OK");
+  EXPECT_EQ(text(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")),
+            "RPC status=CANCELLED msg=\"cancelled\"");
+  EXPECT_EQ(text(grpc::Status(grpc::StatusCode::UNAVAILABLE, "a \"b\"\nc")),
+            "RPC status=UNAVAILABLE msg=\"a \\\"b\\\"\\nc\"");
+}
+
+// A log line's text form keeps plain values bare and quotes the rest; its
+// time is UTC and says so.
+TEST(ConvertTest, LogLinesQuoteWhatNeedsItAndCarryTheirZone) {
+  LogLine line("ListTools");
+  line.Add("peer", "ipv4:127.0.0.1:5").Add("caller", "CN=a b").AddNumber("ms", 1.234, 2);
+  EXPECT_EQ(line.Text(), "ListTools peer=ipv4:127.0.0.1:5 caller=\"CN=a b\" ms=1.23");
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  sink->set_formatter(NewLogFormatter(LogFormat::kText));
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("text", sink));
+  line.Write(spdlog::level::info);
+  spdlog::set_default_logger(previous);
+  EXPECT_THAT(out.str(), ::testing::MatchesRegex(
+                             "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z info ListTools "
+                             "peer=ipv4:127.0.0.1:5 caller=\"CN=a b\" ms=1.23\n"));
 }
 
 TEST(ConvertTest, ErrorCodesMapOneToOne) {

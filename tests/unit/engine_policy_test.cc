@@ -1,5 +1,7 @@
 // S12 through the Engine, no transport: DENY rules, asking (allow once, for
-// the session, deny, timeout, cancel, drain), profiles and inheritance.
+// the session, deny, timeout, cancel, drain), profiles and inheritance (each
+// only narrowing the config's policy), the caller's profile as it is now, and
+// waiting batches under max_pending_calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <unistd.h>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -81,7 +84,7 @@ using testing::Rule;
 class DecisionSink final : public MetricsSink {
  public:
   void AddTools(const ToolRegistry&) override {}
-  void CallCompleted(const RegisteredTool*, ResultStatus, absl::Duration) override {}
+  void CallCompleted(const RegisteredTool*, ResultStatus, ErrorCode, absl::Duration) override {}
   void BatchStarted(size_t) override {}
   void BatchFinished(absl::Duration) override {}
   void RpcFinished(absl::string_view, absl::StatusCode) override {}
@@ -170,6 +173,28 @@ class EnginePolicyTest : public ::testing::Test {
     spec.calls.push_back(Call("w2", "create_file", R"({"file_path":"out/b.txt","contents":"B"})"));
     spec.calls.push_back(Call("g", "get_weather", R"({"city":"Paris"})"));
     return spec;
+  }
+
+  // What becomes of one call: "asked" (the batch is then cancelled), or its
+  // result's status and message ("denied: denied by rule ...").
+  std::string Outcome(const CallerIdentity& caller, const std::string& session_id,
+                      const std::string& tool, const std::string& args) {
+    BatchSpec spec;
+    spec.session_id = session_id;
+    spec.calls.push_back(Call("1", tool, args));
+    Recorder r;
+    auto batch = engine_->StartBatch(caller, std::move(spec), &r);
+    if (!batch.ok()) return batch.status().ToString();
+    for (int i = 0; i < 3000 && r.result_count() == 0 && r.requests().empty(); ++i) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    const bool asked = !r.requests().empty();
+    if (asked) (*batch)->Cancel();
+    if (!r.Wait()) return "no result";
+    if (asked) return "asked";
+    if (r.results().empty()) return "no result";
+    const ToolCallResult& result = r.results()[0];
+    return absl::StrCat(ResultStatusName(result.status), ": ", result.error_message);
   }
 
   // Waits (bounded) until `r` has seen `n` requests.
@@ -563,6 +588,119 @@ TEST_F(EnginePolicyTest, WorkspaceOnlyDeniesPathsOutsideTheWorkspace) {
   ASSERT_EQ(r.results().size(), 1u);
   EXPECT_EQ(r.results()[0].status, ResultStatus::kDenied);
   EXPECT_THAT(r.results()[0].error_message, HasSubstr("policy 'workspace_only'"));
+}
+
+// --- profiles narrow the config's policy; limits count waiting batches ---
+
+TEST_F(EnginePolicyTest, AProfileNarrowsTheConfigsPolicyAndNeverReplacesIt) {
+  PolicyOptions p;
+  p.rules.push_back(Rule("no shell", "run_command", PolicyDecision::kDeny));
+  p.rules.push_back(Rule("writes need a yes", "create_file", PolicyDecision::kAsk));
+  Start(std::move(p));
+  const std::string shell = R"({"command_line":"touch ran"})";
+  const std::string write = R"({"file_path":"out/a.txt","contents":"A"})";
+
+  // A token bound to workspace_only: the config's rules hold, with or
+  // without a session.
+  const CallerIdentity workspace_only{"ws", "workspace_only"};
+  EXPECT_THAT(Outcome(workspace_only, "", "run_command", shell),
+              HasSubstr("denied by rule 'no shell' of policy 'default'"));
+  auto ws = engine_->OpenSession(workspace_only, {});
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  EXPECT_THAT(Outcome(workspace_only, ws->session_id, "run_command", shell),
+              HasSubstr("rule 'no shell' of policy 'default'"));
+  EXPECT_EQ(Outcome(workspace_only, ws->session_id, "create_file", write), "asked");
+  // ... and its own narrowing still holds beside them.
+  EXPECT_THAT(Outcome(workspace_only, ws->session_id, "view_file",
+                      R"({"file_path":"/etc/hostname"})"),
+              HasSubstr("policy 'workspace_only'"));
+
+  // A caller without a profile asks for allow_all: the config still decides.
+  OpenSessionSpec wide;
+  wide.policy_profile = "allow_all";
+  auto all = engine_->OpenSession(caller_, wide);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(Outcome(caller_, all->session_id, "run_command", shell),
+              HasSubstr("rule 'no shell' of policy 'default'"));
+  EXPECT_EQ(Outcome(caller_, all->session_id, "create_file", write), "asked");
+  // So does a token bound to allow_all.
+  const CallerIdentity allow_all{"everything", "allow_all"};
+  EXPECT_THAT(Outcome(allow_all, "", "run_command", shell), HasSubstr("rule 'no shell'"));
+  EXPECT_EQ(Outcome(allow_all, "", "create_file", write), "asked");
+  EXPECT_FALSE(tree_.Exists("ran"));
+  EXPECT_FALSE(tree_.Exists("out/a.txt"));
+}
+
+TEST_F(EnginePolicyTest, ACallersProfileAsItIsNowAppliesInSessionsOpenedBefore) {
+  Start(PolicyOptions{});  // the config's policy lets everything run
+  const CallerIdentity before{"alice", "allow_all"};
+  auto session = engine_->OpenSession(before, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(Outcome(before, session->session_id, "create_file",
+                    R"({"file_path":"a.txt","contents":"A"})"),
+            "success: ");
+  // Her token file is reloaded and binds her token to read_only: the
+  // session she opened before is judged by it from the next call on, and so
+  // are its children.
+  const CallerIdentity after{"alice", "read_only"};
+  EXPECT_THAT(Outcome(after, session->session_id, "create_file",
+                      R"({"file_path":"b.txt","contents":"B"})"),
+              HasSubstr("denied by the default decision of policy 'read_only'"));
+  OpenSessionSpec child;
+  child.parent_session_id = session->session_id;
+  auto kid = engine_->OpenSession(after, child);
+  ASSERT_TRUE(kid.ok()) << kid.status();
+  EXPECT_THAT(
+      Outcome(after, kid->session_id, "create_file", R"({"file_path":"c.txt","contents":"C"})"),
+      HasSubstr("policy 'read_only'"));
+  EXPECT_EQ(Outcome(after, session->session_id, "view_file", R"({"file_path":"a.txt"})"),
+            "success: ");
+  EXPECT_FALSE(tree_.Exists("b.txt"));
+  EXPECT_FALSE(tree_.Exists("c.txt"));
+}
+
+TEST_F(EnginePolicyTest, BatchesWaitingForAnAnswerCountTowardTheLimitOfPendingCalls) {
+  Start(AskingPolicy(), [](EngineOptions& o) { o.max_pending_calls = 4; });
+  auto write = [](const std::string& id) {
+    BatchSpec spec;
+    spec.calls.push_back(
+        Call(id, "create_file", absl::StrCat(R"({"file_path":"out/)", id, R"(","contents":"x"})")));
+    return spec;
+  };
+  Recorder first, second;
+  auto a = engine_->StartBatch(caller_, Writes(), &first);  // 3 calls
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = engine_->StartBatch(caller_, write("b"), &second);  // 1 more: the limit
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto asked = AwaitRequests(first, 1);
+  ASSERT_EQ(asked.size(), 1u);
+  ASSERT_EQ(AwaitRequests(second, 1).size(), 1u);
+  EXPECT_EQ(engine_->stats().calls_queued, 4u);  // waiting, as queued calls do
+
+  // Full: the next batch is refused as any batch past the limit is.
+  Recorder refused;
+  auto c = engine_->StartBatch(caller_, write("c"), &refused);
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+  EXPECT_THAT(c.status().message(), HasSubstr("limit of 4"));
+  EXPECT_EQ(engine_->in_flight_batches(), 2);
+
+  // An answer frees the room of its batch once its calls have ended.
+  ASSERT_TRUE(
+      engine_->RespondPermission(caller_, asked[0].request_id, PermissionAnswer::kDeny, "").ok());
+  ASSERT_TRUE(first.Wait());
+  for (int i = 0; i < 3000 && engine_->stats().calls_queued + engine_->stats().calls_running > 1;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  Recorder third;
+  auto d = engine_->StartBatch(caller_, write("d"), &third);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(AwaitRequests(third, 1).size(), 1u);
+  (*b)->Cancel();
+  (*d)->Cancel();
+  ASSERT_TRUE(second.Wait());
+  ASSERT_TRUE(third.Wait());
+  EXPECT_FALSE(tree_.Exists("out"));
 }
 
 // --- command lines: what runs, not how it is spelled ---

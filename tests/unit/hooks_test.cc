@@ -485,10 +485,67 @@ TEST_F(HooksTest, AuditLogHasOneCompleteRedactedLinePerCallUnderConcurrency) {
     EXPECT_STREQ(a["nested"]["GITHUB_TOKEN"].GetString(), "[redacted]");
     EXPECT_STREQ(a["env"][0].GetString(), "HOME=/h");
     EXPECT_STREQ(a["env"][1].GetString(), "DB_PASSWORD=[redacted]");
-    EXPECT_STREQ(a["url"].GetString(), "[redacted]");
+    EXPECT_STREQ(a["url"].GetString(), "postgres://u:[redacted]@db/app");
     EXPECT_LT(a["text"].GetStringLength(), 300u);
   }
   EXPECT_EQ(denied, 5);
+}
+
+// Only the secret is masked: the command around it stays readable.
+TEST(AuditLogRedactTest, MasksSecretValuesAndKeepsTheCommand) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"X_TOKEN=1 touch f", "X_TOKEN=[redacted] touch f"},
+      {"X_TOKEN='a b' GITHUB_PAT=\"c d\" make; echo ok",
+       "X_TOKEN=[redacted] GITHUB_PAT=[redacted] make; echo ok"},
+      {"env DB_PASSWORD=hunter2 ./migrate", "env DB_PASSWORD=[redacted] ./migrate"},
+      {"export API_KEY=sk-1234&&run", "export API_KEY=[redacted]&&run"},
+      {"curl -H 'Authorization: Bearer sk-abc123' https://api.example.com/v1",
+       "curl -H 'Authorization: Bearer [redacted]' https://api.example.com/v1"},
+      {"Authorization: Bearer sk-abc123", "Authorization: Bearer [redacted]"},
+      {"authorization: basic dXNlcjpwYXNz", "authorization: basic [redacted]"},
+      {"curl -H \"X-Api-Key: k-999\" http://h/", "curl -H \"X-Api-Key: [redacted]\" http://h/"},
+      {"wget --header='Cookie: sid=s3cr3t; theme=dark' http://h/",
+       "wget --header='Cookie: [redacted]' http://h/"},
+      {"Bearer eyJhbGciOi.x.y", "Bearer [redacted]"},
+      {"mysql -u root -pPASS app -e 'select 1'", "mysql -u root -p[redacted] app -e 'select 1'"},
+      {"/usr/bin/mysqldump -p'my pass' db > d.sql", "/usr/bin/mysqldump -p[redacted] db > d.sql"},
+      {"mkdir -p build && cd build", "mkdir -p build && cd build"},  // -p is not a password
+      {"mysql --password=PASS app", "mysql --password=[redacted] app"},
+      {"psql --password PASS", "psql --password [redacted]"},
+      {"tool --api-key=k1 --verbose", "tool --api-key=[redacted] --verbose"},
+      {"curl -u alice:wonder https://h/", "curl -u alice:[redacted] https://h/"},
+      {"curl -ualice:wonder https://h/", "curl -ualice:[redacted] https://h/"},
+      {"curl --user=alice:wonder https://h/", "curl --user=alice:[redacted] https://h/"},
+      {"sort -u a:b", "sort -u a:b"},  // not curl
+      {"git clone https://user:pass@github.com/o/r.git",
+       "git clone https://user:[redacted]@github.com/o/r.git"},
+      {"redis://:pw@cache:6379/0 and postgres://u:p2@db/app",
+       "redis://:[redacted]@cache:6379/0 and postgres://u:[redacted]@db/app"},
+      {"https://user@host/path?token_hint=no", "https://user@host/path?token_hint=no"},
+      {"PATH=/bin ls -la", "PATH=/bin ls -la"},
+      {"plain text, nothing secret", "plain text, nothing secret"},
+  };
+  for (const auto& [in, out] : cases) EXPECT_EQ(AuditLog::RedactString(in), out) << in;
+}
+
+// Keys, the tool name and the call id are cut like values: a 4 MB request
+// makes a bounded line.
+TEST(AuditLogRedactTest, KeysAndNamesAreCutLikeValues) {
+  const std::string huge(4 << 20, 'k');
+  HookCall call;
+  call.call_id = huge;
+  call.tool = huge;
+  auto args = ParseJson(absl::StrCat(R"({")", huge, R"(":")", huge, R"(","ok":{")", huge,
+                                     R"(":1}})"));
+  ASSERT_TRUE(args.ok());
+  ToolCallResult result;
+  result.status = ResultStatus::kError;
+  result.error_message = huge;
+  const std::string line = AuditLog::Line(call, &*args, result, {});
+  EXPECT_LT(line.size(), 4000u);
+  auto parsed = ParseJson(line);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT((*parsed)["tool"].GetString(), HasSubstr("more bytes]"));
 }
 
 TEST_F(HooksTest, AuditLogThatCannotBeOpenedIsAStartUpError) {

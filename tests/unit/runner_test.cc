@@ -333,6 +333,32 @@ TEST_F(RunnerTest, DeepArgsJsonIsInvalidArguments) {
   EXPECT_THAT(results[0].error_message, HasSubstr("deeper"));
 }
 
+TEST_F(RunnerTest, ADuplicateKeyIsNamed) {
+  CallRequest parsed = Call("echo");
+  parsed.args = J(R"({"a":{"k":1,"k":2}})");
+  auto results = Run(Calls(Call("typed", R"({"n":3,"flag":true,"n":4})"),
+                           Call("echo", R"({"a":[0,{"x":1,"y":2,"x":3}]})"), std::move(parsed)));
+  for (const auto& r : results) EXPECT_EQ(r.error->code, ErrorCode::kInvalidArguments);
+  EXPECT_EQ(results[0].error_message, "args_json: duplicate key 'n' in args");
+  EXPECT_EQ(results[1].error_message, "args_json: duplicate key 'x' in args.a[1]");
+  EXPECT_EQ(results[2].error_message, "duplicate key 'k' in args.a");
+}
+
+// A tool name that names no tool is echoed cut: a 4 MB name is not a 4 MB
+// result (nor several).
+TEST_F(RunnerTest, AHugeUnknownToolNameIsEchoedCut) {
+  auto results = Run(Calls(Call(std::string(4 << 20, 'x'), "", "a")));
+  const ToolCallResult& r = results[0];
+  EXPECT_EQ(r.error->code, ErrorCode::kUnknownTool);
+  EXPECT_THAT(r.error_message, ::testing::StartsWith("unknown tool 'xxxx"));
+  EXPECT_THAT(r.error_message, HasSubstr("more bytes]'; the tools you can call are: "));
+  const size_t echoed = r.error_message.size() + r.error->message.size() +
+                        r.error->tool_name.size() + r.display.title.size() +
+                        r.display.content.size() + r.compact_summary.size() +
+                        r.model_content.size() + ToJsonString(r.payload).size();
+  EXPECT_LT(echoed, 20000u);
+}
+
 TEST_F(RunnerTest, DisplayAndCompactSummaryAreFilled) {
   auto results = Run(Calls(Call("echo", R"({"k":"v"})")));
   EXPECT_EQ(results[0].display.title, "echo");
@@ -351,6 +377,41 @@ TEST_F(RunnerTest, PendingLimitRefusesWithResourceExhausted) {
   req.calls = Calls(Call("echo"), Call("echo"), Call("echo"));
   auto r = small.Run(std::move(req));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(RunnerTest, ReservedRoomCountsTowardThePendingLimitUntilItsBatchEndsOrItIsDropped) {
+  ToolRunner::Options options;
+  options.max_pending_calls = 2;
+  ToolRunner small(&registry_, options);
+  auto room = small.Reserve(2);
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(small.pending_calls(), 2u);
+  EXPECT_EQ(small.Reserve(1).status().code(), absl::StatusCode::kResourceExhausted);
+  BatchRequest other;
+  other.calls = Calls(Call("echo"));
+  Collector refused;
+  EXPECT_EQ(small.Start(std::move(other), &refused).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // The batch the room was for starts in it, and gives it back as it ends.
+  BatchRequest req;
+  req.calls = Calls(Call("echo"), Call("echo"));
+  Collector observer;
+  ASSERT_TRUE(small.Start(std::move(req), &observer, *std::move(room)).ok());
+  observer.done.WaitForNotification();
+  EXPECT_EQ(observer.results.size(), 2u);
+  EXPECT_TRUE(small.WaitIdle(absl::Now() + absl::Seconds(30)));
+  // Room dropped unused, or offered to a batch it was not taken for, is
+  // given back.
+  { ASSERT_TRUE(small.Reserve(2).ok()); }
+  EXPECT_EQ(small.pending_calls(), 0u);
+  auto one = small.Reserve(1);
+  ASSERT_TRUE(one.ok());
+  BatchRequest two;
+  two.calls = Calls(Call("echo"), Call("echo"));
+  Collector wrong;
+  EXPECT_EQ(small.Start(std::move(two), &wrong, *std::move(one)).status().code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(small.pending_calls(), 0u);
 }
 
 TEST_F(RunnerTest, ProgressPrecedesItsResult) {

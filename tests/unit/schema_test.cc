@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
 
 namespace toolexec {
@@ -320,6 +321,26 @@ TEST(ValidationMessageTest, ListsAtMostTenProblems) {
   std::string m(schema->Prepare(args).message());
   EXPECT_THAT(m, HasSubstr("args.a[9]: expected type boolean, got integer 10; and 2 more"));
   EXPECT_THAT(m, ::testing::Not(HasSubstr("args.a[10]")));
+}
+
+// A huge request makes a bounded message: keys are cut, and only the first
+// unknown ones are named.
+TEST(ValidationMessageTest, HugeOrManyUnknownKeysMakeABoundedMessage) {
+  auto schema = Compile(R"({"type":"object","additionalProperties":false,"properties":{
+      "n":{"type":"object","additionalProperties":false,"properties":{"k":{"type":"integer"}}}}})");
+  const std::string huge(4 << 20, 'k');
+  Json one = J(absl::StrCat(R"({")", huge, R"(":1,"n":{")", huge, R"(":2}})"));
+  std::string m(schema->Prepare(one).message());
+  EXPECT_LT(m.size(), 2000u) << m.substr(0, 300);
+  EXPECT_THAT(m, HasSubstr("unknown argument 'kkkk"));
+  EXPECT_THAT(m, HasSubstr("more bytes]"));
+
+  std::string many = "{";
+  for (int i = 0; i < 100000; ++i) absl::StrAppend(&many, i == 0 ? "" : ",", "\"key", i, "\":1");
+  Json lots = J(absl::StrCat(many, "}"));
+  m = std::string(schema->Prepare(lots).message());
+  EXPECT_LT(m.size(), 2000u) << m.substr(0, 300);
+  EXPECT_THAT(m, HasSubstr("'key9', and 99990 more"));
 }
 
 TEST(ValidationMessageTest, UnknownArgumentsNameTheKnownOnes) {

@@ -1,12 +1,17 @@
 // The token file parser and the constant-time token matcher (server/auth.h).
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "tests/unit/builtin/file_test_util.h"
 
 namespace toolexec {
 namespace {
@@ -25,8 +30,10 @@ TEST(TokenFileTest, LinesCommentsNamesAndProfiles) {
       "/etc/toolexec/tokens");
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   ASSERT_EQ(tokens->size(), 3u);
-  EXPECT_EQ((*tokens)[0].name, "");
+  EXPECT_FALSE((*tokens)[0].named);
+  EXPECT_THAT((*tokens)[0].name, ::testing::MatchesRegex("token-[0-9a-f]{12}"));
   EXPECT_EQ((*tokens)[0].line, 4);
+  EXPECT_TRUE((*tokens)[1].named);
   EXPECT_EQ((*tokens)[1].name, "gateway");
   EXPECT_EQ((*tokens)[1].profile, "");
   EXPECT_EQ((*tokens)[2].name, "ci");
@@ -54,6 +61,79 @@ TEST(TokenFileTest, MalformedFilesNameTheLineAndNeverTheToken) {
     EXPECT_THAT(tokens.status().message(), HasSubstr(c.expected));
     EXPECT_THAT(tokens.status().message(), Not(HasSubstr("secret")));
   }
+}
+
+// A line without NAME is named after its token, not its position: removing
+// or reordering other lines cannot hand its sessions to another caller.
+TEST(TokenFileTest, AnUnnamedTokenIsNamedAfterTheTokenNotItsLine) {
+  auto before = ParseTokenFile("tok-alpha-1\ntok-bravo-2\ntok-charlie-3\n", "t");
+  auto after = ParseTokenFile("# alpha revoked\ntok-charlie-3\ntok-bravo-2\n", "t");
+  ASSERT_TRUE(before.ok() && after.ok());
+  const std::string bravo = MatchToken(*before, "tok-bravo-2")->name;
+  const std::string charlie = MatchToken(*before, "tok-charlie-3")->name;
+  EXPECT_EQ(MatchToken(*after, "tok-bravo-2")->name, bravo);
+  EXPECT_EQ(MatchToken(*after, "tok-charlie-3")->name, charlie);
+  EXPECT_NE(bravo, charlie);
+  EXPECT_NE(MatchToken(*before, "tok-alpha-1")->name, bravo);
+  EXPECT_THAT(bravo, ::testing::MatchesRegex("token-[0-9a-f]{12}"));
+  EXPECT_THAT(bravo, Not(HasSubstr("bravo")));
+}
+
+void WriteTokens(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+  chmod(path.c_str(), 0600);
+}
+
+std::string CallerName(const Authenticator& auth, const std::string& token) {
+  auto caller = auth.AuthenticateBearer("Bearer " + token);
+  return caller.ok() ? caller->name : std::string(caller.status().message());
+}
+
+TEST(AuthenticatorTest, AReloadThatRemovesALineKeepsTheOthersNames) {
+  testing::TempTree dir;
+  AuthOptions options;
+  options.token_file = dir.path() + "/tokens";
+  WriteTokens(options.token_file, "tok-alpha-1\ntok-bravo-2\ntok-charlie-3\n");
+  auto auth = Authenticator::Create(options);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  const std::string bravo = CallerName(**auth, "tok-bravo-2");
+  const std::string charlie = CallerName(**auth, "tok-charlie-3");
+  EXPECT_NE(bravo, charlie);
+
+  WriteTokens(options.token_file, "tok-bravo-2\ntok-charlie-3\n");
+  ASSERT_TRUE((*auth)->ReloadTokens().ok());
+  EXPECT_EQ(CallerName(**auth, "tok-bravo-2"), bravo);
+  EXPECT_EQ(CallerName(**auth, "tok-charlie-3"), charlie);
+  EXPECT_THAT(CallerName(**auth, "tok-alpha-1"), HasSubstr("not valid"));
+}
+
+// A PROFILE the daemon does not have is refused, at start-up and at reload
+// (where the tokens in use stay), naming the line and never the token.
+TEST(AuthenticatorTest, AnUnknownProfileIsRefusedAtStartAndAtReload) {
+  testing::TempTree dir;
+  AuthOptions options;
+  options.token_file = dir.path() + "/tokens";
+  auto check = [](const std::string& profile) {
+    return profile == "read_only" ? absl::OkStatus()
+                                  : absl::InvalidArgumentError(absl::StrCat(
+                                        "unknown policy profile '", profile, "'"));
+  };
+  WriteTokens(options.token_file, "secret-a alice read_only\nsecret-b bob readonly\n");
+  auto refused = Authenticator::Create(options, check);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("token file " + options.token_file + " line 2: unknown policy profile "
+                        "'readonly'"));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr("secret")));
+
+  WriteTokens(options.token_file, "secret-a alice read_only\n");
+  auto auth = Authenticator::Create(options, check);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  WriteTokens(options.token_file, "secret-b bob read_only\n# comment\nsecret-c carol nosuch\n");
+  absl::Status reload = (*auth)->ReloadTokens();
+  EXPECT_THAT(reload.message(), HasSubstr("line 3: unknown policy profile 'nosuch'"));
+  EXPECT_EQ(CallerName(**auth, "secret-a"), "alice");  // the set in use stays
+  EXPECT_THAT(CallerName(**auth, "secret-b"), HasSubstr("not valid"));
 }
 
 TEST(TokenMatchTest, OnlyTheWholeTokenMatches) {

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/reader.h"
 #include "rapidjson/stringbuffer.h"
@@ -133,6 +135,49 @@ absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth) {
     }
   }
   return doc;
+}
+
+absl::Status CheckUniqueKeys(const JsonValue& value, absl::string_view root) {
+  // Iterative (like JsonDepth); `path` holds the steps to the node at hand.
+  constexpr size_t kMaxKeyChars = 64;
+  struct Node {
+    const JsonValue* value;
+    size_t depth;
+    std::string step;  // ".key" or "[i]" from its parent
+  };
+  std::vector<Node> stack;
+  stack.push_back({&value, 0, ""});
+  std::vector<std::string> path;
+  absl::flat_hash_set<absl::string_view> seen;
+  while (!stack.empty()) {
+    Node node = std::move(stack.back());
+    stack.pop_back();
+    path.resize(node.depth);
+    if (node.depth > 0) path.back() = std::move(node.step);
+    const JsonValue& v = *node.value;
+    if (v.IsObject()) {
+      seen.clear();
+      for (const auto& m : v.GetObject()) {
+        absl::string_view key(m.name.GetString(), m.name.GetStringLength());
+        if (!seen.insert(key).second) {
+          return absl::InvalidArgumentError(absl::StrCat("duplicate key '",
+                                                         Utf8Cut(key, kMaxKeyChars), "' in ",
+                                                         root, absl::StrJoin(path, "")));
+        }
+      }
+      for (const auto& m : v.GetObject()) {
+        if (!m.value.IsObject() && !m.value.IsArray()) continue;
+        absl::string_view key(m.name.GetString(), m.name.GetStringLength());
+        stack.push_back({&m.value, node.depth + 1, absl::StrCat(".", Utf8Cut(key, kMaxKeyChars))});
+      }
+    } else if (v.IsArray()) {
+      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+        if (!v[i].IsObject() && !v[i].IsArray()) continue;
+        stack.push_back({&v[i], node.depth + 1, absl::StrCat("[", i, "]")});
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string ToJsonString(const JsonValue& value) {

@@ -28,6 +28,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // place JSON text becomes a value.
 absl::StatusOr<Json> ParseJson(absl::string_view text, int max_depth = kMaxJsonDepth);
 
+// OK when no object within `value` has a key twice; else InvalidArgument
+// naming the key and where it is ("duplicate key 'n' in args.a[0]", `root`
+// naming `value`; keys cut to a bounded length). JSON text may repeat a key,
+// and readers disagree on which one counts, so arguments may not.
+absl::Status CheckUniqueKeys(const JsonValue& value, absl::string_view root);
+
 // Compact JSON text of `value`.
 std::string ToJsonString(const JsonValue& value);
 

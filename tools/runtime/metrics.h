@@ -27,6 +27,7 @@ namespace toolexec {
 class ToolRegistry;
 struct RegisteredTool;
 enum class ResultStatus;
+enum class ErrorCode;
 
 // The decisions a permission policy takes (PolicyConfig's Decision).
 enum class PermissionDecision { kAllow, kDeny, kAsk };
@@ -43,8 +44,9 @@ class MetricsSink {
   // implementation may prepare one handle per tool (RegisteredTool::position).
   virtual void AddTools(const ToolRegistry& registry) = 0;
   // A call completed (exactly once per call, whoever completed it). `tool` is
-  // null for a name no tool has.
-  virtual void CallCompleted(const RegisteredTool* tool, ResultStatus status,
+  // null for a name no tool has; `code` says why a call that did not succeed
+  // failed (ignored on success).
+  virtual void CallCompleted(const RegisteredTool* tool, ResultStatus status, ErrorCode code,
                              absl::Duration duration) = 0;
   // A batch was accepted with `calls` calls.
   virtual void BatchStarted(size_t calls) = 0;
@@ -53,8 +55,11 @@ class MetricsSink {
   // A permission policy decided a call, or an ask about it was answered
   // (by kUser or kTimeout: the call was counted as kAsk before).
   virtual void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) = 0;
-  // A transport finished an RPC (`method` as the wire names it, e.g. "ExecuteBatch").
+  // The gRPC transport finished an RPC (`method` as the wire names it, e.g. "ExecuteBatch").
   virtual void RpcFinished(absl::string_view method, absl::StatusCode code) = 0;
+  // The MCP HTTP endpoint answered a request (`method` e.g. "tools/call", or the
+  // HTTP verb for what is not a JSON-RPC POST) with the HTTP `status`.
+  virtual void McpHttpRequestFinished(absl::string_view method, int status) {}
 };
 
 // Process-wide counts kept where they happen (relaxed atomics).

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/runtime/tool.h"
+#include "tools/runtime/utf8.h"
 #include "valijson/schema.hpp"
 #include "valijson/schema_parser.hpp"
 #include "valijson/validation_results.hpp"
@@ -193,6 +194,13 @@ void DefaultNode(const JsonValue& schema, JsonValue& value, Allocator& alloc) {
   }
 }
 
+// A key the caller sent, echoed in a message, is cut to this many characters,
+// and at most kMaxEchoedKeys unknown keys are named: a huge request must not
+// make a huge error.
+constexpr size_t kMaxEchoedKeyChars = 64;
+constexpr size_t kMaxEchoedKeys = 10;
+constexpr size_t kMaxProblemChars = 1000;  // one broken rule's line
+
 // valijson's context is {"<root>", "[name]", "[0]", ...}; make it "args.name[0]".
 std::string JsonPath(absl::string_view root, const std::vector<std::string>& context) {
   std::string path(root);
@@ -203,7 +211,8 @@ std::string JsonPath(absl::string_view root, const std::vector<std::string>& con
       inner = inner.substr(1, inner.size() - 2);
     }
     bool index = !inner.empty() && inner.find_first_not_of("0123456789") == std::string::npos;
-    absl::StrAppend(&path, index ? "[" : ".", inner, index ? "]" : "");
+    absl::StrAppend(&path, index ? "[" : ".", Utf8Cut(inner, kMaxEchoedKeyChars),
+                    index ? "]" : "");
   }
   return path;
 }
@@ -294,14 +303,19 @@ std::string Explain(const JsonValue& schema, const JsonValue& args,
         known.emplace_back(p.name.GetString(), p.name.GetStringLength());
       }
     }
+    size_t unknown_count = 0;
     for (const auto& m : at.value->GetObject()) {
-      std::string name(m.name.GetString(), m.name.GetStringLength());
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        unknown.push_back(absl::StrCat("'", name, "'"));
+      absl::string_view name(m.name.GetString(), m.name.GetStringLength());
+      if (std::find(known.begin(), known.end(), name) == known.end() &&
+          ++unknown_count <= kMaxEchoedKeys) {
+        unknown.push_back(absl::StrCat("'", Utf8Cut(name, kMaxEchoedKeyChars), "'"));
       }
     }
+    if (unknown_count > unknown.size()) {
+      unknown.push_back(absl::StrCat("and ", unknown_count - unknown.size(), " more"));
+    }
     absl::string_view noun = context.size() <= 1 ? "argument" : "property";
-    return absl::StrCat("unknown ", noun, unknown.size() == 1 ? " " : "s ",
+    return absl::StrCat("unknown ", noun, unknown_count == 1 ? " " : "s ",
                         absl::StrJoin(unknown, ", "), "; the known ones are ",
                         known.empty() ? "(none)" : absl::StrJoin(known, ", "));
   }
@@ -396,8 +410,11 @@ absl::Status CompiledSchema::ValidateExact(const JsonValue& args) const {
   std::string fallback;
   valijson::ValidationResults::Error error;
   while (results.popError(error)) {
-    std::string line = absl::StrCat(JsonPath(value_name_, error.context), ": ",
-                                    Explain(document_, args, error.context, error.description));
+    // valijson's own descriptions may quote a key or value whole: cut.
+    std::string line = Utf8Cut(absl::StrCat(JsonPath(value_name_, error.context), ": ",
+                                            Explain(document_, args, error.context,
+                                                    error.description)),
+                               kMaxProblemChars);
     if (absl::StartsWith(error.description, "Failed to validate")) {
       if (fallback.empty()) fallback = line;
       continue;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "tools/runtime/trace_context.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -35,6 +36,10 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
   }
   return row[b.size()];
 }
+
+// A tool name the caller sent that names no tool is echoed (in the result and
+// the audit log) cut to this many characters.
+constexpr size_t kMaxEchoedNameChars = 128;
 
 // Up to three of `names` close to `name` (a typo away, or one containing the
 // other), closest first.
@@ -510,17 +515,21 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
 
   // Said to the model, which cannot list the tools itself: the closest names
   // it may call, else all of them.
-  std::string UnknownToolMessage(const std::string& name) const {
+  std::string UnknownToolMessage(absl::string_view name) const {
     // Only the tools this batch could call (a session's choice is applied
     // to the batch's registry: a tool an MCP server removed is not offered).
     std::vector<std::string> callable =
         session_ != nullptr ? session_->ToolNames(*registry_) : registry_->names();
-    std::vector<std::string> close = ClosestNames(name, callable);
+    // A name far longer than any tool's is no typo (and its edit distance
+    // would cost time): no suggestion, and it is echoed cut.
+    std::vector<std::string> close;
+    if (name.size() <= kMaxEchoedNameChars) close = ClosestNames(name, callable);
+    const std::string shown = Utf8Cut(name, kMaxEchoedNameChars);
     if (!close.empty()) {
-      return absl::StrCat("unknown tool '", name, "'; did you mean ",
+      return absl::StrCat("unknown tool '", shown, "'; did you mean ",
                           absl::StrJoin(close, " or "), "?");
     }
-    return absl::StrCat("unknown tool '", name, "'; the tools you can call are: ",
+    return absl::StrCat("unknown tool '", shown, "'; the tools you can call are: ",
                         absl::StrJoin(callable, ", "));
   }
 
@@ -610,11 +619,15 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       if (has_text) {
         return absl::InvalidArgumentError("give the arguments as args or as args_json, not both");
       }
+      if (absl::Status s = CheckUniqueKeys(*req.args, "args"); !s.ok()) return s;
       return CopyJson(*req.args);
     }
     // S4: missing, empty or whitespace args_json means {}.
     if (!has_text) return MakeObject();
     auto parsed = ParseJson(req.args_json);
+    if (parsed.ok()) {
+      if (absl::Status s = CheckUniqueKeys(*parsed, "args"); !s.ok()) parsed = s;
+    }
     if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("args_json: ", parsed.status().message()));
     return parsed;
   }
@@ -650,7 +663,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   // A failed result (S3): payload {"error": msg}, error_message, structured error.
   ToolCallResult Failure(uint32_t i, const RegisteredTool* rt, ErrorCode code,
                          absl::string_view message, const JsonValue* args = nullptr) {
-    const std::string& name = calls_[i]->request.name;
+    // An unknown tool's name is the caller's text: echoed cut.
+    const std::string name = rt != nullptr
+                                 ? calls_[i]->request.name
+                                 : Utf8Cut(calls_[i]->request.name, kMaxEchoedNameChars);
     ToolCallResult r;
     r.status = StatusForCode(code);
     r.payload = MakeObject();
@@ -712,7 +728,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
     if (MetricsSink* metrics = runner_->options_.metrics) {
-      metrics->CallCompleted(c.tool, result.status, result.duration);
+      metrics->CallCompleted(c.tool, result.status,
+                             result.error ? result.error->code : ErrorCode::kToolFailed,
+                             result.duration);
     }
     if (interceptor_ != nullptr) Intercept(i, result, on_call_thread);
     const size_t bytes = ResultBytes(result);
@@ -857,17 +875,50 @@ ToolRunner::ToolRunner(const ToolRegistry* registry, Options options)
 
 ToolRunner::~ToolRunner() { Shutdown(); }
 
-absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
-                                                               BatchObserver* observer) {
-  size_t n = request.calls.size();
+ToolRunner::Room& ToolRunner::Room::operator=(Room&& other) noexcept {
+  if (this != &other) {
+    Release();
+    runner_ = std::exchange(other.runner_, nullptr);
+    calls_ = std::exchange(other.calls_, 0);
+  }
+  return *this;
+}
+
+void ToolRunner::Room::Release() {
+  if (runner_ != nullptr) runner_->CallsEnded(calls_);
+  runner_ = nullptr;
+  calls_ = 0;
+}
+
+absl::StatusOr<ToolRunner::Room> ToolRunner::Reserve(size_t n) {
   size_t before = pending_calls_.fetch_add(n);
   if (before + n > options_.max_pending_calls && n > 0) {
     CallsEnded(n);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the daemon is busy: ", before, " calls are running or queued and this batch "
-                     "of ", n, " would pass the limit of ", options_.max_pending_calls,
-                     "; retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the daemon is busy: ", before, " calls are running, queued or waiting to start and this "
+        "batch of ", n, " would pass the limit of ", options_.max_pending_calls, "; retry later"));
   }
+  return Room(this, n);
+}
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
+                                                               BatchObserver* observer) {
+  auto room = Reserve(request.calls.size());
+  if (!room.ok()) return room.status();
+  return Start(std::move(request), observer, *std::move(room));
+}
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> ToolRunner::Start(BatchRequest request,
+                                                               BatchObserver* observer,
+                                                               Room room) {
+  const size_t n = request.calls.size();
+  if (room.runner_ != this || room.calls_ != n) {
+    return absl::InternalError(absl::StrCat("a batch of ", n, " calls started in room for ",
+                                            room.calls_, " of another runner or batch"));
+  }
+  // The batch's from here: each call ends its share as it completes.
+  room.runner_ = nullptr;
+  room.calls_ = 0;
   auto batch = std::make_shared<Batch>(this, std::move(request), observer);
   {
     absl::MutexLock lock(&mu_);

@@ -307,8 +307,9 @@ class ToolRunner final {
     Executor::Options executor;
     absl::Duration default_timeout = absl::Minutes(10);
     absl::Duration max_timeout = absl::Hours(1);
-    // Calls running or queued across all batches; a batch that would pass it
-    // is refused with ResourceExhausted.
+    // Calls running or queued across all batches, with those of batches that
+    // hold room before they start (Reserve); a batch that would pass it is
+    // refused with ResourceExhausted.
     size_t max_pending_calls = 16384;
     // Backpressure: while the results of a batch that are complete but not
     // yet released (see BatchObserver::HoldsResults) take more than
@@ -351,6 +352,33 @@ class ToolRunner final {
   absl::StatusOr<std::shared_ptr<BatchHandle>> Start(BatchRequest request,
                                                      BatchObserver* observer);
 
+  // Room for a batch's calls under max_pending_calls, taken before the batch
+  // starts, so that a batch that waits first (for a permission answer)
+  // counts toward the limit meanwhile and is not refused for it once it may
+  // run. Start(request, observer, room) hands it to the batch; destroyed
+  // unused, it gives the room back. Must not outlive the runner.
+  class Room final {
+   public:
+    Room() = default;
+    Room(Room&& other) noexcept { *this = std::move(other); }
+    Room& operator=(Room&& other) noexcept;
+    ~Room() { Release(); }
+    size_t calls() const { return calls_; }
+
+   private:
+    friend class ToolRunner;
+    Room(ToolRunner* runner, size_t calls) : runner_(runner), calls_(calls) {}
+    void Release();
+    ToolRunner* runner_ = nullptr;
+    size_t calls_ = 0;
+  };
+  // ResourceExhausted (as Start) when `calls` more would pass
+  // max_pending_calls.
+  absl::StatusOr<Room> Reserve(size_t calls);
+  // Start, in room this runner reserved for exactly the request's calls.
+  absl::StatusOr<std::shared_ptr<BatchHandle>> Start(BatchRequest request,
+                                                     BatchObserver* observer, Room room);
+
   // Runs a batch and waits for it: the results in call order.
   absl::StatusOr<std::vector<ToolCallResult>> Run(BatchRequest request);
 
@@ -367,6 +395,7 @@ class ToolRunner final {
   // (so it waits for tools that ignore cancellation). Idempotent.
   void Shutdown();
 
+  // Calls running or queued, and those of rooms reserved (Reserve).
   size_t pending_calls() const { return pending_calls_.load(); }
   // Calls whose tool code is running now (the rest of pending_calls() wait).
   size_t running_calls() const { return running_calls_.load(std::memory_order_relaxed); }

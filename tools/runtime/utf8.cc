@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+
 namespace toolexec {
 namespace {
 
@@ -171,6 +173,12 @@ size_t Utf8SuffixBytes(absl::string_view s, size_t chars) {
     start = i - 1;
   }
   return s.size() - start;
+}
+
+std::string Utf8Cut(absl::string_view s, size_t max_chars) {
+  const size_t keep = Utf8PrefixBytes(s, max_chars);
+  if (keep == s.size()) return std::string(s);
+  return absl::StrCat(s.substr(0, keep), "...[", s.size() - keep, " more bytes]");
 }
 
 void Utf8StreamSanitizer::Feed(absl::string_view in, std::string* out) {

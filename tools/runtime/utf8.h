@@ -56,6 +56,11 @@ size_t Utf8PrefixBytes(absl::string_view s, size_t chars);
 // Bytes of the longest suffix of `s` with at most `chars` code points.
 size_t Utf8SuffixBytes(absl::string_view s, size_t chars);
 
+// `s` when it has at most `max_chars` code points; else its first
+// `max_chars` code points then "...[N more bytes]". How text a caller sent
+// (a key, a tool name, a value) is echoed into messages and logs, bounded.
+std::string Utf8Cut(absl::string_view s, size_t max_chars);
+
 // The same rule over a stream that arrives in pieces (a pipe read by read
 // sized chunks): a sequence split between two pieces is held back and
 // completed by the next, so the output equals SanitizeUtf8 of the whole.

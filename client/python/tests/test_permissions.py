@@ -5,11 +5,12 @@ deny makes every call of the batch DENIED. The same with Client and AsyncClient,
 answered inside the loop or by on_permission."""
 
 import asyncio
+import time
 
 import pytest
 
 from conftest import CONFIG, Daemon
-from toolexec import AsyncClient, Client
+from toolexec import AsyncClient, Client, PermissionRequiredError
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 SUM = {"name": "calculate_sum", "args": {"numbers": [2, 3]}}
@@ -144,3 +145,47 @@ def test_async_client_answers_in_the_loop_and_by_on_permission(asking_daemon):
             assert [r["status"] for r in done] == ["RESULT_STATUS_DENIED"] * 2
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_call_without_an_answerer_raises_at_once(asking_daemon):
+    # The ask timeout is 20 s: call() must not wait it out.
+    with Client(asking_daemon.address) as client:
+        started = time.monotonic()
+        with pytest.raises(PermissionRequiredError, match="get_weather") as raised:
+            client.call("get_weather", city="Paris")
+        assert time.monotonic() - started < 10
+        assert raised.value.request["request_id"]
+        # The question was withdrawn with the batch: the next call asks anew.
+        with pytest.raises(PermissionRequiredError):
+            client.call("get_weather", city="Paris")
+        assert client.call("calculate_sum", numbers=[2, 3])  # no question, no error
+
+
+def test_the_clients_on_permission_answers_call_and_execute(asking_daemon):
+    seen = []
+
+    def decide(request):
+        seen.append(request["request_id"])
+        return "allow_once"
+
+    with Client(asking_daemon.address, on_permission=decide) as client:
+        assert client.call("get_weather", city="Paris")["city"] == "Paris"
+        assert results(client.execute([WEATHER]))[0]["status"] == "RESULT_STATUS_SUCCESS"
+        # A batch's own on_permission wins over the client's.
+        denied = client.run_batch([WEATHER], on_permission=lambda r: "deny")
+        assert denied[0]["status"] == "RESULT_STATUS_DENIED"
+    assert len(seen) == 2
+    with pytest.raises(TypeError, match="on_permission"):
+        Client(asking_daemon.address, on_permission="yes")
+
+
+def test_async_call_without_an_answerer_raises_at_once(asking_daemon):
+    async def main():
+        async with AsyncClient(asking_daemon.address) as client:
+            with pytest.raises(PermissionRequiredError):
+                await client.call("get_weather", city="Paris")
+        async with AsyncClient(asking_daemon.address,
+                               on_permission=lambda r: "allow_once") as client:
+            assert (await client.call("get_weather", city="Paris"))["city"] == "Paris"
+
+    asyncio.run(asyncio.wait_for(main(), 15))

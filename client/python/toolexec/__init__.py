@@ -22,7 +22,8 @@ from ._batch import harness_result, normalize_call
 from .aio import AsyncClient, AsyncSession, AsyncWatch
 from .client import Client, Session, Watch
 from .errors import (AuthenticationError, HarnessCallError, InvalidArgumentsError,
-                     NoContextError, NotExecutableHereError, RpcError, ServerUnavailableError,
+                     NoContextError, NotExecutableHereError, PermissionRequiredError, RpcError,
+                     ServerUnavailableError,
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
@@ -34,7 +35,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncSession", "AsyncWatch", "Client", "Session", "Watch",
     "harness_result", "normalize_call",
-    "ToolexecError", "RpcError", "AuthenticationError", "HarnessCallError", "ToolCallError", "UnknownToolError",
+    "ToolexecError", "RpcError", "AuthenticationError", "HarnessCallError", "PermissionRequiredError",
+    "ToolCallError", "UnknownToolError",
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
     "anthropic_tool_result", "gemini_function_response", "openai_tool_message",

@@ -9,7 +9,7 @@ from ._batch import BatchPlan
 from ._convert import message_to_py
 from ._proto.toolexec.v1 import toolexec_pb2 as pb
 from ._proto.toolexec.v1 import toolexec_pb2_grpc as pb_grpc
-from .errors import HarnessCallError, ToolexecError
+from .errors import HarnessCallError, PermissionRequiredError, ToolexecError
 
 try:  # grpcio-health-checking, when installed, owns grpc.health.v1 in the descriptor pool
     from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -58,7 +58,11 @@ class Connection:
     """What Client and AsyncClient hold: a channel (from ``channels``, either the
     grpc or the grpc.aio module), the stubs, the call metadata and the unary deadline."""
 
-    def _connect(self, channels, target, token, tls_ca, tls_cert, tls_key, timeout, options):
+    def _connect(self, channels, target, token, tls_ca, tls_cert, tls_key, timeout, options,
+                 on_permission=None):
+        if on_permission is not None and not callable(on_permission):
+            raise TypeError("on_permission is a function of the permission request")
+        self._on_permission = on_permission
         self.target = resolve_target(target)
         creds = channel_credentials(tls_ca, tls_cert, tls_key)
         if creds is None:
@@ -77,7 +81,9 @@ class Connection:
         return BatchPlan(calls, session_id=session_id, executors=self._executors if split else {},
                          harness=harness, timeout=timeout,
                          model_content_max_chars=model_content_max_chars,
-                         on_permission=on_permission)
+                         # The call's own answerer, else the client's.
+                         on_permission=on_permission if on_permission is not None
+                         else self._on_permission)
 
 
 def plan_options(options):
@@ -276,9 +282,17 @@ def health_status_name(response):
     return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
 
-def only_result(events):
+def collect_call_event(event, plan, results):
+    """One event of call()'s batch: a result is kept in ``results``; a permission
+    request that nothing answers raises PermissionRequiredError at once."""
+    if "permission_request" in event and plan.on_permission is None:
+        raise PermissionRequiredError(event["permission_request"])
+    if "result" in event:
+        results.append(event["result"])
+
+
+def only_result(results):
     """The one result of a one-call batch."""
-    results = [e["result"] for e in events if "result" in e]
     if len(results) != 1:
         raise ToolexecError(f"expected one result from the daemon, got {len(results)}")
     return results[0]

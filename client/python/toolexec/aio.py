@@ -37,8 +37,9 @@ class AsyncClient(_core.Connection):
     """Client for asyncio; the arguments are Client's."""
 
     def __init__(self, target=None, token=None, *, tls_ca=None, tls_cert=None, tls_key=None,
-                 timeout=30.0, options=None):
-        self._connect(aio, target, token, tls_ca, tls_cert, tls_key, timeout, options)
+                 timeout=30.0, options=None, on_permission=None):
+        self._connect(aio, target, token, tls_ca, tls_cert, tls_key, timeout, options,
+                      on_permission)
 
     async def close(self):
         await self._channel.close()
@@ -139,7 +140,14 @@ class AsyncClient(_core.Connection):
     async def _call(self, name, arguments, kwargs, session_id):
         calls = [{"id": "1", "name": name, "args": {**(arguments or {}), **kwargs}}]
         plan = await self._plan(calls, session_id, None, False, None, 0, None)
-        result = _core.only_result([e async for e in self._stream(plan)])
+        results = []
+        events = self._stream(plan)
+        try:
+            async for event in events:
+                _core.collect_call_event(event, plan, results)
+        finally:
+            await events.aclose()  # cancels the batch when a question went unanswered
+        result = _core.only_result(results)
         if result["status"] != "RESULT_STATUS_SUCCESS":
             raise tool_call_error(result)
         return result["payload"]

@@ -26,8 +26,9 @@ class Client(_core.Connection):
     """
 
     def __init__(self, target=None, token=None, *, tls_ca=None, tls_cert=None, tls_key=None,
-                 timeout=30.0, options=None):
-        self._connect(grpc, target, token, tls_ca, tls_cert, tls_key, timeout, options)
+                 timeout=30.0, options=None, on_permission=None):
+        self._connect(grpc, target, token, tls_ca, tls_cert, tls_key, timeout, options,
+                      on_permission)
 
     def close(self):
         self._channel.close()
@@ -140,12 +141,22 @@ class Client(_core.Connection):
     def call(self, name, arguments=None, /, **kwargs):
         """Runs one tool on the daemon and returns its payload (the tool's object
         as-is, any other value v as {"result": v}); a failure raises ToolCallError
-        (a subclass per code). Arguments come as a dict, as keywords, or both."""
+        (a subclass per code). Arguments come as a dict, as keywords, or both.
+        A policy's question is answered by the client's ``on_permission``; without
+        one it raises PermissionRequiredError at once (and cancels the call)."""
         return self._call(name, arguments, kwargs, None)
 
     def _call(self, name, arguments, kwargs, session_id):
         calls = [{"id": "1", "name": name, "args": {**(arguments or {}), **kwargs}}]
-        result = _core.only_result(self.execute(calls, session_id, split=False))
+        plan = self._plan(calls, session_id, None, False, None, 0, None)
+        results = []
+        events = self._stream(plan)
+        try:
+            for event in events:
+                _core.collect_call_event(event, plan, results)
+        finally:
+            events.close()  # cancels the batch when a question went unanswered
+        result = _core.only_result(results)
         if result["status"] != "RESULT_STATUS_SUCCESS":
             raise tool_call_error(result)
         return result["payload"]

@@ -44,6 +44,21 @@ class HarnessCallError(ToolexecError):
     """A call to a tool the harness runs, with no callback given to run it."""
 
 
+class PermissionRequiredError(ToolexecError):
+    """call() met a policy's question with nobody to answer it: the daemon would have
+    waited its whole ask timeout. Give the client ``on_permission``, or use
+    execute() and answer with respond_permission(). ``request`` is the
+    permission_request dict (request_id, tool_name, description, ...); the batch is cancelled."""
+
+    def __init__(self, request):
+        self.request = request
+        what = request.get("description") or request.get("tool_name") or "a call"
+        super().__init__(
+            f"the daemon asks permission for {what} and this client has no on_permission "
+            "to answer: pass Client(..., on_permission=...) or answer execute()'s "
+            "permission_request with respond_permission()")
+
+
 class ToolCallError(ToolexecError):
     """A tool call that failed. The attributes come from the result's ``exception``.
 

@@ -1,4 +1,4 @@
-// The search tools (DESIGN.md "Built-in tools"): list_directory, find_file,
+// The search tools (the README's "The built-in tools"): list_directory, find_file,
 // search_directory and grep_search, one class per .cc file in tools/builtin/,
 // registered by RegisterSearchTools in that order. All four are path-scoped
 // (S6, S12): their path is opened beneath the call's workspace by

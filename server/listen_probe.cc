@@ -1,0 +1,63 @@
+#include "server/listen_probe.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace toolexec {
+
+std::string WhyCannotListen(absl::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
+    return "not host:port";
+  }
+  std::string host(listen.substr(0, colon));
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6->sin6_addr) != 1) {
+      return "not a numeric IPv6 address";
+    }
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) {
+      return "the host must be a numeric address (e.g. 127.0.0.1 or [::1])";
+    }
+    length = sizeof(sockaddr_in);
+  }
+  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::StrCat("cannot make a socket: ", std::strerror(errno));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as civetweb does
+  const int bound = bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+  const int error = errno;
+  close(fd);
+  if (bound == 0) return "the HTTP server could not start on it";
+  switch (error) {
+    case EADDRINUSE:
+      return "address already in use; stop what serves it or give another port";
+    case EADDRNOTAVAIL:
+      return "no interface of this machine has that address";
+    case EACCES:
+      return "permission denied (ports below 1024 need privilege)";
+    default:
+      return std::strerror(error);
+  }
+}
+
+}  // namespace toolexec
