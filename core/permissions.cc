@@ -1,5 +1,9 @@
 #include "core/permissions.h"
 
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -102,6 +106,51 @@ bool PathCovers(absl::string_view grant, bool grant_recursive, absl::string_view
   if (grant_recursive) return true;
   if (path_recursive) return false;
   return p.size() - g.size() <= 1;
+}
+
+std::string ResolvePath(absl::string_view path) {
+  if (path.empty() || path.front() != '/') return NormalizePath(path);
+  constexpr int kMaxLinks = 40;
+  // Components still to walk, the next one last.
+  std::vector<std::string> todo;
+  auto push_all = [&todo](absl::string_view p) {
+    std::vector<absl::string_view> parts = Components(p);
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.emplace_back(*it);
+  };
+  push_all(path);
+  std::string done;  // resolved so far; "" is "/"
+  bool exists = true;
+  int links = 0;
+  struct stat st;
+  while (!todo.empty()) {
+    std::string c = std::move(todo.back());
+    todo.pop_back();
+    if (c == ".") continue;
+    if (c == "..") {
+      done.resize(done.rfind('/') == std::string::npos ? 0 : done.rfind('/'));
+      // Back in a directory that exists, the kernel resolves again.
+      exists = done.empty() || lstat(done.c_str(), &st) == 0;
+      continue;
+    }
+    std::string next = absl::StrCat(done, "/", c);
+    if (exists) {
+      if (lstat(next.c_str(), &st) != 0) {
+        exists = false;
+      } else if (S_ISLNK(st.st_mode) && links < kMaxLinks) {
+        std::string target(PATH_MAX, '\0');
+        ssize_t n = readlink(next.c_str(), target.data(), target.size());
+        if (n > 0 && static_cast<size_t>(n) < target.size()) {
+          target.resize(static_cast<size_t>(n));
+          ++links;
+          if (target.front() == '/') done.clear();
+          push_all(target);
+          continue;
+        }
+      }
+    }
+    done = std::move(next);
+  }
+  return done.empty() ? "/" : done;
 }
 
 bool DomainCovers(absl::string_view pattern, absl::string_view domain) {

@@ -51,6 +51,14 @@ absl::string_view PermissionKindName(PermissionRequirement::Kind kind);
 
 bool PathCovers(absl::string_view grant, bool grant_recursive, absl::string_view path,
                 bool path_recursive);
+
+// `path` (absolute) as the kernel would resolve it: every symbolic link on
+// the way followed (a ".." after a link climbs from where the link leads),
+// up to the first name that does not exist, from where on the rest is taken
+// lexically (a file yet to be written). At most 40 links are followed.
+// Normalized (NormalizePath); a relative path is only normalized. It stats
+// the file system, so what it says may change right after.
+std::string ResolvePath(absl::string_view path);
 bool DomainCovers(absl::string_view pattern, absl::string_view domain);
 
 // A command pattern, parsed once (see the header comment).

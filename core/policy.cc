@@ -190,6 +190,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> Policy::Create(
       if (!pattern.ok()) return pattern.status();
       rule.command = *std::move(pattern);
     }
+    p->has_path_rules_ |= rule.glob != nullptr || r.outside_workspace;
     p->rules_.push_back(std::move(rule));
   }
   p->allow_read_only_tools_ = options.allow_read_only_tools;
@@ -219,6 +220,31 @@ bool AnyNeed(const CallFacts& call, PermissionRequirement::Kind kind,
     if (n.kind == kind && test(n)) return true;
   }
   return false;
+}
+
+// A path condition of a rule: an allow rule's must hold for EVERY path of
+// the call (a call with none is not allowed by it), a deny or ask rule's for
+// ANY, so a call that touches one path the rule does not allow is not
+// allowed by it.
+bool PathCondition(const CallFacts& call, PolicyDecision decision,
+                   const std::function<bool(const PermissionRequirement&)>& test) {
+  using Kind = PermissionRequirement::Kind;
+  if (decision != PolicyDecision::kAllow) return AnyNeed(call, Kind::kPath, test);
+  if (!AnyNeed(call, Kind::kPath, [](const PermissionRequirement&) { return true; })) return false;
+  return !AnyNeed(call, Kind::kPath,
+                  [&](const PermissionRequirement& n) { return !test(n); });
+}
+
+// What a path_glob is matched against: `path` (absolute, normalized)
+// relative to the daemon's workspace root when inside it, else the absolute
+// path without its leading '/'.
+std::string GlobTarget(const std::string& path, const CallFacts& call) {
+  std::optional<std::string> rel = InsideWorkspace(path, call.roots);
+  if (!rel.has_value() && call.roots.empty() && !call.workspaces.empty()) {
+    rel = InsideWorkspace(path, {call.workspaces.front()});
+  }
+  if (rel.has_value()) return *rel;
+  return path.size() > 1 ? path.substr(1) : ".";
 }
 
 }  // namespace
@@ -279,10 +305,8 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
     if (!applies(rule)) continue;
     if (best != nullptr && rule.bucket > best->bucket) continue;
     if (rule.glob != nullptr &&
-        !AnyNeed(call, Kind::kPath, [&](const PermissionRequirement& n) {
-          std::optional<std::string> rel = InsideWorkspace(n.value, call.workspaces);
-          std::string target = rel.has_value() ? *rel : n.value.substr(1);
-          return rule.glob->Match(target, /*is_dir=*/false) != nullptr;
+        !PathCondition(call, r.decision, [&](const PermissionRequirement& n) {
+          return rule.glob->Match(GlobTarget(n.value, call), /*is_dir=*/false) != nullptr;
         })) {
       continue;
     }
@@ -320,7 +344,8 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
         })) {
       continue;
     }
-    if (r.outside_workspace && !AnyNeed(call, Kind::kPath, [&](const PermissionRequirement& n) {
+    if (r.outside_workspace &&
+        !PathCondition(call, r.decision, [&](const PermissionRequirement& n) {
           return !InsideWorkspace(n.value, call.workspaces).has_value();
         })) {
       continue;
@@ -335,6 +360,7 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
     verdict.decision = best->options.decision;
     verdict.rule = best->options.name;
     verdict.note = std::move(best_note);
+    verdict.path_rule = best->glob != nullptr || best->options.outside_workspace;
   }
   return verdict;
 }
@@ -348,6 +374,25 @@ PolicyVerdict EvaluateChain(const PolicyChain& chain, const CallFacts& call) {
     first = false;
   }
   return out;
+}
+
+bool LeftOutByPolicy(const PolicyChain& chain, const CallFacts& call, GrantSet* grants,
+                     const std::string& path) {
+  CallFacts file = call;
+  PermissionRequirement need;
+  need.kind = PermissionRequirement::Kind::kPath;
+  need.value = path;
+  need.level = PermissionLevel::kRead;
+  file.needs = {need};
+  bool asked = false;
+  for (const auto& p : chain) {
+    if (!p->has_path_rules()) continue;
+    PolicyVerdict v = p->Evaluate(file);
+    if (!v.path_rule) continue;
+    if (v.decision == PolicyDecision::kDeny) return true;
+    asked |= v.decision == PolicyDecision::kAsk;
+  }
+  return asked && (grants == nullptr || !grants->Covers(need, absl::Now()));
 }
 
 // ---- PolicyEngine ----
@@ -365,7 +410,9 @@ void AddToChain(PolicyChain& chain, std::shared_ptr<const Policy> policy) {
 
 struct PolicyEngine::Shared {
   const ToolRegistry* registry = nullptr;
-  std::string default_workspace;
+  // The daemon's workspace root as configured and, when it differs, as the
+  // kernel names it (CallFacts::roots); calls without a session work there.
+  std::vector<std::string> roots;
   absl::Duration ask_timeout;
   std::map<std::string, std::shared_ptr<const Policy>> profiles;
   std::shared_ptr<const Policy> default_policy;
@@ -611,7 +658,11 @@ absl::StatusOr<std::unique_ptr<PolicyEngine>> PolicyEngine::Create(
   if (absl::Status s = ValidatePolicyOptions(options); !s.ok()) return s;
   auto shared = std::make_shared<Shared>();
   shared->registry = registry;
-  shared->default_workspace = std::move(default_workspace);
+  if (!default_workspace.empty()) {
+    shared->roots.push_back(NormalizePath(default_workspace));
+    std::string real = ResolvePath(shared->roots.front());
+    if (real != shared->roots.front()) shared->roots.push_back(std::move(real));
+  }
   shared->ask_timeout = options.ask_timeout;
   shared->id_prefix = absl::BitGen()();
   shared->metrics = std::move(metrics);
@@ -795,9 +846,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
   if (batch.session != nullptr) {
     for (const auto& w : batch.session->workspaces()) workspaces.push_back(w->path());
   }
-  if (workspaces.empty() && !shared_->default_workspace.empty()) {
-    workspaces.push_back(shared_->default_workspace);
-  }
+  if (workspaces.empty()) workspaces = shared_->roots;
   std::vector<std::string> chain_names;
   for (const auto& p : chain) chain_names.push_back(p->name());
 
@@ -823,6 +872,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     facts.tool = call.name;
     facts.server_name = rt->server_name;
     facts.workspaces = workspaces;
+    facts.roots = shared_->roots;
     facts.read_only = tool.spec().read_only;
     auto evaluation_error = [&](const std::string& detail) {
       call.refusal = ToolError(ErrorCode::kDenied,
@@ -848,6 +898,10 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
       r.level = tool.spec().read_only ? PermissionLevel::kRead : PermissionLevel::kExecute;
       facts.needs.push_back(std::move(r));
     }
+    // A path through a symbolic link is also the path it leads to: a need of
+    // its own (rules and grants judge both) when the two differ relative to
+    // the daemon's workspace root.
+    std::vector<PermissionRequirement> resolved;
     for (PermissionRequirement& n : facts.needs) {
       if (n.kind != PermissionRequirement::Kind::kPath) continue;
       std::string value = n.value.empty() ? "." : n.value;
@@ -855,7 +909,17 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
         value = absl::StrCat(workspaces.front(), "/", value);
       }
       n.value = NormalizePath(value);
+      std::string real = ResolvePath(value);
+      if (GlobTarget(real, facts) != GlobTarget(n.value, facts)) {
+        resolved.push_back(n);
+        resolved.back().value = std::move(real);
+      }
     }
+    const bool touches_paths =
+        std::any_of(facts.needs.begin(), facts.needs.end(), [](const PermissionRequirement& n) {
+          return n.kind == PermissionRequirement::Kind::kPath;
+        });
+    for (PermissionRequirement& r : resolved) facts.needs.push_back(std::move(r));
     PolicyVerdict verdict = EvaluateChain(chain, facts);
     call.decided_by = verdict.DecidedBy();
     const PermissionDecidedBy by =
@@ -864,6 +928,17 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
       call.refusal = ToolError(ErrorCode::kDenied, absl::StrCat("denied by ", verdict.Explain()));
       shared_->Count(PermissionDecision::kDeny, by);
       continue;
+    }
+    // What a walk below its paths reads is judged file by file as it goes.
+    if (touches_paths && std::any_of(chain.begin(), chain.end(), [](const auto& p) {
+          return p->has_path_rules();
+        })) {
+      CallFacts walk = facts;
+      walk.needs.clear();
+      call.left_out_by_policy = [chain, walk = std::move(walk),
+                                 grants](absl::string_view path) {
+        return LeftOutByPolicy(chain, walk, grants.get(), NormalizePath(path));
+      };
     }
     if (verdict.decision != PolicyDecision::kAsk) {
       shared_->Count(PermissionDecision::kAllow, by);

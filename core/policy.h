@@ -6,7 +6,7 @@
 // Who decides: the engine's StartBatch hands every batch to
 // PolicyEngine::StartBatch before the runner sees it (and before hooks). The
 // decision is made there, on the caller's thread (a gRPC thread), and is
-// pure CPU: per call, find the tool, read its requirements
+// CPU work plus an lstat of each component of a path need (see "Paths"): per call, find the tool, read its requirements
 // (Tool::required_permissions on the parsed arguments; a tool that declares
 // none needs its own name; a tool that handles its own permissions is never
 // asked about), and evaluate the session's policies. Nothing blocks.
@@ -22,6 +22,16 @@
 // "allow_all" narrows nothing. Within one policy, rules naming the tool beat
 // "<server>/*" rules beat "*" rules; within the winning bucket deny beats ask
 // beats allow; no matching rule: the policy's default decision.
+//
+// Paths: a path need is made absolute (relative ones joined to the first
+// workspace) and normalized; when the path goes through a symbolic link,
+// where it leads (ResolvePath, which stats the file system) is a need of its
+// own, so rules and grants judge both. path_glob is matched relative to the
+// daemon's workspace root, whatever the session's (CallFacts::roots). An
+// allow rule's path condition must hold for every path of the call, a deny's
+// or ask's for any. A call with a path and a policy with path rules gets a
+// filter (CallRequest::left_out_by_policy, LeftOutByPolicy) that its walk
+// asks about each file it reaches.
 //
 // Outcomes per call: ALLOW runs; DENY completes the call as DENIED naming the
 // rule and the policy (CallRequest::refusal), the other calls still run; ASK
@@ -97,8 +107,11 @@ struct PolicyRuleOptions {
   std::string name;
   std::string tool;
   PolicyDecision decision = PolicyDecision::kAllow;
-  // A path the call touches matches this glob (find_file's syntax; relative
-  // to the workspace for paths inside it, without '/' matching the name).
+  // The paths the call touches match this glob (find_file's syntax, without
+  // '/' matching the name), each relative to the daemon's workspace root
+  // (CallFacts::roots) when inside it, else absolute (with its leading '/'
+  // dropped). An allow rule matches when EVERY path of the call matches; a
+  // deny or ask rule when ANY does.
   std::string path_glob;
   // A command pattern (CommandPattern: "git *"). An allow rule matches a
   // call when the pattern covers every command need of it (CommandCovers:
@@ -110,7 +123,8 @@ struct PolicyRuleOptions {
   std::string command_pattern;
   // A domain the call reaches matches (DomainCovers).
   std::string domain;
-  // A path the call touches lies outside every workspace of the call.
+  // A path the call touches lies outside every workspace of the call (an
+  // allow rule: every path it touches does).
   bool outside_workspace = false;
   // Allow rules with a command_pattern: the variables that make code run
   // (command::IsCodeVariable) that the call may set and still be covered.
@@ -159,6 +173,10 @@ struct CallFacts {
   // workspace).
   std::vector<PermissionRequirement> needs;
   std::vector<std::string> workspaces;  // real paths of the call's roots
+  // The daemon's workspace root (as configured and as the kernel names it):
+  // what path_glob is relative to, whatever root a session chose. Empty: the
+  // first of `workspaces`.
+  std::vector<std::string> roots;
   bool read_only = false;               // the tool declares itself read-only
 };
 
@@ -169,6 +187,8 @@ struct PolicyVerdict {
   // Why the rule matched when that is not plain (a command line it cannot
   // see through); "" otherwise.
   std::string note;
+  // The rule has a path condition (path_glob or outside_workspace).
+  bool path_rule = false;
   // Why, for a person: "rule 'x' of policy 'y'" or "the default decision of
   // policy 'y'".
   std::string Explain() const;
@@ -185,6 +205,8 @@ class Policy final {
   const std::string& name() const { return name_; }
   // True when nothing can be denied or asked (no rules, default allow).
   bool allows_everything() const { return allows_everything_; }
+  // Some rule has a path condition (path_glob or outside_workspace).
+  bool has_path_rules() const { return has_path_rules_; }
   PolicyVerdict Evaluate(const CallFacts& call) const;
 
  private:
@@ -194,12 +216,22 @@ class Policy final {
   PolicyDecision default_decision_ = PolicyDecision::kAllow;
   std::vector<Rule> rules_;
   bool allows_everything_ = true;
+  bool has_path_rules_ = false;
   bool allow_read_only_tools_ = false;
 };
 
 // The strictest verdict of `chain` for `call` (the config's policy when the
 // chain is empty is the caller's job: pass it in the chain).
 PolicyVerdict EvaluateChain(const PolicyChain& chain, const CallFacts& call);
+
+// For a call that walks a tree (`call` without its needs): whether reading
+// the file `path` (absolute, normalized) is kept from it, because a path rule
+// of some policy of `chain` denies reading it, or asks about it and no grant
+// of `grants` (may be null) covers it. The call as a whole was decided
+// already, so its default decisions and rules without a path condition do
+// not count here.
+bool LeftOutByPolicy(const PolicyChain& chain, const CallFacts& call, GrantSet* grants,
+                     const std::string& path);
 
 class PolicyEngine final {
  public:

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -33,14 +35,16 @@ constexpr const char* kPolicy = R"pb(
 class PolicyGrpcTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
-  void SetUp() override {
+  void SetUp() override { StartDaemon(kPolicy, std::filesystem::temp_directory_path().string()); }
+
+  void StartDaemon(const char* text, const std::string& workspace) {
     v1::DaemonConfig config;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kPolicy, &config));
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config));
     DaemonOptions options;
     std::string log_level;
     ASSERT_TRUE(ApplyConfig(config, &options, &log_level).ok());
     options.server.listen = "127.0.0.1:0";
-    options.engine.workspace = std::filesystem::temp_directory_path().string();
+    options.engine.workspace = workspace;
     options.engine.example_tools = true;
     auto d = Daemon::Create(options);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -173,6 +177,61 @@ TEST_F(PolicyGrpcTest, WatchSessionSeesTheSessionsQuestions) {
   watch_ctx.TryCancel();
   watch_reader.join();
   watcher->Finish();
+}
+
+// The README's "no secrets" rule holds for searches and through links.
+constexpr const char* kNoSecrets = R"pb(
+  policy { rules { name: "no secrets" tool: "*" path_glob: "*.env" decision: DECISION_DENY } }
+)pb";
+
+class PathPolicyGrpcTest : public PolicyGrpcTest {
+ protected:
+  void SetUp() override {
+    std::string templ = std::filesystem::temp_directory_path().string() + "/toolexec-paths-XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    workspace_ = std::filesystem::canonical(templ);
+    std::filesystem::create_directories(workspace_ / "app");
+    std::ofstream(workspace_ / "app/prod.env") << "API_KEY=sk-secret\n";
+    std::ofstream(workspace_ / "app/main.cc") << "// API_KEY is read at start-up\n";
+    std::filesystem::create_symlink("app/prod.env", workspace_ / "notes.txt");
+    StartDaemon(kNoSecrets, workspace_.string());
+  }
+  void TearDown() override {
+    PolicyGrpcTest::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(workspace_, ec);
+  }
+
+  // The one result of a one-call batch.
+  v1::ToolResult Run(const v1::ExecuteBatchRequest& req) {
+    grpc::ClientContext ctx;
+    auto reader = stub_->ExecuteBatch(&ctx, req);
+    v1::ExecuteBatchResponse event;
+    v1::ToolResult result;
+    while (reader->Read(&event)) {
+      if (event.has_result()) result = event.result();
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return result;
+  }
+
+  std::filesystem::path workspace_;
+};
+
+TEST_F(PathPolicyGrpcTest, ASearchLeavesOutDeniedFilesAndALinkToOneIsDenied) {
+  v1::ExecuteBatchRequest grep = Batch("grep_search", "pattern", "API_KEY");
+  (*grep.mutable_calls(0)->mutable_args()->mutable_fields())["output_mode"].set_string_value(
+      "content");
+  v1::ToolResult found = Run(grep);
+  EXPECT_EQ(found.status(), v1::RESULT_STATUS_SUCCESS) << found.error_message();
+  EXPECT_THAT(found.model_content(), HasSubstr("app/main.cc:1:"));
+  EXPECT_THAT(found.model_content(), ::testing::Not(HasSubstr("sk-secret")));
+  EXPECT_THAT(found.model_content(), HasSubstr("[1 file left out by policy]"));
+
+  v1::ToolResult link = Run(Batch("view_file", "file_path", "notes.txt"));
+  EXPECT_EQ(link.status(), v1::RESULT_STATUS_DENIED);
+  EXPECT_THAT(link.error_message(), HasSubstr("rule 'no secrets'"));
+  EXPECT_THAT(link.model_content(), ::testing::Not(HasSubstr("sk-secret")));
 }
 
 // The example config (deploy/config/), as the daemon loads it: a session with

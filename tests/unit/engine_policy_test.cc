@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,7 @@ class Listener final : public SessionListener {
 };
 
 using testing::Call;
+using testing::PathRule;
 using testing::Rule;
 
 // Counts the permission decisions the engine reports.
@@ -879,6 +881,167 @@ TEST_F(EnginePolicyTest, AVariableThatMakesBashRunCodeIsJudgedAndShown) {
   (*second)->Cancel();
   ASSERT_TRUE(again.Wait());
   EXPECT_FALSE(tree_.Exists("X"));
+}
+
+// --- paths: what a call reads or writes, not how it names it ---
+
+// The README's "no secrets" rule.
+PolicyOptions NoSecrets() {
+  PolicyOptions p;
+  p.rules.push_back(PathRule("no secrets", "*", PolicyDecision::kDeny, "*.env"));
+  return p;
+}
+
+// Runs a batch that asks nothing and returns its results.
+std::vector<ToolCallResult> RunBatch(Engine& engine, const CallerIdentity& caller,
+                                     BatchSpec spec) {
+  Recorder r;
+  auto started = engine.StartBatch(caller, std::move(spec), &r);
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (!started.ok()) return {};
+  EXPECT_TRUE(r.Wait());
+  EXPECT_TRUE(r.requests().empty());
+  return std::move(r.results());
+}
+
+TEST_F(EnginePolicyTest, ADenyOnReadingAFileHoldsThroughASymlinkToIt) {
+  tree_.Write("config/prod.env", "API_KEY=sk-secret\n");
+  tree_.Mkdir("docs");
+  ASSERT_EQ(symlink("../config/prod.env", tree_.Abs("docs/notes.txt").c_str()), 0);
+  ASSERT_EQ(symlink("config", tree_.Abs("cfg").c_str()), 0);
+  Start(NoSecrets());
+  BatchSpec spec;
+  spec.calls.push_back(Call("link", "view_file", R"({"file_path":"docs/notes.txt"})"));
+  spec.calls.push_back(Call("dir", "view_file", R"({"file_path":"cfg/prod.env"})"));
+  spec.calls.push_back(Call("dotdot", "view_file", R"({"file_path":"cfg/../config/prod.env"})"));
+  auto results = RunBatch(*engine_, caller_, std::move(spec));
+  ASSERT_EQ(results.size(), 3u);
+  for (const ToolCallResult& res : results) {
+    EXPECT_EQ(res.status, ResultStatus::kDenied) << res.id << ": " << res.model_content;
+    EXPECT_THAT(res.error_message, HasSubstr("rule 'no secrets'")) << res.id;
+    EXPECT_THAT(res.model_content, ::testing::Not(HasSubstr("sk-secret"))) << res.id;
+  }
+}
+
+TEST_F(EnginePolicyTest, SearchesLeaveOutTheFilesAPathRuleDeniesAndSaySo) {
+  tree_.Write("app/prod.env", "API_KEY=sk-secret\n");
+  tree_.Write("app/dev.env", "API_KEY=sk-other\n");
+  tree_.Write("app/main.cc", "// API_KEY is read at start-up\n");
+  Start(NoSecrets());
+  BatchSpec spec;
+  spec.calls.push_back(
+      Call("grep", "grep_search", R"({"pattern":"API_KEY","output_mode":"content"})"));
+  spec.calls.push_back(Call("search", "search_directory", R"({"query":"API_KEY"})"));
+  spec.calls.push_back(Call("find", "find_file", R"({"pattern":"*"})"));
+  auto results = RunBatch(*engine_, caller_, std::move(spec));
+  ASSERT_EQ(results.size(), 3u);
+  for (const ToolCallResult& res : results) {
+    ASSERT_TRUE(res.ok()) << res.id << ": " << res.error_message;
+    EXPECT_THAT(res.model_content, ::testing::Not(HasSubstr("sk-"))) << res.id;
+    EXPECT_THAT(res.model_content, ::testing::Not(HasSubstr("prod.env"))) << res.id;
+    EXPECT_THAT(res.model_content, HasSubstr("[2 files left out by policy]")) << res.id;
+    EXPECT_EQ(res.payload["left_out_by_policy"].GetUint64(), 2u) << res.id;
+  }
+  EXPECT_THAT(results[0].model_content, HasSubstr("app/main.cc:1:"));
+  EXPECT_THAT(results[2].model_content, HasSubstr("app/main.cc"));
+  // Without a path rule nothing is left out.
+  Start(PolicyOptions{});
+  BatchSpec plain;
+  plain.calls.push_back(Call("grep", "grep_search", R"({"pattern":"API_KEY"})"));
+  results = RunBatch(*engine_, caller_, std::move(plain));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].payload.HasMember("left_out_by_policy"));
+  EXPECT_THAT(results[0].model_content, HasSubstr("app/prod.env"));
+}
+
+TEST_F(EnginePolicyTest, ASessionGrantCoversAPathThroughASymlinkOnlyWhereItLeads) {
+  tree_.Write("public/a.txt", "a\n");
+  tree_.Write("private/secret.txt", "s\n");
+  ASSERT_EQ(symlink("../private/secret.txt", tree_.Abs("public/link.txt").c_str()), 0);
+  PolicyOptions p;
+  p.rules.push_back(Rule("reads need a yes", "view_file", PolicyDecision::kAsk));
+  Start(std::move(p));
+  auto session = engine_->OpenSession(caller_, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  BatchSpec first;
+  first.session_id = session->session_id;
+  first.calls.push_back(Call("a", "view_file", R"({"file_path":"public/a.txt"})"));
+  Recorder r;
+  ASSERT_TRUE(engine_->StartBatch(caller_, std::move(first), &r).ok());
+  auto requests = AwaitRequests(r, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target.value, tree_.Abs("public"));
+  ASSERT_TRUE(engine_
+                  ->RespondPermission(caller_, requests[0].request_id,
+                                      PermissionAnswer::kAllowSession, "")
+                  .ok());
+  ASSERT_TRUE(r.Wait());
+  // The link is in public/, but what it reads is private/secret.txt: asked.
+  BatchSpec second;
+  second.session_id = session->session_id;
+  second.calls.push_back(Call("link", "view_file", R"({"file_path":"public/link.txt"})"));
+  Recorder r2;
+  auto started = engine_->StartBatch(caller_, std::move(second), &r2);
+  ASSERT_TRUE(started.ok());
+  requests = AwaitRequests(r2, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target.value, tree_.Abs("private"));
+  EXPECT_THAT(requests[0].description, HasSubstr(tree_.Abs("private/secret.txt")));
+  (*started)->Cancel();
+  ASSERT_TRUE(r2.Wait());
+}
+
+TEST_F(EnginePolicyTest, AnAllowPathRuleAllowsAPatchOnlyWhenItCoversEveryFile) {
+  tree_.Write("src/ok.txt", "old\n");
+  PolicyOptions p;
+  p.default_decision = PolicyDecision::kDeny;
+  p.rules.push_back(PathRule("sources", "apply_patch", PolicyDecision::kAllow, "src/**"));
+  Start(std::move(p));
+  const std::string both =
+      "*** Begin Patch\n*** Update File: src/ok.txt\n@@\n-old\n+new\n"
+      "*** Add File: .github/workflows/evil.yml\n+on: push\n*** End Patch\n";
+  Json args = MakeObject();
+  args.AddMember("input", JsonValue(both, args.GetAllocator()), args.GetAllocator());
+  BatchSpec spec;
+  spec.calls.push_back(Call("both", "apply_patch", ToJsonString(args)));
+  auto results = RunBatch(*engine_, caller_, std::move(spec));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, ResultStatus::kDenied) << results[0].model_content;
+  EXPECT_FALSE(tree_.Exists(".github/workflows/evil.yml"));
+  EXPECT_EQ(tree_.Read("src/ok.txt"), "old\n");
+  // Inside src/ only: allowed.
+  Json inside = MakeObject();
+  inside.AddMember("input",
+                   JsonValue("*** Begin Patch\n*** Update File: src/ok.txt\n@@\n-old\n+new\n"
+                             "*** End Patch\n",
+                             inside.GetAllocator()),
+                   inside.GetAllocator());
+  BatchSpec ok;
+  ok.calls.push_back(Call("src", "apply_patch", ToJsonString(inside)));
+  results = RunBatch(*engine_, caller_, std::move(ok));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+  EXPECT_EQ(tree_.Read("src/ok.txt"), "new\n");
+}
+
+TEST_F(EnginePolicyTest, ASessionRootedInADeniedDirectoryCannotReadPastTheDeny) {
+  tree_.Write("private/secret.txt", "s3cret\n");
+  PolicyOptions p;
+  p.rules.push_back(PathRule("private", "*", PolicyDecision::kDeny, "private/**"));
+  Start(std::move(p));
+  OpenSessionSpec spec;
+  spec.workspaces = {"private"};
+  auto session = engine_->OpenSession(caller_, spec);
+  ASSERT_TRUE(session.ok()) << session.status();
+  BatchSpec batch;
+  batch.session_id = session->session_id;
+  batch.calls.push_back(Call("view", "view_file", R"({"file_path":"secret.txt"})"));
+  batch.calls.push_back(Call("grep", "grep_search", R"({"pattern":"s3cret","path":"."})"));
+  auto results = RunBatch(*engine_, caller_, std::move(batch));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, ResultStatus::kDenied) << results[0].model_content;
+  EXPECT_THAT(results[0].error_message, HasSubstr("rule 'private'"));
+  EXPECT_THAT(results[1].model_content, ::testing::Not(HasSubstr("secret.txt")));
 }
 
 }  // namespace

@@ -20,6 +20,14 @@ inline PolicyRuleOptions Rule(std::string name, std::string tool, PolicyDecision
   return r;
 }
 
+// A rule with a path_glob.
+inline PolicyRuleOptions PathRule(std::string name, std::string tool, PolicyDecision d,
+                                  std::string glob) {
+  PolicyRuleOptions r = Rule(std::move(name), std::move(tool), d);
+  r.path_glob = std::move(glob);
+  return r;
+}
+
 }  // namespace toolexec::testing
 
 #endif  // TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_

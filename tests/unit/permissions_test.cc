@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include "core/policy.h"
+#include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
 
 namespace toolexec {
@@ -242,6 +245,7 @@ TEST(SuggestGrantsTest, ALineAsksForEachCommandItRuns) {
 
 // ---- policies ----
 
+using testing::PathRule;
 using testing::Rule;
 
 std::shared_ptr<const Policy> Make(std::vector<PolicyRuleOptions> rules,
@@ -362,6 +366,86 @@ TEST(PolicyTest, AllowRulesCoverEveryCommandDenyRulesAnyAndSayWhenTheyCannotSee)
   v = p->Evaluate(Facts("run_command", {cmd("$(echo rm) -rf /")}));
   EXPECT_EQ(v.rule, "no rm");
   EXPECT_THAT(v.Explain(), HasSubstr("cannot tell what this line runs"));
+}
+
+TEST(PolicyTest, AnAllowPathRuleCoversACallOnlyWhenItCoversEveryPathOfIt) {
+  auto p = Make({PathRule("sources", "apply_patch", PolicyDecision::kAllow, "src/**"),
+                 PathRule("no env files", "*", PolicyDecision::kDeny, "*.env"),
+                 PathRule("docs need a yes", "*", PolicyDecision::kAsk, "docs/**")},
+                PolicyDecision::kDeny);
+  auto write = [](std::string v) { return Need(Kind::kPath, v, PermissionLevel::kWrite); };
+  EXPECT_EQ(p->Evaluate(Facts("apply_patch", {write("/ws/src/ok.txt"), write("/ws/src/b/c.h")}))
+                .rule,
+            "sources");
+  // One path the allow rule does not name: the rule does not allow the call.
+  PolicyVerdict v = p->Evaluate(
+      Facts("apply_patch", {write("/ws/src/ok.txt"), write("/ws/.github/workflows/evil.yml")}));
+  EXPECT_EQ(v.decision, PolicyDecision::kDeny);
+  EXPECT_EQ(v.rule, "");
+  // A call with no path at all is not allowed by a path rule either.
+  EXPECT_EQ(p->Evaluate(Facts("apply_patch")).rule, "");
+  // Deny and ask rules match when any one path does.
+  EXPECT_EQ(p->Evaluate(Facts("view_file", {write("/ws/a.txt"), write("/ws/app/prod.env")})).rule,
+            "no env files");
+  EXPECT_EQ(p->Evaluate(Facts("view_file", {write("/ws/a.txt"), write("/ws/docs/x.md")})).rule,
+            "docs need a yes");
+}
+
+TEST(PolicyTest, PathGlobsAreRelativeToTheDaemonsWorkspaceRootWhateverTheSessionsRoot) {
+  auto p = Make({PathRule("private", "*", PolicyDecision::kDeny, "private/**")});
+  auto read = [](std::string v) { return Need(Kind::kPath, v, PermissionLevel::kRead); };
+  CallFacts f = Facts("view_file", {read("/ws/private/secret.txt")});
+  f.workspaces = {"/ws/private"};  // the session's root
+  f.roots = {"/ws"};               // the daemon's
+  EXPECT_EQ(p->Evaluate(f).rule, "private");
+  f.needs = {read("/ws/public/private/x")};
+  EXPECT_EQ(p->Evaluate(f).decision, PolicyDecision::kAllow);
+  // Outside the root: the absolute path.
+  f.needs = {read("/etc/passwd")};
+  EXPECT_EQ(Make({PathRule("etc", "*", PolicyDecision::kDeny, "/etc/**")})->Evaluate(f).rule,
+            "etc");
+}
+
+TEST(PolicyTest, AWalkLeavesOutTheFilesAPathRuleDeniesOrAsksAboutUngranted) {
+  // A default decision and a rule without a path judge the call, not its files.
+  PolicyChain chain = {Make({PathRule("no env files", "*", PolicyDecision::kDeny, "*.env"),
+                             PathRule("keys need a yes", "*", PolicyDecision::kAsk, "keys/**"),
+                             Rule("searches need a yes", "grep_search", PolicyDecision::kAsk)},
+                            PolicyDecision::kAsk)};
+  CallFacts walk = Facts("view_file");
+  walk.roots = {"/ws"};
+  EXPECT_TRUE(LeftOutByPolicy(chain, walk, nullptr, "/ws/app/prod.env"));
+  EXPECT_TRUE(LeftOutByPolicy(chain, walk, nullptr, "/ws/keys/id"));
+  EXPECT_FALSE(LeftOutByPolicy(chain, walk, nullptr, "/ws/app/main.cc"));
+  GrantSet grants;
+  grants.Add({Need(Kind::kPath, "/ws/keys", PermissionLevel::kRead, true)});
+  EXPECT_FALSE(LeftOutByPolicy(chain, walk, &grants, "/ws/keys/id"));
+  EXPECT_TRUE(LeftOutByPolicy(chain, walk, &grants, "/ws/keys/prod.env"));
+  // The specific rule beats the global ones for its tool, as for the call.
+  CallFacts grep = walk;
+  grep.tool = "grep_search";
+  EXPECT_FALSE(LeftOutByPolicy(chain, grep, nullptr, "/ws/app/prod.env"));
+}
+
+TEST(ResolvePathTest, FollowsEveryLinkUpToWhatDoesNotExistYet) {
+  testing::TempTree tree;
+  tree.Write("private/secrets.env", "K=V\n");
+  tree.Mkdir("a/b");
+  tree.Mkdir("docs");
+  ASSERT_EQ(symlink("../private/secrets.env", tree.Abs("docs/link.txt").c_str()), 0);
+  ASSERT_EQ(symlink(tree.Abs("private").c_str(), tree.Abs("abs").c_str()), 0);
+  ASSERT_EQ(symlink("a/b", tree.Abs("ab").c_str()), 0);
+  ASSERT_EQ(symlink("nowhere/x.env", tree.Abs("dangling").c_str()), 0);
+  ASSERT_EQ(symlink("loop", tree.Abs("loop").c_str()), 0);
+  const std::string root = tree.path();
+  EXPECT_EQ(ResolvePath(root + "/docs/link.txt"), root + "/private/secrets.env");
+  EXPECT_EQ(ResolvePath(root + "/abs/new/file"), root + "/private/new/file");
+  // ".." after a link climbs from where it leads, as the kernel does.
+  EXPECT_EQ(ResolvePath(root + "/ab/../secrets.env"), root + "/a/secrets.env");
+  EXPECT_EQ(ResolvePath(root + "/dangling"), root + "/nowhere/x.env");
+  EXPECT_EQ(ResolvePath(root + "/./a//b/"), root + "/a/b");
+  EXPECT_EQ(ResolvePath(root + "/loop/x"), root + "/loop/x");  // gives up, lexically
+  EXPECT_EQ(ResolvePath("rel/../x"), "x");
 }
 
 TEST(PolicyTest, ChainTakesTheStrictestDecision) {

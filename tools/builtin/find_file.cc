@@ -18,8 +18,10 @@
 namespace toolexec::builtin {
 namespace {
 
+using search_support::AddLeftOut;
 using search_support::AddString;
 using search_support::KeepWithinChars;
+using search_support::LeftOutFilter;
 using search_support::ListingModelContent;
 using search_support::PathArg;
 using search_support::Quoted;
@@ -144,6 +146,7 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
   walk.visit_dirs = true;
   walk.visit_symlinks = true;
   walk.cancellation = &ctx.cancellation();
+  walk.left_out = LeftOutFilter(ctx);
   absl::StatusOr<search::WalkStats> stats =
       search::Walk(*start, walk, [&](const search::WalkEntry& e, int) {
         const bool is_dir = e.kind == search::EntryKind::kDir;
@@ -170,6 +173,7 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
   result.AddMember("paths", list, alloc);
   result.AddMember("count", total, alloc);
   result.AddMember("truncated", total > shown, alloc);
+  AddLeftOut(result, stats->left_out);
   if (total > shown) {
     AddString(result, result, "hint",
               absl::StrCat("showing the first ", GroupDigits(shown), " of ", GroupDigits(total),

@@ -14,8 +14,10 @@
 namespace toolexec::builtin {
 namespace {
 
+using search_support::AddLeftOut;
 using search_support::AddString;
 using search_support::KeepWithinChars;
+using search_support::LeftOutFilter;
 using search_support::ListingModelContent;
 using search_support::MatchChars;
 using search_support::MatchesJson;
@@ -159,6 +161,7 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
   request.max_results =
       static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "max_results", cap), 1, cap));
   request.cancellation = &ctx.cancellation();
+  request.left_out = LeftOutFilter(ctx);
 
   // Validate what the model wrote before touching the file system.
   absl::StatusOr<std::unique_ptr<search::LineMatcher>> check =
@@ -238,6 +241,7 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
   result.AddMember("truncated", truncated, alloc);
   if (r->binary_skipped > 0) result.AddMember("binary_files_skipped", r->binary_skipped, alloc);
   if (r->unreadable > 0) result.AddMember("unreadable", r->unreadable, alloc);
+  AddLeftOut(result, r->left_out);
   if (truncated) {
     AddString(result, result, "hint",
               absl::StrCat("showing ", shown,

@@ -12,8 +12,10 @@
 namespace toolexec::builtin {
 namespace {
 
+using search_support::AddLeftOut;
 using search_support::AddString;
 using search_support::KeepWithinChars;
+using search_support::LeftOutFilter;
 using search_support::ListingModelContent;
 using search_support::MatchChars;
 using search_support::MatchesJson;
@@ -93,6 +95,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   request.mode = search::OutputMode::kContent;
   request.max_results = limit;
   request.cancellation = &ctx.cancellation();
+  request.left_out = LeftOutFilter(ctx);
   absl::StatusOr<search::GrepResult> r = search::Grep(*start, request);
   if (!r.ok()) return r.status();
 
@@ -112,6 +115,7 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
   result.AddMember("truncated", truncated, alloc);
   if (r->binary_skipped > 0) result.AddMember("binary_files_skipped", r->binary_skipped, alloc);
   if (r->unreadable > 0) result.AddMember("unreadable", r->unreadable, alloc);
+  AddLeftOut(result, r->left_out);
   if (truncated) {
     AddString(result, result, "hint",
               absl::StrCat("showing the first ", GroupDigits(shown), " of ",

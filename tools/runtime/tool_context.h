@@ -57,6 +57,11 @@ struct EventActions {
 // Receives a call's progress output (e.g. command output chunks).
 using ProgressFn = std::function<void(absl::string_view stream, absl::string_view text)>;
 
+// Whether the policy keeps a call from reading a file it did not name (one a
+// search walks over), given the file's absolute path as the kernel names it:
+// true = leave it out. Thread-safe (a walk calls it from several threads).
+using LeftOutFn = std::function<bool(absl::string_view absolute_path)>;
+
 struct CallInfo {
   std::string call_id;
   std::string tool_name;
@@ -72,6 +77,9 @@ struct CallInfo {
   // The W3C traceparent to hand on (trace_context.h): the batch's trace, with
   // the daemon's span as parent. Commands get it as TRACEPARENT; "" = none.
   std::string traceparent;
+  // The files a walk must leave out (CallRequest::left_out_by_policy); empty
+  // = none.
+  LeftOutFn left_out_by_policy;
 };
 
 class ToolContext final {

@@ -581,6 +581,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     info.artifacts = runner_->options_.artifacts;
     info.model_content = budget_;
     info.traceparent = traceparent_;
+    info.left_out_by_policy = req.left_out_by_policy;
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.workspaces = session_->workspaces();

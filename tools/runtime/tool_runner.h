@@ -179,6 +179,9 @@ struct CallRequest {
   // (core/audit_log.h): e.g. "policy default: rule no rm", "user",
   // "timeout"; "" when nothing was decided (no policy).
   std::string decided_by;
+  // Set by the same: the files the call reads without naming them (a
+  // search's walk) that it must leave out (CallInfo::left_out_by_policy).
+  LeftOutFn left_out_by_policy;
 };
 
 // Sees every call of a batch before its tool runs and every result before it

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -257,6 +258,38 @@ TEST(SearchWalkerTest, MaxDepth) {
   EXPECT_THAT(WalkPaths(ws, ".", o), ElementsAre("a", "d/"));
   o.max_depth = 2;
   EXPECT_THAT(WalkPaths(ws, ".", o), ElementsAre("a", "d/", "d/b", "d/e/"));
+}
+
+TEST(SearchWalkerTest, ThePolicysFilterLeavesOutEntriesByAbsolutePathAndCountsThem) {
+  TempWorkspace ws;
+  ws.Write("keep.txt", "");
+  ws.Write("prod.env", "");
+  ws.Write("secret/a.txt", "");
+  ws.Write("secret/b.env", "");
+  ASSERT_EQ(symlink("prod.env", ws.Abs("link.env").c_str()), 0);
+  absl::Mutex mu;
+  std::vector<std::string> asked;
+  const LeftOutFn left_out = [&](absl::string_view path) {
+    absl::MutexLock lock(&mu);
+    asked.emplace_back(path);
+    return absl::EndsWith(path, ".env") || absl::EndsWith(path, "/secret");
+  };
+  WalkOptions o = WithDirs();
+  o.left_out = &left_out;
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
+  ASSERT_TRUE(start.ok()) << start.status();
+  Visited v;
+  auto stats = Walk(*start, o, [&](const WalkEntry& e, int) {
+    absl::MutexLock lock(&v.mu);
+    v.paths.emplace_back(e.path);
+  });
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  // A directory left out is not visited, but its files are still judged.
+  EXPECT_THAT(v.paths, UnorderedElementsAre("keep.txt", "secret/a.txt"));
+  EXPECT_EQ(stats->left_out, 4u);  // prod.env, link.env, secret, secret/b.env
+  EXPECT_EQ(stats->files, 2u);
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(asked, ::testing::Contains(ws.Abs("secret/b.env")));
 }
 
 TEST(SearchWalkerTest, StartMustBeADirectory) {

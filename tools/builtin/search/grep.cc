@@ -719,6 +719,7 @@ absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& re
   if (request.max_results == 0) return absl::InvalidArgumentError("max_results must be at least 1");
   Collector collector(request.mode, request.max_results);
   std::atomic<bool> cancelled{false};
+  uint64_t left_out = 0;
 
   if (!start.is_dir) {
     Worker worker;
@@ -730,6 +731,7 @@ absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& re
     walk.overrides = request.glob;
     walk.threads = request.threads;
     walk.cancellation = request.cancellation;
+    walk.left_out = request.left_out;
     std::vector<Worker> workers(static_cast<size_t>(WalkThreads(walk)));
     walk.threads = static_cast<int>(workers.size());
     workers[0].matcher = matcher;
@@ -750,11 +752,14 @@ absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& re
     });
     if (!stats.ok()) return stats.status();
     collector.AddUnreadable(stats->unreadable);
+    left_out = stats->left_out;
   }
   if (cancelled.load() || (request.cancellation && request.cancellation->cancelled())) {
     return absl::CancelledError("the search was cancelled");
   }
-  return collector.Finish(request.context_lines);
+  GrepResult result = collector.Finish(request.context_lines);
+  result.left_out = left_out;
+  return result;
 }
 
 GrepBufferUsage GrepBuffers() { return Budget().Usage(); }

@@ -53,6 +53,7 @@
 #include "tools/builtin/search/glob.h"
 #include "tools/builtin/search/matcher.h"
 #include "tools/runtime/cancellation.h"
+#include "tools/runtime/tool_context.h"
 
 namespace toolexec::search {
 
@@ -75,6 +76,8 @@ struct GrepRequest {
   int threads = 0;                // 0 = DefaultWalkThreads()
   size_t max_line_bytes = 2000;   // longer line texts are cut (on a UTF-8 boundary)
   const CancellationToken* cancellation = nullptr;
+  // The policy's filter of a walk's files (WalkOptions::left_out); may be null.
+  const LeftOutFn* left_out = nullptr;
 };
 
 struct GrepLine {
@@ -98,6 +101,7 @@ struct GrepResult {
   uint64_t files_searched = 0;
   uint64_t binary_skipped = 0;
   uint64_t unreadable = 0;  // files and directories that could not be read
+  uint64_t left_out = 0;    // files the policy kept from the search
   bool truncated = false;
 };
 

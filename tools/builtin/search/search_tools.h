@@ -4,6 +4,10 @@
 // (S6, S12): their path is opened beneath the call's workspace by
 // search::OpenConfined, and the walk below it never follows a symlink.
 //
+// The walks of find_file, search_directory and grep_search leave out the
+// entries the policy keeps from the call (CallInfo::left_out_by_policy) and
+// say how many in left_out_by_policy (and a line of model_content).
+//
 // Errors: INVALID_ARGUMENTS for bad arguments (an invalid regex or glob, with
 // RE2's message), DENIED for a path outside the workspace, TOOL_FAILED for a
 // missing path or a file where a directory is wanted, CANCELLED when the call
@@ -25,6 +29,7 @@
 #include "tools/builtin/json_fields.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
+#include "tools/runtime/tool_context.h"
 
 namespace toolexec::search {
 struct GrepResult;
@@ -164,9 +169,16 @@ size_t KeepWithinChars(JsonValue& items, size_t max_chars,
                        absl::FunctionRef<size_t(const JsonValue&)> chars_of);
 
 // A search tool's model_content: `text` (its lines), then "[<hint>]" when
-// the result is truncated; `empty` when there are no lines.
+// the result is truncated and "[N files left out by policy]" when the walk
+// left some out; `empty` when there are no lines.
 std::string ListingModelContent(const JsonValue& result, std::string text,
                                 absl::string_view empty);
+
+// The filter of the files a walk must leave out (CallInfo::left_out_by_policy),
+// or null when there is none.
+const LeftOutFn* LeftOutFilter(const ToolContext& ctx);
+// Adds left_out_by_policy: `count` to a search's result when it is not 0.
+void AddLeftOut(Json& result, uint64_t count);
 
 }  // namespace search_support
 }  // namespace toolexec::builtin

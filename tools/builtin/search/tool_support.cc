@@ -90,8 +90,22 @@ std::string ListingModelContent(const JsonValue& result, std::string text,
   if (text.empty()) text = absl::StrCat(empty, "\n");
   const std::string hint = StringField(result, "hint");
   if (!hint.empty()) absl::StrAppend(&text, "[", hint, "]\n");
+  const uint64_t left_out = UintField(result, "left_out_by_policy");
+  if (left_out > 0) {
+    absl::StrAppend(&text, "[", GroupDigits(left_out), left_out == 1 ? " file" : " files",
+                    " left out by policy]\n");
+  }
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
+}
+
+const LeftOutFn* LeftOutFilter(const ToolContext& ctx) {
+  const LeftOutFn& f = ctx.info().left_out_by_policy;
+  return f ? &f : nullptr;
+}
+
+void AddLeftOut(Json& result, uint64_t count) {
+  if (count > 0) result.AddMember("left_out_by_policy", count, result.GetAllocator());
 }
 
 }  // namespace toolexec::builtin::search_support

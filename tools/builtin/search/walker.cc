@@ -319,6 +319,7 @@ class ParallelWalk {
     stats.dirs = dirs_.load();
     stats.files = files_.load();
     stats.unreadable = unreadable_.load();
+    stats.left_out = left_out_.load();
     return stats;
   }
 
@@ -465,13 +466,25 @@ class ParallelWalk {
   void VisitFiles(const FileWork& work, int worker) {
     for (const auto& [name, path] : work.files) {
       if (Cancelled()) return;
+      if (LeftOut(path)) continue;
       ++files_;
       VisitOne(work.dir->get(), name, path, EntryKind::kFile, work.depth, worker);
     }
   }
 
+  // The policy keeps the entry at `path` (relative to the root) from the
+  // visitor; counted.
+  bool LeftOut(absl::string_view path) {
+    if (options_.left_out == nullptr || !*options_.left_out) return false;
+    const std::string& root = start_.root->path();
+    if (!(*options_.left_out)(absl::StrCat(root, root == "/" ? "" : "/", path))) return false;
+    ++left_out_;
+    return true;
+  }
+
   void VisitOne(int dir_fd, absl::string_view name, absl::string_view path, EntryKind kind,
                 int depth, int worker) {
+    if (kind != EntryKind::kFile && LeftOut(path)) return;  // files: in VisitFiles
     WalkEntry entry;
     entry.dir_fd = dir_fd;
     entry.name = name;
@@ -503,6 +516,7 @@ class ParallelWalk {
   std::atomic<uint64_t> dirs_{0};
   std::atomic<uint64_t> files_{0};
   std::atomic<uint64_t> unreadable_{0};
+  std::atomic<uint64_t> left_out_{0};
 };
 
 // `base` and the ignore rules of the directories from the workspace root

@@ -65,6 +65,7 @@
 #include "tools/builtin/search/confine.h"
 #include "tools/builtin/search/glob.h"
 #include "tools/runtime/cancellation.h"
+#include "tools/runtime/tool_context.h"
 
 namespace toolexec::search {
 
@@ -192,12 +193,19 @@ struct WalkOptions {
   int max_depth = 0;  // 0 = unlimited
   int threads = 0;    // 0 = DefaultWalkThreads()
   const CancellationToken* cancellation = nullptr;
+  // The policy's filter (CallInfo::left_out_by_policy), asked last about
+  // every entry that would be visited, with its absolute path (the root's
+  // path and the entry's): a file, or a directory or symlink visited as an
+  // entry, it keeps is not visited (a directory is still walked). May be null
+  // or empty.
+  const LeftOutFn* left_out = nullptr;
 };
 
 struct WalkStats {
   uint64_t dirs = 0;
   uint64_t files = 0;
   uint64_t unreadable = 0;  // directories that could not be opened or listed
+  uint64_t left_out = 0;    // entries options.left_out kept from the visitor
 };
 
 // Called for each regular file (and, if asked, directory and symlink) that
