@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -625,7 +626,10 @@ TEST_F(McpUnrulyServerTest, ReadOnlyHintCountsOnlyFromATrustedServer) {
   }
 }
 
-// Captures what the daemon logs while it lives.
+// Captures what the daemon logs while it lives. Made before the daemon starts;
+// its sink stays on the logger when it goes (the daemon, stopped only in
+// TearDown, may still be logging, and the logger's sink list is not safe to
+// change under a thread that logs), and only stops recording.
 class LogCapture {
  public:
   LogCapture() : sink_(std::make_shared<Sink>()) {
@@ -633,8 +637,7 @@ class LogCapture {
     spdlog::set_level(spdlog::level::info);
   }
   ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    sink_->recording.store(false);
     spdlog::set_level(spdlog::level::warn);
   }
   std::vector<std::string> Lines(const std::string& containing) {
@@ -650,7 +653,9 @@ class LogCapture {
   struct Sink final : spdlog::sinks::base_sink<std::mutex> {
     absl::Mutex mu;
     std::vector<std::string> lines ABSL_GUARDED_BY(mu);
+    std::atomic<bool> recording{true};
     void sink_it_(const spdlog::details::log_msg& msg) override {
+      if (!recording.load()) return;
       absl::MutexLock lock(&mu);
       lines.emplace_back(msg.payload.data(), msg.payload.size());
     }
