@@ -1024,11 +1024,26 @@ class ReleasingObserver final : public BatchObserver {
       absl::MutexLock lock(&mu);
       results.push_back(std::move(r));
     }
-    if (BatchHandle* h = handle.load()) h->ResultsReleased(1);
+    if (BatchHandle* h = handle.load()) {
+      h->ResultsReleased(1);
+    } else {
+      // Before the test has the handle (a loaded machine may finish calls
+      // before Start returns): owed, released by SetHandle or just below.
+      owed.fetch_add(1);
+      if (BatchHandle* now = handle.load()) ReleaseOwed(now);
+    }
     in_on_result = false;
   }
   void OnBatchDone() override { done.Notify(); }
+  void SetHandle(BatchHandle* h) {
+    handle.store(h);
+    ReleaseOwed(h);
+  }
+  void ReleaseOwed(BatchHandle* h) {
+    if (size_t n = owed.exchange(0); n > 0) h->ResultsReleased(n);
+  }
   std::atomic<BatchHandle*> handle{nullptr};
+  std::atomic<size_t> owed{0};
   absl::Mutex mu;
   std::vector<ToolCallResult> results;
   absl::Notification done;
@@ -1063,7 +1078,7 @@ TEST(RunnerQuickDeliveryTest, ReleasesDuringDeliveryRunNoCallThere) {
   for (int i = 0; i < 300; ++i) req.calls.push_back(Call("probe", "", absl::StrCat(i)));
   auto handle = runner.Start(std::move(req), &observer);
   ASSERT_TRUE(handle.ok());
-  observer.handle.store(handle->get());  // before the slow first call ends
+  observer.SetHandle(handle->get());
   ASSERT_TRUE(observer.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   absl::MutexLock lock(&observer.mu);
   ASSERT_EQ(observer.results.size(), 301u);
