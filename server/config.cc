@@ -239,6 +239,25 @@ namespace {
 // true): a bool must be JSON true or false. Walks `value` as a `message`;
 // fields it does not know are left to the parser, which refuses them.
 absl::Status CheckJsonBooleans(const JsonValue& value, const google::protobuf::Descriptor& message,
+                               const std::string& where);
+
+// One value of `field` (an element of a repeated field, or a map's value):
+// a bool must be true or false (null only where the field may be left out).
+absl::Status CheckJsonValue(const google::protobuf::FieldDescriptor& field, const JsonValue& value,
+                            const std::string& name, bool null_allowed) {
+  using google::protobuf::FieldDescriptor;
+  if (field.type() == FieldDescriptor::TYPE_BOOL && !value.IsBool() &&
+      !(null_allowed && value.IsNull())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must be true or false, not ", ToJsonString(value)));
+  }
+  if (field.type() == FieldDescriptor::TYPE_MESSAGE) {
+    return CheckJsonBooleans(value, *field.message_type(), name);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckJsonBooleans(const JsonValue& value, const google::protobuf::Descriptor& message,
                                const std::string& where) {
   using google::protobuf::FieldDescriptor;
   if (!value.IsObject()) return absl::OkStatus();
@@ -251,41 +270,21 @@ absl::Status CheckJsonBooleans(const JsonValue& value, const google::protobuf::D
     if (field == nullptr) continue;
     const std::string name = where.empty() ? key : absl::StrCat(where, ".", key);
     const JsonValue& v = member.value;
+    absl::Status s;
     if (field->is_map()) {
-      const FieldDescriptor* mapped = field->message_type()->map_value();
       if (!v.IsObject()) continue;
-      for (const auto& entry : v.GetObject()) {
-        const std::string entry_name = absl::StrCat(name, "[", entry.name.GetString(), "]");
-        if (mapped->type() == FieldDescriptor::TYPE_BOOL && !entry.value.IsBool()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              entry_name, " must be true or false, not ", ToJsonString(entry.value)));
-        }
-        if (mapped->type() == FieldDescriptor::TYPE_MESSAGE) {
-          if (absl::Status s = CheckJsonBooleans(entry.value, *mapped->message_type(), entry_name);
-              !s.ok()) {
-            return s;
-          }
-        }
+      for (auto it = v.MemberBegin(); s.ok() && it != v.MemberEnd(); ++it) {
+        s = CheckJsonValue(*field->message_type()->map_value(), it->value,
+                           absl::StrCat(name, "[", it->name.GetString(), "]"), false);
       }
-      continue;
+    } else if (field->is_repeated() && v.IsArray()) {
+      for (rapidjson::SizeType i = 0; s.ok() && i < v.Size(); ++i) {
+        s = CheckJsonValue(*field, v[i], absl::StrCat(name, "[", i, "]"), true);
+      }
+    } else {
+      s = CheckJsonValue(*field, v, name, true);
     }
-    auto check_one = [&](const JsonValue& item, const std::string& item_name) -> absl::Status {
-      if (field->type() == FieldDescriptor::TYPE_BOOL && !item.IsBool() && !item.IsNull()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(item_name, " must be true or false, not ", ToJsonString(item)));
-      }
-      if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
-        return CheckJsonBooleans(item, *field->message_type(), item_name);
-      }
-      return absl::OkStatus();
-    };
-    if (field->is_repeated() && v.IsArray()) {
-      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-        if (absl::Status s = check_one(v[i], absl::StrCat(name, "[", i, "]")); !s.ok()) return s;
-      }
-    } else if (absl::Status s = check_one(v, name); !s.ok()) {
-      return s;
-    }
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -692,6 +691,20 @@ absl::Status ValidateAuthOptions(const ServerOptions& server) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+std::optional<uint16_t> ListenPort(absl::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  return static_cast<uint16_t>(port);
+}
+
+namespace {
+
 // "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6), for the
 // HTTP listener `what` (e.g. "metrics.listen (--metrics_listen)").
 absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen,
@@ -704,10 +717,7 @@ absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen
   size_t colon = listen.rfind(':');
   if (colon == absl::string_view::npos || colon == 0) return bad("is not host:port");
   absl::string_view host = listen.substr(0, colon);
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
-    return bad("has no port number of 0 to 65535");
-  }
+  if (!ListenPort(listen)) return bad("has no port number of 0 to 65535");
   const bool bracketed = host.front() == '[';
   if (bracketed ? host.back() != ']' : host.find_first_of(":/ ") != absl::string_view::npos) {
     return bad("has an invalid host");
@@ -836,11 +846,7 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
   };
   if (!absl::StartsWith(server.listen, "unix:") &&
       !absl::StartsWith(server.listen, "unix-abstract:")) {
-    const size_t colon = server.listen.rfind(':');
-    uint32_t port = 0;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(absl::string_view(server.listen).substr(colon + 1), &port) ||
-        port > 65535) {
+    if (!ListenPort(server.listen)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "listen (--listen) '", server.listen,
           "' has no port number of 0 to 65535; give host:port (e.g. 127.0.0.1:50051; port 0 "

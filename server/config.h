@@ -4,6 +4,7 @@
 #define TOOLEXEC_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -52,6 +53,10 @@ absl::Duration MillisecondsOption(uint64_t ms);
 // once, after the config file and the flags are both applied, so both are
 // held to the same ranges.
 absl::Status ValidateOptions(const DaemonOptions& options);
+
+// The port of a "host:port" (or "[v6]:port") address, if it ends in one of 0
+// to 65535.
+std::optional<uint16_t> ListenPort(absl::string_view listen);
 
 // The range ValidateOptions allows for the flag `flag` (no dashes), as
 // "1 to 4096" or "1 to 2592000000 ms (30 days)"; "" for a flag without one.

@@ -8,25 +8,21 @@
 #include <cerrno>
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/config.h"
 
 namespace toolexec {
 
 std::string WhyCannotListen(absl::string_view listen) {
-  const size_t colon = listen.rfind(':');
-  uint32_t port = 0;
-  if (colon == absl::string_view::npos ||
-      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
-    return "not host:port";
-  }
-  std::string host(listen.substr(0, colon));
+  const std::optional<uint16_t> port = ListenPort(listen);
+  if (!port) return "not host:port";
+  std::string host(listen.substr(0, listen.rfind(':')));
   sockaddr_storage address{};
   socklen_t length = 0;
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    v6->sin6_port = htons(*port);
     if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6->sin6_addr) != 1) {
       return "not a numeric IPv6 address";
     }
@@ -34,7 +30,7 @@ std::string WhyCannotListen(absl::string_view listen) {
   } else {
     auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
     v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
+    v4->sin_port = htons(*port);
     if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) {
       return "the host must be a numeric address (e.g. 127.0.0.1 or [::1])";
     }
