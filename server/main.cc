@@ -133,17 +133,6 @@ absl::flat_hash_set<std::string>& GivenFlags() {
   return *given;
 }
 
-void RecordGivenFlags(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
-    arg = arg.substr(0, arg.find('='));
-    GivenFlags().insert(std::string(arg));
-    if (absl::ConsumePrefix(&arg, "no")) GivenFlags().insert(std::string(arg));
-  }
-}
-
 bool OnCommandLine(absl::string_view name) { return GivenFlags().contains(name); }
 
 // A byte count for gRPC (an int). Counts past INT_MAX saturate there, which is
@@ -301,8 +290,9 @@ std::string HelpText() {
 }
 
 // Answers --help itself and checks every flag and value before abseil's parser
-// sees them (it exits 1 on an unknown flag, without a word on what to do).
-// Returns the exit status when toolexecd should stop now.
+// sees them (it exits 1 on an unknown flag, without a word on what to do),
+// recording each flag given in GivenFlags(). Returns the exit status when
+// toolexecd should stop now.
 std::optional<int> CheckCommandLine(int argc, char** argv) {
   auto refuse = [](absl::string_view why) {
     std::cerr << "toolexecd: " << why << " (toolexecd --help lists the flags)\n";
@@ -328,9 +318,13 @@ std::optional<int> CheckCommandLine(int argc, char** argv) {
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr && absl::StartsWith(name, "no") && !has_value) {
       absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
-      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+      if (negated != nullptr && negated->IsOfType<bool>()) {
+        GivenFlags().insert(std::string(name.substr(2)));
+        continue;
+      }
     }
     if (flag == nullptr) return refuse(absl::StrCat("unknown flag --", name));
+    GivenFlags().insert(std::string(name));
     if (flag->IsOfType<bool>() && !has_value) continue;
     std::string value;
     if (has_value) {
@@ -483,7 +477,6 @@ int Run(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   if (std::optional<int> exit_status = CheckCommandLine(argc, argv)) return *exit_status;
-  RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
   // Debian's abseil checks every Mutex acquisition for lock-order cycles, at a
   // cost on every RPC. The tests keep the check on; the daemon turns it off.
