@@ -576,11 +576,11 @@ int Main(int argc, char** argv) {
   if (options->command == "call") return RunCall(*client, *options);
   if (options->command == "batch") return RunBatch(*client, *options);
   if (options->command == "mcp") {
-    McpServer::Options mcp;
+    McpStdioServer::Options mcp;
     mcp.tool_set = options->tool_set;
     mcp.session_id = options->session;
     mcp.version = GetBuildInfo().version;
-    return McpServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
+    return McpStdioServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
   }
   return RunHealth(*client, *options);  // the only command left
 }

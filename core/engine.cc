@@ -31,16 +31,16 @@
 namespace toolexec {
 namespace {
 
-// A subagent's tools, resolved against the registry at start-up (S7).
+// A subagent's tools, resolved against the registry at start-up [Subagents].
 struct ResolvedSubagent {
   std::string description;
-  // Its lists, then never start_subagent (S7); applied when calls are made.
+  // Its lists, then never start_subagent [Subagents]; applied when calls are made.
   std::vector<ToolSelection> selections;
   std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
 
-// The tools an engine registers, in order (S1): the chosen built-ins, the
-// declared tools (S9), the example tools, then the command tools.
+// The tools an engine registers, in order [Names and order]: the chosen built-ins, the
+// declared tools [Tools run elsewhere], the example tools, then the command tools.
 absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
   // Register every built-in in a scratch registry, then keep the chosen ones:
   // the selection is by tool and tool-set names, which need the registry.
@@ -70,7 +70,7 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   return absl::OkStatus();
 }
 
-// S7: each configured subagent's tools, or InvalidArgument naming the
+// [Subagents]: each configured subagent's tools, or InvalidArgument naming the
 // subagent and the problem (both lists, an unknown tool, a duplicate name).
 absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
     const EngineOptions& options, const ToolRegistry& registry) {
@@ -84,14 +84,14 @@ absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
     resolved.description = sa.description;
     absl::StatusOr<ToolSelection> tools;
     if (sa.enabled_tools.empty() && sa.disabled_tools.empty()) {
-      tools = ToolSelection::Create(registry, {"read_only"}, {}, what);  // S7 default
+      tools = ToolSelection::Create(registry, {"read_only"}, {}, what);  // [Subagents] default
     } else {
       tools = ToolSelection::Create(registry, sa.enabled_tools, sa.disabled_tools, what);
     }
     if (!tools.ok()) return tools.status();
     const RegisteredTool* start_subagent = registry.Find("start_subagent");
     if (start_subagent != nullptr && tools->Chooses(*start_subagent)) {
-      // A subagent cannot spawn subagents (S7).
+      // A subagent cannot spawn subagents [Subagents].
       resolved.warnings.push_back(absl::StrCat(
           what, ": start_subagent dropped (a subagent cannot start subagents)"));
     }
@@ -218,7 +218,7 @@ class RuntimeEngine final : public Engine {
   std::shared_ptr<HookSet> hooks_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
-  // Decides every batch before the runner sees it (S12). Destroyed before
+  // Decides every batch before the runner sees it [Deciding what runs]. Destroyed before
   // the runner: it cancels the batches still waiting for an answer.
   std::unique_ptr<PolicyEngine> policy_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
@@ -432,7 +432,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
     release();
     return room.status();
   }
-  // ---- policy (S12): deny, ask or run; before hooks ----
+  // ---- policy [Deciding what runs]: deny, ask or run; before hooks ----
   auto handle = policy_->StartBatch(
       caller.name, caller.profile, std::move(batch), observer,
       [this, room = std::make_shared<ToolRunner::Room>(*std::move(room))](BatchRequest b,
@@ -468,7 +468,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
   const std::shared_ptr<const ToolRegistry> registry = tools_->Snapshot();
   if (!spec.subagent.empty()) {
-    // S7: the subagent's own tool list; the request may not widen or narrow it.
+    // [Subagents]: the subagent's own tool list; the request may not widen or narrow it.
     auto it = subagents_.find(spec.subagent);
     if (it == subagents_.end()) {
       std::vector<std::string> known;
@@ -504,7 +504,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
         "the session would have no tools: its lists (with its parent's or its subagent's) leave "
         "none of the registered tools");
   }
-  // Policy (S12): the session keeps its parent's profiles and the requested
+  // Policy [Deciding what runs]: the session keeps its parent's profiles and the requested
   // one; each call adds the config's policy and the caller's profile as it is
   // then.
   if (!caller.profile.empty()) {
@@ -545,7 +545,7 @@ void RuntimeEngine::CloseSession(const CallerIdentity& caller, const std::string
   }
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
     auto closed = sessions_->Close(session_id, merge);
-    // Policy (S12): its batches still waiting for an answer are cancelled.
+    // Policy [Deciding what runs]: its batches still waiting for an answer are cancelled.
     if (closed.ok()) policy_->DetachSession(session_id);
     done(std::move(closed));
   };
@@ -591,7 +591,7 @@ void RuntimeEngine::SaveArtifact(const CallerIdentity& caller, const std::string
   auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return done(session.status());
   // Through the session, as a tool's save: a child's saves are staged for
-  // its merge (S11), "user:" names included.
+  // its merge [Delegation], "user:" names included.
   auto save = [this, session = *std::move(session), name, artifact = std::move(artifact),
                done = std::move(done)] { done(session->SaveArtifact(*artifacts_, name, artifact)); };
   // As CloseSession: on this thread when no engine thread can take it.

@@ -10,9 +10,9 @@
 //   request (naming the field and what to do), NOT_FOUND for an unknown
 //   session or artifact, RESOURCE_EXHAUSTED past a limit, UNAVAILABLE once
 //   draining (StartBatch, OpenSession), FAILED_PRECONDITION for a refused
-//   merge. A failing tool is never an error here: it is a result (S3).
+//   merge. A failing tool is never an error here: it is a result [Failures are results].
 // - StartBatch checks the batch (limit on calls, timeout, session, drain) and
-//   starts it; results reach the observer in call order (S2, see
+//   starts it; results reach the observer in call order ([Batches], see
 //   tools/runtime/tool_runner.h for the observer's rules). The returned
 //   StartedBatch counts the batch as in flight for Drain until it is
 //   destroyed: the transport destroys it once the batch's outcome has reached
@@ -160,14 +160,14 @@ class Engine {
   using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
 
   // Registers the tools (a duplicate name, an invalid schema or selection is
-  // an error naming it), resolves the subagents (S7), opens the workspace and
+  // an error naming it), resolves the subagents [Subagents], opens the workspace and
   // the artifact store, and starts the runtime.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options,
                                                         ToolInstaller extra_tools = nullptr);
   // Stop() if it has not run.
   virtual ~Engine() = default;
 
-  // The tools as registered at start-up, in registration order (S1); what
+  // The tools as registered at start-up, in registration order [Names and order]; what
   // the config was checked against. MCP servers' tools change later: see
   // tools().
   virtual const ToolRegistry& registry() const = 0;
@@ -193,7 +193,7 @@ class Engine {
   virtual absl::StatusOr<SessionInfo> UpdateSession(const CallerIdentity& caller,
                                                     const std::string& session_id,
                                                     bool idle) = 0;
-  // Closes the session (merging a child into its parent, S11) off the
+  // Closes the session (merging a child into its parent, [Delegation]) off the
   // caller's thread; `done` runs exactly once, on an engine thread, or on the
   // caller's thread when no engine thread can take it.
   virtual void CloseSession(const CallerIdentity& caller, const std::string& session_id,
@@ -203,13 +203,13 @@ class Engine {
   virtual absl::StatusOr<Json> GetState(const CallerIdentity& caller,
                                         const std::string& session_id,
                                         const std::vector<std::string>& keys) = 0;
-  // Subscribes `listener` to the session's messages (S5) until the returned
+  // Subscribes `listener` to the session's messages [Context] until the returned
   // subscription is destroyed; OnSessionClosed comes at once if it closed.
   virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       const CallerIdentity& caller, const std::string& session_id,
       std::shared_ptr<SessionListener> listener) = 0;
 
-  // Artifacts (S10), in the scope of `session_id` (required).
+  // Artifacts [Artifacts], in the scope of `session_id` (required).
   // Saves off the caller's thread (a store on disk syncs each version);
   // `done` runs exactly once with the new version, like CloseSession's.
   virtual void SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
@@ -235,7 +235,7 @@ class Engine {
     return absl::OkStatus();
   }
 
-  // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
+  // Answers a PermissionRequest a batch waits on ([Deciding what runs], core/policy.h).
   // NOT_FOUND when it is not pending.
   virtual absl::Status RespondPermission(const CallerIdentity& /*caller*/,
                                          const std::string& /*request_id*/,

@@ -22,7 +22,7 @@
 
 namespace toolexec {
 
-// A named subagent from the config (S7): either list, or neither (then the
+// A named subagent from the config [Subagents]: either list, or neither (then the
 // read_only set).
 struct SubagentOptions {
   std::string name;
@@ -79,7 +79,7 @@ struct EngineOptions {
   // null = not measured.
   std::shared_ptr<MetricsSink> metrics;
 
-  // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
+  // What runs [Deciding what runs]: rules, profiles, the ask timeout. Empty: everything.
   PolicyOptions policy;
 
   // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).

@@ -1,4 +1,4 @@
-// Policies and asking (S12): which calls of a batch run, which are DENIED, and
+// Policies and asking [Deciding what runs]: which calls of a batch run, which are DENIED, and
 // which wait for a person's answer.
 //
 // Design

@@ -545,7 +545,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   return absl::OkStatus();
 }
 
-// ---- policy (S12) ----
+// ---- policy [Deciding what runs] ----
 namespace {
 
 absl::StatusOr<std::optional<PolicyDecision>> DecisionOf(v1::Decision d) {

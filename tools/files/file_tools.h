@@ -1,9 +1,9 @@
-// The file tools (S6 file_tools): view_file, create_file, edit_file, and the
+// The file tools ([Tool sets] file_tools): view_file, create_file, edit_file, and the
 // editing tools models are trained on, str_replace_based_edit_tool
 // (Anthropic) and apply_patch (OpenAI); one class per .cc file, and the
 // helpers they share (SHA-256, unified diff, argument access). The editing
 // ones share the edit engine of edit_engine.h. Paths go through the confined path layer (tools/workspace), so
-// every path is resolved beneath the call's workspace in the kernel (S12).
+// every path is resolved beneath the call's workspace in the kernel [Deciding what runs].
 //
 // Errors follow fs/confined.h: INVALID_ARGUMENTS for bad arguments, DENIED for
 // a path outside the workspace, TOOL_FAILED (NotFound / FailedPrecondition)
@@ -44,7 +44,7 @@ typedef struct evp_md_ctx_st EVP_MD_CTX;
 
 namespace toolexec::builtin {
 
-// How much of a result the display (S13) carries before it is cut.
+// How much of a result the display [Display] carries before it is cut.
 inline constexpr size_t kFileDisplayMaxBytes = 16 * 1024;
 
 // view_file{file_path*, start_line=1, end_line}: the lines start_line..end_line

@@ -10,7 +10,7 @@
 // it and the daemon, which validates against the declared schema, still
 // enforces it. A node the provider cannot express (a free-form object, an
 // array of anything) becomes a string of JSON text, which the daemon's
-// argument coercion (S4) parses back.
+// argument coercion [Arguments] parses back.
 //
 // Provider rules followed (from the providers' published documentation):
 // - OpenAI strict mode (Structured Outputs, "strict": true): every object has

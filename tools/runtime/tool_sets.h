@@ -1,4 +1,4 @@
-// S6: the named tool sets, usable in ListTools{tool_set} and in config.
+// [Tool sets]: the named tool sets, usable in ListTools{tool_set} and in config.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_SETS_H_
 #define TOOLEXEC_TOOLS_RUNTIME_TOOL_SETS_H_
 

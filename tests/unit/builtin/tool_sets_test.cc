@@ -1,4 +1,4 @@
-// S6: the named tool sets over the built-in tools, derived from their tags.
+// [Tool sets]: the named tool sets over the built-in tools, derived from their tags.
 #include "tools/runtime/tool_sets.h"
 
 #include <algorithm>
@@ -60,7 +60,7 @@ TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
 }
 
 // A read-only declaration need not be in the read_only set: grep_search and
-// load_artifacts write nothing but are not members (S6 is exact).
+// load_artifacts write nothing but are not members ([Tool sets] is exact).
 TEST_F(BuiltinToolSetsTest, ReadOnlyDeclarationIsNotSetMembership) {
   EXPECT_TRUE(registry_.Find("grep_search")->tool->spec().read_only);
   EXPECT_TRUE(registry_.Find("load_artifacts")->tool->spec().read_only);
