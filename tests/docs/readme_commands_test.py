@@ -343,6 +343,36 @@ def block_command_tools(lines, where, tmp, _):
         d.stop()
 
 
+def block_config_excerpt(lines, where, tmp, _):
+    """A config excerpt the README shows whole: it loads in --check_config (exit 0)."""
+    ws = tempfile.mkdtemp(dir=tmp)
+    shutil.copytree(os.path.join(REPO, "examples"), os.path.join(ws, "examples"))
+    config = os.path.join(tmp, "excerpt.textproto")
+    with open(config, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    run([TOOLEXECD, "--config=" + config, "--workspace=" + ws, "--check_config"], where, ws)
+
+
+def block_tool_source(lines, where, tmp, _):
+    """A command tool's source as the README shows it runs and does what the README says."""
+    ws = tempfile.mkdtemp(dir=tmp)
+    if lines[0].startswith("# examples/command_tools/word_count.py"):
+        script, interpreter = "word_count.py", "python3"
+        stdin, want = '{"text": "one two\\nthree"}', {"words": 3, "lines": 2, "characters": 13}
+    else:
+        script, interpreter = "line_count.sh", "bash"
+        with open(os.path.join(ws, "f.txt"), "w") as f:
+            f.write("a\nb\nc\n")
+        stdin, want = '{"path":"f.txt"}', None
+    with open(os.path.join(ws, script), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    p = subprocess.run([interpreter, script], cwd=ws, input=stdin, capture_output=True, text=True,
+                       timeout=30)
+    got = json.loads(p.stdout) if want is not None and p.returncode == 0 else p.stdout.strip()
+    if p.returncode != 0 or got != (want if want is not None else "3"):
+        fail(where, f"the README's {script} printed {p.stdout!r} (exit {p.returncode}, {p.stderr!r})")
+
+
 # ---- static checks -------------------------------------------------------------------
 
 def proto_names():
@@ -422,15 +452,15 @@ BLOCKS = {
         ("import toolexec", "SKIP: run by client/python/tests (scripts/test_python.sh)"),
         ('client = toolexec.Client("toolexecd:50051"', "SKIP: needs a TLS daemon at toolexecd:50051"),
         ("mcp_servers {", "SKIP: starts npx servers and a remote URL; tests/mcp covers the fields"),
-        ("policy {", "NOT A COMMAND: a config excerpt"),
+        ("policy {", block_config_excerpt),
         ("pre_call stdin:", "NOT A COMMAND: the hook protocol's messages"),
         ("hooks {", "NOT A COMMAND: a config excerpt naming a hook installed under /etc"),
         ('{"time":"2026-12-03T18:30:00.123Z"', block_json),
         ("class GetWeatherTool final", "NOT A COMMAND: C++"),
         ("auto daemon = toolexec::Daemon::Create", "NOT A COMMAND: C++"),
-        ("command_tools {", "NOT A COMMAND: a config excerpt (run below with its whole file)"),
-        ("# examples/command_tools/word_count.py", "NOT A COMMAND: the example's source"),
-        ("# examples/command_tools/line_count.sh", "NOT A COMMAND: the example's source"),
+        ("command_tools {", block_config_excerpt),
+        ("# examples/command_tools/word_count.py", block_tool_source),  # the file, shortened
+        ("# examples/command_tools/line_count.sh", block_tool_source),
         ("scripts/run.sh --config=examples/command_tools", block_command_tools),
         ('{"mcpServers": {"toolexec": {"command"', block_json),
         ('{"mcpServers": {"toolexec": {"type": "http"', block_json),
