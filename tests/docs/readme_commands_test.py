@@ -33,7 +33,8 @@ FAILURES = []
 # What legitimately varies between the README and a run, in one place. Applied
 # to the actual output (and to the README's shown output) before comparing.
 NORMALISE = [
-    (r'"(duration_ms|waited_ms_actual|ms)":\s*[0-9.]+', r'"\1":<n>'),  # durations
+    (r'"(duration_ms|ms)":\s*[0-9.]+', r'"\1":"<n>"'),                # durations
+    (r'"time":"\d{4}-\d\d-\d\dT[0-9:.]+Z"', '"time":"<time>"'),         # timestamps
     (r'"(trace_id|span_id|session_id|batch_id|request_id)":"[^"]*"', r'"\1":"<id>"'),  # ids
     (r'127\.0\.0\.1:\d+', '127.0.0.1:<port>'),                         # ports
     (r'/tmp/[^\s"\']+', '<tmp>'),                                      # temp paths
@@ -450,6 +451,45 @@ def block_grpcurl(lines, where, tmp, _):
             fail(where, f"{method} is not an RPC of proto/toolexec/v1 (or health)")
 
 
+def block_audit_line(lines, where, tmp, _):
+    """The audit log line the README shows: the same call, denied by the same hook for the
+    same caller, writes that line (its time and duration vary: NORMALISE)."""
+    shown = json.loads("\n".join(lines))
+    token = "77aa42" + "cd" * 26 + "0d"
+    tokens, token_file = os.path.join(tmp, "audit-tokens"), os.path.join(tmp, "audit-token")
+    with open(tokens, "w") as f:
+        f.write(f"{token} {shown['identity']}\n")
+    os.chmod(tokens, 0o600)
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    hook, audit = os.path.join(tmp, "no_force_push.sh"), os.path.join(tmp, "audit.jsonl")
+    with open(hook, "w") as f:  # the hook protocol's pre_call answer the README shows
+        f.write("cat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"no force pushes\"}'\n")
+    config = os.path.join(tmp, "audit.textproto")
+    hook_name = shown["decided_by"].removeprefix("hook ")
+    with open(config, "w") as f:
+        f.write(f'hooks {{ name: "{hook_name}" event: HOOK_EVENT_PRE_CALL argv: "/bin/sh" '
+                f'argv: "{hook}" timeout_ms: 2000 tools: "{shown["tool"]}" }}\n'
+                f'audit_log: "{audit}"\n')
+    ws = tempfile.mkdtemp(dir=tmp)
+    d = Daemon(["--workspace=" + ws, "--config=" + config, "--token_file=" + tokens], ws,
+               tempfile.mkdtemp(dir=tmp))
+    try:
+        run([TOOLEXEC, "--target=" + d.target, "--token-file", token_file, "call", shown["tool"],
+             json.dumps(shown["args"])], where, ws, expect_rc=1)  # denied: a failed call
+    finally:
+        d.stop()
+    with open(audit) as f:
+        got = [json.loads(l) for l in f]
+    if len(got) != 1:
+        fail(where, f"{len(got)} audit lines, want 1: {got}")
+        return
+    want = json.loads(normalise(json.dumps(shown, separators=(",", ":"))))
+    have = json.loads(normalise(json.dumps(got[0], separators=(",", ":"))))
+    if have != want:
+        fail(where, f"the audit line is\n  {json.dumps(got[0])}\nthe README shows\n  {json.dumps(shown)}")
+
+
 def block_json(lines, where, tmp, _):
     """Shown JSON must be JSON."""
     try:
@@ -487,7 +527,7 @@ BLOCKS = {
         ("policy {", block_config_excerpt),
         ("pre_call stdin:", "NOT A COMMAND: the hook protocol's messages"),
         ("hooks {", "NOT A COMMAND: a config excerpt naming a hook installed under /etc"),
-        ('{"time":"2026-12-03T18:30:00.123Z"', block_json),
+        ('{"time":"2026-12-03T18:30:00.123Z"', block_audit_line),
         ("class GetWeatherTool final", "NOT A COMMAND: C++"),
         ("auto daemon = toolexec::Daemon::Create", "NOT A COMMAND: C++"),
         ("command_tools {", block_config_excerpt),
