@@ -58,8 +58,9 @@ commands:
   list [--set NAME] [--format F]
                            print the tool declarations, one JSON object per line;
                            NAME is a tool set: all, read_only, file_tools,
-                           path_scoped, nondestructive, minimal; with --format
-                           (openai, openai_strict, anthropic, gemini), print
+                           path_scoped, nondestructive, minimal,
+                           provider_tools; with --format (openai,
+                           openai_strict, openai_responses, anthropic, gemini), print
                            them instead as that provider's tools array, ready
                            to paste into its request
   call NAME [ARGS_JSON]    run one tool; ARGS_JSON is a JSON object (default {});
@@ -257,7 +258,7 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
               absl::StrCat("DECLARATION_FORMAT_", absl::AsciiStrToUpper(value)), &options.format)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--format: unknown format '", value,
-            "'; expected openai, openai_strict, anthropic, gemini or native"));
+            "'; expected openai, openai_strict, openai_responses, anthropic, gemini or native"));
       }
     } else if (name == "service") {
       options.service = value;

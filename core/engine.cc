@@ -26,6 +26,7 @@
 #include "mcp/client/mcp_tools.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/trace_context.h"
+#include "tools/runtime/provider_format.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
@@ -412,6 +413,15 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   batch.interceptor = hooks_->ForBatch(caller.name, spec.session_id);
   // --- end hooks ---
   batch.calls = std::move(spec.calls);
+  // Names the providers reject were declared rewritten (ProviderNames): a
+  // call by the rewritten name runs the tool it stands for, under its real
+  // name, so that policy, hooks, the audit log and the result all see that.
+  std::optional<ProviderNames> provider_names;
+  for (CallRequest& call : batch.calls) {
+    if (!ProviderNames::Accepted(call.name) || batch.tools->Find(call.name) != nullptr) continue;
+    if (!provider_names.has_value()) provider_names.emplace(*batch.tools);
+    if (const RegisteredTool* t = provider_names->Resolve(call.name)) call.name = t->name;
+  }
   {
     // Checked and counted in one step, so a drain that has begun never misses
     // a batch it must wait for.

@@ -58,7 +58,9 @@ static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FO
               static_cast<int>(DeclarationFormat::kOpenAiStrict) ==
                   v1::DECLARATION_FORMAT_OPENAI_STRICT &&
               static_cast<int>(DeclarationFormat::kAnthropic) == v1::DECLARATION_FORMAT_ANTHROPIC &&
-              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
+              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI &&
+              static_cast<int>(DeclarationFormat::kOpenAiResponses) ==
+                  v1::DECLARATION_FORMAT_OPENAI_RESPONSES,
               "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
 
 absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
@@ -76,8 +78,16 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
     // An MCP tool whose server is down says so (the cache holds what is fixed).
     if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
   }
-  response->set_provider_tools_json(
-      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), tools->tools()));
+  if (request.format() != v1::DECLARATION_FORMAT_NATIVE) {
+    // Names the providers reject are rewritten over the whole snapshot, as
+    // the engine resolves them when the calls come back.
+    const ProviderNames names(*tools->registry());
+    DeclarationOptions options;
+    options.native_tools = request.native_tools();
+    options.names = &names;
+    response->set_provider_tools_json(ProviderToolsJson(
+        static_cast<DeclarationFormat>(request.format()), tools->tools(), options));
+  }
   // A server not ready has no tools to mark: it is listed itself.
   for (const mcp::McpServerStatus& server : engine_->mcp_servers()) {
     v1::McpServerStatus* out = response->add_mcp_servers();

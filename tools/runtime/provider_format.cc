@@ -476,8 +476,100 @@ Json OpenAiStrictSchema(const JsonValue& schema) { return ConvertRoot(Converter:
 
 Json GeminiSchema(const JsonValue& schema) { return ConvertRoot(Converter::Dialect::kGemini, schema); }
 
+namespace {
+
+// The provider-native declarations, by format and tool name, of the tools
+// tagged kTagProvider (from the providers' documentation of each tool).
+const char* NativeForm(DeclarationFormat format, absl::string_view tool) {
+  struct Native {
+    DeclarationFormat format;
+    absl::string_view tool;
+    const char* json;
+  };
+  static constexpr Native kNative[] = {
+      {DeclarationFormat::kAnthropic, "str_replace_based_edit_tool",
+       R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})"},
+      {DeclarationFormat::kAnthropic, "bash", R"({"type":"bash_20250124","name":"bash"})"},
+      {DeclarationFormat::kAnthropic, "memory", R"({"type":"memory_20250818","name":"memory"})"},
+      {DeclarationFormat::kOpenAiResponses, "apply_patch", R"({"type":"apply_patch"})"},
+      {DeclarationFormat::kOpenAiResponses, "shell", R"({"type":"shell"})"},
+  };
+  for (const Native& n : kNative) {
+    if (n.format == format && n.tool == tool) return n.json;
+  }
+  return nullptr;
+}
+
+bool NameChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+
+constexpr size_t kMaxNameChars = 64;
+
+std::string Sanitized(absl::string_view name) {
+  std::string out;
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0])) || name[0] == '-') {
+    out.push_back('_');
+  }
+  for (char c : name) out.push_back(NameChar(c) ? c : '_');
+  if (out.size() > kMaxNameChars) out.resize(kMaxNameChars);
+  return out;
+}
+
+// FNV-1a, 32 bits: stable across runs and builds (std::hash is not).
+std::string HashSuffix(absl::string_view name) {
+  uint32_t h = 2166136261u;
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "_";
+  for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(h >> shift) & 15]);
+  return out;
+}
+
+}  // namespace
+
+bool ProviderNames::Accepted(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxNameChars) return false;
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(name[0])) && name[0] != '_') return false;
+  for (char c : name) {
+    if (!NameChar(c)) return false;
+  }
+  return true;
+}
+
+ProviderNames::ProviderNames(const ToolRegistry& registry) {
+  // How many tools each plain rewrite would name (real names count too).
+  absl::flat_hash_map<std::string, int> taken;
+  for (const auto& t : registry.tools()) {
+    ++taken[Accepted(t->name) ? t->name : Sanitized(t->name)];
+  }
+  for (const auto& t : registry.tools()) {
+    if (Accepted(t->name)) continue;
+    std::string name = Sanitized(t->name);
+    if (taken[name] > 1) {
+      const std::string suffix = HashSuffix(t->name);
+      name.resize(std::min(name.size(), kMaxNameChars - suffix.size()));
+      name += suffix;
+    }
+    by_rewritten_.emplace(name, t.get());
+    rewritten_.emplace(t.get(), std::move(name));
+  }
+}
+
+const std::string& ProviderNames::Of(const RegisteredTool& tool) const {
+  auto it = rewritten_.find(&tool);
+  return it == rewritten_.end() ? tool.name : it->second;
+}
+
+const RegisteredTool* ProviderNames::Resolve(absl::string_view provider_name) const {
+  auto it = by_rewritten_.find(provider_name);
+  return it == by_rewritten_.end() ? nullptr : it->second;
+}
+
 std::string ProviderToolsJson(DeclarationFormat format,
-                              const std::vector<const RegisteredTool*>& tools) {
+                              const std::vector<const RegisteredTool*>& tools,
+                              const DeclarationOptions& options) {
   if (format == DeclarationFormat::kNative) return "";
   Json out;
   out.SetArray();
@@ -485,11 +577,28 @@ std::string ProviderToolsJson(DeclarationFormat format,
   for (const RegisteredTool* tool : tools) {
     const ToolSpec& spec = tool->tool->spec();
     if (spec.executor == ToolExecutor::kProvider) continue;  // not a function; see the header
+    if (options.native_tools && spec.HasTag(kTagProvider)) {
+      if (const char* native = NativeForm(format, tool->name)) {
+        auto parsed = ParseJson(native);
+        if (parsed.ok()) {
+          out.PushBack(JsonValue(*parsed, a), a);
+          continue;
+        }
+      }
+    }
     const JsonValue* parameters = &tool->schema->document();
     JsonValue entry(rapidjson::kObjectType);
-    Add(entry, "name", Text(tool->name, a), a);
+    if (format == DeclarationFormat::kOpenAiResponses) Add(entry, "type", Text("function", a), a);
+    Add(entry, "name",
+        Text(options.names != nullptr ? options.names->Of(*tool) : tool->name, a), a);
     Add(entry, "description", Text(spec.description, a), a);
     switch (format) {
+      case DeclarationFormat::kOpenAiResponses:
+        // Responses function tools are strict unless told otherwise; the
+        // schema goes as declared, like kOpenAi's.
+        Add(entry, "parameters", Schema(parameters, a), a);
+        Add(entry, "strict", JsonValue(false), a);
+        break;
       case DeclarationFormat::kOpenAi:
       case DeclarationFormat::kOpenAiStrict: {
         bool strict = format == DeclarationFormat::kOpenAiStrict;

@@ -126,6 +126,9 @@ inline constexpr absl::string_view kTagReadOnly = "read_only";      // set read_
 inline constexpr absl::string_view kTagFile = "file";               // set file_tools
 inline constexpr absl::string_view kTagPathScoped = "path_scoped";  // set path_scoped
 inline constexpr absl::string_view kTagMinimal = "minimal";         // set minimal
+// The tools in the shapes the providers train their models on
+// (str_replace_based_edit_tool, apply_patch, bash, shell, memory).
+inline constexpr absl::string_view kTagProvider = "provider";       // set provider_tools
 // Not in nondestructive (which is every tool without this tag).
 inline constexpr absl::string_view kTagDestructive = "destructive";
 

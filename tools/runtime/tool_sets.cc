@@ -17,6 +17,7 @@ bool InSet(const Tool& tool, absl::string_view set) {
   if (set == "file_tools") return spec.HasTag(kTagFile);
   if (set == "path_scoped") return spec.HasTag(kTagPathScoped);
   if (set == "minimal") return spec.HasTag(kTagMinimal);
+  if (set == "provider_tools") return spec.HasTag(kTagProvider);
   return false;
 }
 
@@ -24,7 +25,8 @@ bool InSet(const Tool& tool, absl::string_view set) {
 
 const std::vector<absl::string_view>& ToolSetNames() {
   static const auto* names = new std::vector<absl::string_view>{
-      "all", "read_only", "file_tools", "path_scoped", "nondestructive", "minimal"};
+      "all",           "read_only", "file_tools", "path_scoped", "nondestructive",
+      "minimal",       "provider_tools"};
   return *names;
 }
 

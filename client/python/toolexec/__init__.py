@@ -27,7 +27,7 @@ from .errors import (AuthenticationError, HarnessCallError, InvalidArgumentsErro
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
-                        openai_tool_message, result_text, tool_calls_in,
+                        openai_tool_message, responses_output_item, result_text, tool_calls_in,
                         tool_result_messages)
 
 __version__ = "0.1.0"
@@ -39,6 +39,6 @@ __all__ = [
     "ToolCallError", "UnknownToolError",
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
-    "anthropic_tool_result", "gemini_function_response", "openai_tool_message",
+    "anthropic_tool_result", "gemini_function_response", "openai_tool_message", "responses_output_item",
     "tool_calls_in", "tool_result_messages", "result_text", "is_error",
 ]

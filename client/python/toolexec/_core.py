@@ -24,6 +24,7 @@ FORMATS = {
     "openai_strict": pb.DECLARATION_FORMAT_OPENAI_STRICT,
     "anthropic": pb.DECLARATION_FORMAT_ANTHROPIC,
     "gemini": pb.DECLARATION_FORMAT_GEMINI,
+    "openai_responses": pb.DECLARATION_FORMAT_OPENAI_RESPONSES,
 }
 
 
@@ -194,13 +195,13 @@ class SessionBase:
         return f"{type(self).__name__}({self.session_id!r})"
 
 
-def list_tools_request(fmt, tool_set, session_id):
+def list_tools_request(fmt, tool_set, session_id, native_tools=False):
     if fmt is None:
         fmt = "native"
     if fmt not in FORMATS:
         raise ValueError(f"unknown declaration format {fmt!r}; one of {', '.join(FORMATS)}")
     return pb.ListToolsRequest(session_id=session_id or "", tool_set=tool_set or "",
-                               format=FORMATS[fmt])
+                               format=FORMATS[fmt], native_tools=bool(native_tools))
 
 
 def declaration_to_py(decl):

@@ -58,8 +58,8 @@ class AsyncClient(_core.Connection):
 
     # ---- tools -----------------------------------------------------------------
 
-    async def list_tools(self, format=None, *, tool_set="", session_id=None):
-        request = _core.list_tools_request(format, tool_set, session_id)
+    async def list_tools(self, format=None, *, tool_set="", session_id=None, native_tools=False):
+        request = _core.list_tools_request(format, tool_set, session_id, native_tools)
         response = await self._unary(self._tools.ListTools, request, "ListTools")
         if not session_id and not tool_set:
             self._executors = _core.executors(response)
@@ -266,9 +266,10 @@ class AsyncSession(_core.SessionBase):
     def open_child(self, **fields):
         return self.client.open_session(parent_session_id=self.session_id, **fields)
 
-    async def list_tools(self, format=None, *, tool_set=""):
+    async def list_tools(self, format=None, *, tool_set="", native_tools=False):
         return await self.client.list_tools(format, tool_set=tool_set,
-                                            session_id=self.session_id)
+                                            session_id=self.session_id,
+                                            native_tools=native_tools)
 
     def execute(self, calls, **options):
         return self.client.execute(calls, self.session_id, **options)

@@ -47,11 +47,13 @@ class Client(_core.Connection):
 
     # ---- tools -----------------------------------------------------------------
 
-    def list_tools(self, format=None, *, tool_set="", session_id=None):
+    def list_tools(self, format=None, *, tool_set="", session_id=None, native_tools=False):
         """Declarations as dicts (format None), or the tools in a provider's form:
-        "openai", "openai_strict", "anthropic" or "gemini" (a list ready to hand to
-        that provider's API)."""
-        request = _core.list_tools_request(format, tool_set, session_id)
+        "openai", "openai_strict", "openai_responses", "anthropic" or "gemini" (a list
+        ready to hand to that provider's API). ``native_tools`` declares the tools that
+        have a provider-native form in it (Anthropic's text_editor_20250728,
+        bash_20250124 and memory_20250818; the Responses API's apply_patch and shell)."""
+        request = _core.list_tools_request(format, tool_set, session_id, native_tools)
         response = self._unary(self._tools.ListTools, request, "ListTools")
         if not session_id and not tool_set:
             self._executors = _core.executors(response)
@@ -268,8 +270,9 @@ class Session(_core.SessionBase):
         the keys it starts with)."""
         return self.client.open_session(parent_session_id=self.session_id, **fields)
 
-    def list_tools(self, format=None, *, tool_set=""):
-        return self.client.list_tools(format, tool_set=tool_set, session_id=self.session_id)
+    def list_tools(self, format=None, *, tool_set="", native_tools=False):
+        return self.client.list_tools(format, tool_set=tool_set, session_id=self.session_id,
+                                      native_tools=native_tools)
 
     def execute(self, calls, **options):
         return self.client.execute(calls, self.session_id, **options)

@@ -43,9 +43,10 @@ class BuiltinToolSetsTest : public ::testing::Test {
 TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
   EXPECT_THAT(Names("read_only"), ElementsAre("view_file", "list_directory", "find_file",
                                               "search_directory", "finish"));
-  // The provider-compatible editing tools are file tools too.
-  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file",
-                                               "str_replace_based_edit_tool", "apply_patch"));
+  // Exactly upstream's three: harnesses ported from the SDK rely on it.
+  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
+  // The tools in the providers' own shapes are a set of their own.
+  EXPECT_THAT(Names("provider_tools"), ElementsAre("str_replace_based_edit_tool", "apply_patch"));
   EXPECT_THAT(Names("path_scoped"),
               ElementsAre("view_file", "create_file", "edit_file", "str_replace_based_edit_tool",
                           "apply_patch", "list_directory", "find_file", "search_directory",
