@@ -158,7 +158,7 @@ std::string Description(const BuiltinOptions& options) {
 
 }  // namespace
 
-// In path_scoped and provider_tools (not file_tools, which S6 fixes as
+// In path_scoped and provider_tools (not file_tools, which [Tool sets] fixes as
 // view_file, create_file and edit_file), with Anthropic's
 // provider-defined form of the tool for a harness that declares it that way.
 StrReplaceBasedEditTool::StrReplaceBasedEditTool(const BuiltinOptions& options)

@@ -16,7 +16,7 @@ namespace toolexec {
 // tools' tags (tool.h): read_only, file_tools, path_scoped, minimal and
 // provider_tools are the tools tagged kTagReadOnly, kTagFile, kTagPathScoped,
 // kTagMinimal and kTagProvider; nondestructive is every tool not tagged
-// kTagDestructive; all is every tool. S6 fixes read_only (list_directory,
+// kTagDestructive; all is every tool. [Tool sets] fixes read_only (list_directory,
 // search_directory, find_file, view_file, finish) and file_tools (view_file,
 // create_file, edit_file) exactly; the provider-shaped tools are in
 // provider_tools, and in path_scoped where they take paths.
