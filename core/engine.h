@@ -55,7 +55,7 @@
 #include "absl/time/time.h"
 #include "core/engine_options.h"
 #include "core/recording_export.h"
-#include "tools/mcp/mcp_tools.h"
+#include "mcp/client/mcp_tools.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/session.h"
