@@ -363,8 +363,12 @@ void Recorder::Close(const std::string& session_id) {
   std::string chunk;
   rec->AppendLine(&chunk, ToJsonString(RecordingEvent("close_session")));
   rec->Commit(std::move(chunk), /*sync=*/true);
-  absl::MutexLock lock(&sessions_mu_);
-  sessions_.erase(session_id);
+  {
+    absl::MutexLock lock(&sessions_mu_);
+    sessions_.erase(session_id);
+  }
+  // On disk (synced) by the time the session's close is answered.
+  Flush();
 }
 
 void Recorder::Enqueue(Chunk chunk) {

@@ -204,7 +204,9 @@ class Recorder final {
                                                           const JsonValue& session);
   // The session's recording, or null when it is not recorded (or closed).
   std::shared_ptr<SessionRecording> Find(const std::string& session_id) const;
-  // Records close_session (synced) and forgets the session.
+  // Records close_session and forgets the session; returns once it is
+  // written and synced. Called where the session closes (never on a
+  // transport thread: CloseSession's work executor, the drain, the sweeper).
   void Close(const std::string& session_id);
 
   // Where `session_id`'s recording is (whether or not it exists).
