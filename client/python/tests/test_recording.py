@@ -26,9 +26,10 @@ BATCHES = [
     [{"id": "v1", "name": "view_file", "args": {"file_path": "a.txt"}},
      {"id": "l1", "name": "list_directory", "args": {"directory_path": "."}},
      {"id": "g1", "name": "grep_search", "args": {"pattern": "needle", "output_mode": "content"}}],
-    [{"id": "c1", "name": "create_file", "args": {"file_path": "new.txt", "contents": "hello\n"}},
-     {"id": "v2", "name": "view_file", "args": {"file_path": "new.txt"}}],
-    [{"id": "r1", "name": "run_command", "args": {"command_line": "wc -l < a.txt"}},
+    [{"id": "c1", "name": "create_file", "args": {"file_path": "new.txt", "contents": "hello\n"}}],
+    # Calls of one batch run concurrently: what reads new.txt comes in the next.
+    [{"id": "v2", "name": "view_file", "args": {"file_path": "new.txt"}},
+     {"id": "r1", "name": "run_command", "args": {"command_line": "wc -l < a.txt"}},
      {"id": "s1", "name": "calculate_sum", "args": {"numbers": [1, 2, 3.5]}},
      {"id": "u1", "name": "no_such_tool", "args": {}}],
     [{"id": "q1", "name": "ask_question", "args": {"question": "ok?"}},
