@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -32,8 +34,17 @@ void Put(JsonValue& o, const char* key, JsonValue value, Json::AllocatorType& a)
   o.AddMember(JsonValue(key, a), value, a);
 }
 
+// UTC, RFC 3339 with microseconds. By hand: absl::FormatTime costs more than
+// the rest of a small result's line.
 std::string Now() {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  const int64_t us = absl::ToUnixMicros(absl::Now());
+  const time_t seconds = static_cast<time_t>(us / 1000000);
+  struct tm t;
+  gmtime_r(&seconds, &t);
+  char buf[96];
+  snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", t.tm_year + 1900, t.tm_mon + 1,
+           t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(us % 1000000));
+  return buf;
 }
 
 std::string EnumName(absl::string_view prefix, absl::string_view name) {
@@ -62,8 +73,9 @@ bool IsSessionId(absl::string_view id) {
 
 }  // namespace
 
-Json RecordingEvent(absl::string_view type) {
-  Json e = MakeObject();
+Json RecordingEvent(absl::string_view type, Json::AllocatorType* pool) {
+  Json e(pool);
+  e.SetObject();
   auto& a = e.GetAllocator();
   Put(e, "type", type, a);
   Put(e, "time", Now(), a);
@@ -155,7 +167,9 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
                                      std::optional<absl::Duration> timeout,
                                      uint32_t model_content_max_chars)
     : recording_(std::move(recording)), inner_(inner), batch_(recording_->NextBatch()) {
-  Json e = RecordingEvent("batch");
+  char buffer[16384];
+  Json::AllocatorType pool(buffer, sizeof(buffer));
+  Json e = RecordingEvent("batch", &pool);
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
   JsonValue list(rapidjson::kArrayType);
@@ -242,7 +256,10 @@ void RecordingObserver::AddCheckpoint(const JsonValue& checkpoint) {
 }
 
 void RecordingObserver::AddResult(const ToolCallResult& result) {
-  Json e = RecordingEvent("result");
+  // A small result's event fits on the stack: no heap block per result.
+  char buffer[16384];
+  Json::AllocatorType pool(buffer, sizeof(buffer));
+  Json e = RecordingEvent("result", &pool);
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
   JsonValue r;

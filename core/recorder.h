@@ -140,8 +140,9 @@ class SessionRecording final : public std::enable_shared_from_this<SessionRecord
   std::atomic<bool> cut_{false};
 };
 
-// A new event object {"type": type, "time": now}.
-Json RecordingEvent(absl::string_view type);
+// A new event object {"type": type, "time": now}, allocating from `pool`
+// (null: its own).
+Json RecordingEvent(absl::string_view type, Json::AllocatorType* pool = nullptr);
 // The ToolResult object a result line carries (see the header comment),
 // masked.
 void ResultToRecordingJson(const ToolCallResult& result, JsonValue& out, Json::AllocatorType& a);
