@@ -47,6 +47,8 @@ struct Target {
   std::string session;
 };
 
+uint64_t g_max_bytes = uint64_t{1} << 30;
+
 std::unique_ptr<Daemon> StartDaemon(const std::string& workspace, const std::string& recordings) {
   DaemonOptions options;
   options.server.listen = "127.0.0.1:0";
@@ -55,7 +57,7 @@ std::unique_ptr<Daemon> StartDaemon(const std::string& workspace, const std::str
   if (!recordings.empty()) {
     options.engine.recording.dir = recordings;
     options.engine.recording.all_sessions = true;
-    options.engine.recording.max_bytes_per_session = uint64_t{1} << 30;
+    options.engine.recording.max_bytes_per_session = g_max_bytes;
   }
   auto daemon = Daemon::Create(options);
   absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
@@ -125,8 +127,11 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strncmp(argv[i], "--max_bytes=", 12) == 0) {
+      // Past it the recording is cut: rendering goes on, writing stops.
+      g_max_bytes = std::strtoull(argv[i] + 12, nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--max_bytes=N]\n", argv[0]);
       return 2;
     }
   }
@@ -203,7 +208,9 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nrecording: %ld result lines (expected %ld), %.1f MiB\n", results, expected,
               static_cast<double>(bytes) / (1 << 20));
-  if (results != expected) Fail("the recording does not hold every result");
+  if (results != expected && g_max_bytes == uint64_t{1} << 30) {
+    Fail("the recording does not hold every result");
+  }
   std::filesystem::remove_all(scratch);
   if (g_failures > 0) {
     std::printf("FAILED: %d problem(s), see stderr\n", g_failures);
