@@ -54,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
+#include "core/recording_export.h"
 #include "mcp/client/mcp_tools.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
@@ -125,6 +126,9 @@ struct OpenSessionSpec {
   // beyond the config's policy, the caller's profile and the parent's; ""
   // = none.
   std::string policy_profile;
+  // Record the session's batches and results (core/recorder.h); the
+  // daemon's recording.all_sessions records every session anyway.
+  bool record = false;
 };
 
 // What a caller sees of a session.
@@ -137,6 +141,7 @@ struct SessionInfo {
   std::string parent_session_id;
   std::vector<std::string> workspaces;  // real paths
   std::vector<std::string> tools;       // every tool the session may call
+  std::string recording;                // the recording's path; "" = not recorded
 };
 
 // A WatchSession subscription; destroying it unsubscribes.
@@ -242,6 +247,16 @@ class Engine {
                                          PermissionAnswer /*answer*/,
                                          const std::string& /*reason*/) {
     return absl::UnimplementedError("this engine asks no permission");
+  }
+
+  // The session's recording (open, closed, or from before a restart) as it
+  // is (kNative) or as a provider transcript (core/recording_export.h).
+  // NOT_FOUND when there is none for this caller; FAILED_PRECONDITION when
+  // the daemon records nothing.
+  virtual absl::StatusOr<std::string> ExportRecording(const CallerIdentity& /*caller*/,
+                                                      const std::string& /*session_id*/,
+                                                      RecordingFormat /*format*/) {
+    return absl::FailedPreconditionError("this engine records no sessions");
   }
 
   // Refuses new batches and sessions with UNAVAILABLE from now on, waits for

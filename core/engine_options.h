@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "core/policy.h"
 #include "core/hooks.h"
+#include "core/recorder.h"
 #include "tools/builtin.h"
 #include "mcp/client/options.h"
 #include "tools/runtime/metrics.h"
@@ -84,6 +85,9 @@ struct EngineOptions {
 
   // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
   HookOptions hooks;
+
+  // Session recordings (core/recorder.h); off while recording.dir is "".
+  RecordingOptions recording;
 };
 
 }  // namespace toolexec

@@ -162,6 +162,9 @@ absl::Status ValidatePolicyOptions(const PolicyOptions& options);
 // What the person answered (mirrors toolexec.v1.PermissionDecision).
 enum class PermissionAnswer { kAllowOnce, kAllowSession, kDeny };
 
+// "allow_once", "allow_session" or "deny".
+absl::string_view PermissionAnswerName(PermissionAnswer answer);
+
 class Policy;
 using PolicyChain = std::vector<std::shared_ptr<const Policy>>;
 

@@ -542,6 +542,13 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   // --- hooks and the audit log (core/hooks.h) ---
   if (absl::Status s = ApplyHooks(config, &options->hooks); !s.ok()) return s;
   // --- end hooks ---
+  // --- session recordings (core/recorder.h) ---
+  if (!config.recording().dir().empty()) options->recording.dir = config.recording().dir();
+  options->recording.all_sessions = config.recording().all_sessions();
+  if (config.recording().max_bytes_per_session()) {
+    options->recording.max_bytes_per_session = config.recording().max_bytes_per_session();
+  }
+  // --- end session recordings ---
   return absl::OkStatus();
 }
 
@@ -788,6 +795,8 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       // Linux's PID_MAX_LIMIT.
       {"run_command.rlimit_processes", b.rlimit_processes, 0, 1 << 22, ""},
       {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
+      {"recording.max_bytes_per_session", o.recording.max_bytes_per_session, 4096,
+       uint64_t{1} << 40, " bytes (1 TiB)"},
   };
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
+#include "server/export_recording_reactor.h"
 #include "server/unary.h"
 #include "server/watch_session_reactor.h"
 #include "tools/runtime/provider_format.h"
@@ -196,6 +197,12 @@ grpc::ServerUnaryReactor* ToolExecutorService::RespondPermission(
   }
   return ReplyUnary(context, "RespondPermission", *caller, status,
                     absl::StrCat("request=", request->request_id()));
+}
+
+grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ToolExecutorService::ExportRecording(
+    grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) {
+  return ExportRecordingReactor::Start(engine_, context, AuthenticateCall(auth_, *context),
+                                       *request);
 }
 
 }  // namespace toolexec

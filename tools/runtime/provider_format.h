@@ -114,6 +114,40 @@ std::string ProviderToolsJson(DeclarationFormat format,
                               const std::vector<const RegisteredTool*>& tools,
                               const DeclarationOptions& options = {});
 
+// ---- Conversations: tool calls and their results as messages ---------------
+//
+// The same messages the Python client's tool_result_messages builds
+// (client/python/toolexec/providers.py), so a transcript the daemon exports
+// (core/recording_export.h) is what a harness using either would have sent.
+// Results are ToolResult objects with the .proto field names (id, name,
+// status "RESULT_STATUS_…", payload, model_content), as the Python client
+// and a recording hold them. The text for the model is model_content, or
+// when it is empty the payload as Python's json.dumps renders it.
+
+// The providers a conversation can be written for.
+enum class TranscriptFormat { kOpenAi, kOpenAiResponses, kAnthropic, kGemini };
+
+// The model's turn that made `calls` ({"id", "name", "args"} objects, or
+// "args_json" text for arguments that never parsed), appended to the array
+// `out`: an OpenAI assistant message with tool_calls, one Responses
+// function_call item per call, an Anthropic assistant message of tool_use
+// blocks, a Gemini model content of functionCall parts.
+void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonValue*>& calls,
+                        JsonValue& out, Json::AllocatorType& a);
+// The messages answering `results`, appended to the array `out`: one "tool"
+// message per result (OpenAI), one function_call_output item per result
+// (Responses), one user message of tool_result blocks (Anthropic), one user
+// content of functionResponse parts (Gemini).
+void AppendToolResultMessages(TranscriptFormat format,
+                              const std::vector<const JsonValue*>& results, JsonValue& out,
+                              Json::AllocatorType& a);
+// The text a result gives the model (see above).
+std::string ResultText(const JsonValue& result);
+// `value` as Python's json.dumps(value, ensure_ascii=False) writes it (", "
+// and ": " separators, floats as repr writes them; a whole number is an
+// integer, as the Python client reads one).
+std::string PythonJsonText(const JsonValue& value);
+
 }  // namespace toolexec
 
 #endif  // TOOLEXEC_TOOLS_RUNTIME_PROVIDER_FORMAT_H_

@@ -262,6 +262,13 @@ class BatchObserver {
   // the engine, not the runner: always before the first result, on the thread
   // that started the batch). Default: ignored.
   virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
+  // S12: the answer to one of those questions ("allow_once", "allow_session",
+  // "deny", or "timeout" when none came in time), before the batch goes on;
+  // on the thread that answered (or the policy's timeout thread). Default:
+  // ignored.
+  virtual void OnPermissionAnswer(const std::string& /*request_id*/,
+                                  absl::string_view /*decision*/,
+                                  const std::string& /*reason*/) {}
   // In call order, each exactly once, except the batch's last result, which
   // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;

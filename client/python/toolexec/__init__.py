@@ -26,6 +26,7 @@ from .errors import (AuthenticationError, HarnessCallError, InvalidArgumentsErro
                      ServerUnavailableError,
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
+from .replay import replay
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
                         openai_tool_message, responses_output_item, result_text, tool_calls_in,
                         tool_result_messages)
@@ -40,5 +41,5 @@ __all__ = [
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
     "anthropic_tool_result", "gemini_function_response", "openai_tool_message", "responses_output_item",
-    "tool_calls_in", "tool_result_messages", "result_text", "is_error",
+    "tool_calls_in", "tool_result_messages", "result_text", "is_error", "replay",
 ]

@@ -253,6 +253,21 @@ def close_session_request(session_id, fields):
     return pb.CloseSessionRequest(session_id=session_id, **fields)
 
 
+def export_recording_request(session_id, fmt):
+    return pb.ExportRecordingRequest(
+        session_id=session_id,
+        format=_enum_value(pb.RecordingFormat, "RECORDING_FORMAT_", fmt or "native"))
+
+
+def export_result(chunks, fmt):
+    """A recording's chunks, joined and parsed: the native form as a list of its
+    lines' objects (the header first), a transcript as its list of messages."""
+    text = b"".join(chunks).decode("utf-8")
+    if (fmt or "native").lower() in ("native", "recording_format_native"):
+        return [json.loads(line) for line in text.splitlines() if line]
+    return json.loads(text)
+
+
 def respond_permission_request(request_id, decision, reason):
     return pb.RespondPermissionRequest(
         request_id=request_id, reason=reason or "",

@@ -187,6 +187,16 @@ class AsyncClient(_core.Connection):
         request = _core.respond_permission_request(request_id, decision, reason)
         await self._unary(self._tools.RespondPermission, request, "RespondPermission")
 
+    async def export_recording(self, session_id, format=None):
+        """See Client.export_recording."""
+        request = _core.export_recording_request(session_id, format)
+        try:
+            chunks = [r.chunk async for r in self._tools.ExportRecording(
+                request, timeout=self._timeout, metadata=self._metadata)]
+        except grpc.RpcError as e:
+            raise rpc_error(e, "ExportRecording") from None
+        return _core.export_result(chunks, format)
+
     # ---- artifacts ----------------------------------------------------------------
 
     async def save_artifact(self, session_id, name, content, mime_type=""):
@@ -288,6 +298,9 @@ class AsyncSession(_core.SessionBase):
 
     def watch(self):
         return self.client.watch(self.session_id)
+
+    async def export(self, format=None):
+        return await self.client.export_recording(self.session_id, format)
 
     async def save_artifact(self, name, content, mime_type=""):
         return await self.client.save_artifact(self.session_id, name, content, mime_type)

@@ -200,6 +200,20 @@ class Client(_core.Connection):
         request = _core.respond_permission_request(request_id, decision, reason)
         self._unary(self._tools.RespondPermission, request, "RespondPermission")
 
+    def export_recording(self, session_id, format=None):
+        """The session's recording (OpenSession's ``record``, or a daemon recording
+        every session): with format None (or "native") a list of its events as
+        dicts, the header line first; with "openai", "openai_responses",
+        "anthropic" or "gemini" the conversation as that provider's messages (per
+        batch the model's tool calls, then what tool_result_messages builds)."""
+        request = _core.export_recording_request(session_id, format)
+        try:
+            chunks = [r.chunk for r in self._tools.ExportRecording(
+                request, timeout=self._timeout, metadata=self._metadata)]
+        except grpc.RpcError as e:
+            raise rpc_error(e, "ExportRecording") from None
+        return _core.export_result(chunks, format)
+
     # ---- artifacts ----------------------------------------------------------------
 
     def save_artifact(self, session_id, name, content, mime_type=""):
@@ -292,6 +306,10 @@ class Session(_core.SessionBase):
 
     def watch(self):
         return self.client.watch(self.session_id)
+
+    def export(self, format=None):
+        """This session's recording: see Client.export_recording."""
+        return self.client.export_recording(self.session_id, format)
 
     def save_artifact(self, name, content, mime_type=""):
         return self.client.save_artifact(self.session_id, name, content, mime_type)
