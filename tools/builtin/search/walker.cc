@@ -398,6 +398,7 @@ class ParallelWalk {
     if (options_.skip_hidden && !name.empty() && name.front() == '.') return false;
     if (ignore != nullptr && options_.use_ignore_files &&
         ignore->Match(path, is_dir) == IgnoreRules::Verdict::kIgnore) {
+      if (options_.ignored != nullptr && *options_.ignored) (*options_.ignored)(path, is_dir);
       return false;
     }
     return true;
