@@ -19,6 +19,7 @@
 #include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
+#include "tools/workspace/checkpoint/store.h"
 
 namespace toolexec {
 
@@ -84,6 +85,18 @@ struct EngineOptions {
 
   // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
   HookOptions hooks;
+
+  // Checkpoints of a session's workspace before each batch that can write
+  // (tools/workspace/checkpoint/store.h). Off unless enabled; store_dir is
+  // then required.
+  bool checkpoints_enabled = false;
+  checkpoint::StoreOptions checkpoints = [] {
+    checkpoint::StoreOptions o;
+    o.max_store_bytes = uint64_t{1} << 30;
+    o.keep_per_session = 100;
+    o.max_file_bytes = uint64_t{16} << 20;
+    return o;
+  }();
 };
 
 }  // namespace toolexec
