@@ -99,7 +99,8 @@ std::string SerializeManifest(const Manifest& m) {
   header("created_ns", absl::StrCat(absl::ToUnixNanos(info.created_at)));
   for (const std::string& tool : info.tools) header("tool", tool);
   header("files_changed", absl::StrCat(info.files_changed));
-  header("bytes_stored", absl::StrCat(info.bytes_stored));
+  // Fixed width: a writer may patch it in after measuring the text.
+  header("bytes_stored", absl::StrFormat("%020u", info.bytes_stored));
   header("root", info.root);
   for (const Entry& e : m.entries) {
     out.push_back(static_cast<char>(e.type));
@@ -127,6 +128,13 @@ std::string SerializeManifest(const Manifest& m) {
     out.push_back('\n');
   }
   return out;
+}
+
+void SetBytesStored(std::string* text, uint64_t bytes_stored) {
+  static constexpr char kKey[] = "\n=bytes_stored\t";
+  const size_t at = text->find(kKey);
+  if (at == std::string::npos) return;
+  text->replace(at + sizeof(kKey) - 1, 20, absl::StrFormat("%020u", bytes_stored));
 }
 
 absl::StatusOr<Manifest> ParseManifest(absl::string_view text, absl::string_view source) {

@@ -14,7 +14,8 @@
 // "\\", tab and newline in paths and link targets escaped as \\, \t, \n):
 //   toolexec-checkpoint/1
 //   =<key>\t<value>       header: id, session, batch, created_ns, tool (one
-//                         line per tool), files_changed, bytes_stored, root
+//                         line per tool), files_changed, bytes_stored (20
+//                         digits, so it can be patched in place), root
 //   f\t<mode>\t<size>\t<sha256>\t<dev>\t<ino>\t<mtime_ns>\t<ctime_ns>\t<path>
 //   l\t<mode>\t<target>\t<path>
 //   d\t<mode>\t<path>
@@ -88,6 +89,8 @@ struct Manifest {
 };
 
 std::string SerializeManifest(const Manifest& manifest);
+// Rewrites the bytes_stored header of serialized `text` in place.
+void SetBytesStored(std::string* text, uint64_t bytes_stored);
 // DataLoss naming `source` for text that is not a manifest.
 absl::StatusOr<Manifest> ParseManifest(absl::string_view text, absl::string_view source);
 

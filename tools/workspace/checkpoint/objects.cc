@@ -42,6 +42,31 @@ bool ValidHash(absl::string_view hash) {
 
 }  // namespace
 
+absl::Status WriteUnsynced(int dir_fd, const std::string& name, absl::string_view data, bool replace,
+                           const std::string& display, bool* existed) {
+  const size_t slash = name.rfind('/');
+  const std::string tmp = absl::StrCat(slash == std::string::npos ? "" : name.substr(0, slash + 1),
+                                       ".tmp-", getpid(), "-", temp_counter.fetch_add(1));
+  UniqueFd out(openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400));
+  if (!out.valid()) return ErrnoStatus(errno, display, "creating");
+  if (!WriteAll(out.get(), data)) {
+    const int err = errno;
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    return ErrnoStatus(err, display, "writing");
+  }
+  out.reset();
+  if (renameat2(dir_fd, tmp.c_str(), dir_fd, name.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    if (err == EEXIST && existed != nullptr) {
+      *existed = true;
+      return absl::OkStatus();
+    }
+    return ErrnoStatus(err, display, "storing");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoStatus(errno, dir, "creating");
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -68,22 +93,13 @@ absl::StatusOr<uint64_t> ObjectStore::Put(absl::string_view hash, absl::string_v
     return absl::InternalError(absl::StrCat("compressing object ", hash, " failed"));
   }
   packed.resize(bound);
-  const std::string tmp = absl::StrCat(sub, "/.tmp-", getpid(), "-", temp_counter.fetch_add(1));
-  UniqueFd out(openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400));
-  if (!out.valid()) return ErrnoStatus(errno, absl::StrCat(dir_, "/", tmp), "creating");
-  if (!WriteAll(out.get(), packed)) {
-    const int err = errno;
-    unlinkat(fd_.get(), tmp.c_str(), 0);
-    return ErrnoStatus(err, absl::StrCat(dir_, "/", tmp), "writing");
+  bool existed = false;
+  if (absl::Status s = WriteUnsynced(fd_.get(), rel, packed, false, absl::StrCat(dir_, "/", rel),
+                                     &existed);
+      !s.ok()) {
+    return s;
   }
-  out.reset();
-  if (renameat2(fd_.get(), tmp.c_str(), fd_.get(), rel.c_str(), RENAME_NOREPLACE) != 0) {
-    const int err = errno;
-    unlinkat(fd_.get(), tmp.c_str(), 0);
-    if (err == EEXIST) return 0;  // another writer stored the same content
-    return ErrnoStatus(err, absl::StrCat(dir_, "/", rel), "storing");
-  }
-  return packed.size();
+  return existed ? 0 : packed.size();  // another writer may have stored the same content
 }
 
 absl::StatusOr<std::string> ObjectStore::Get(absl::string_view hash, uint64_t size) const {

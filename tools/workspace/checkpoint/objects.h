@@ -22,6 +22,14 @@
 
 namespace toolexec::checkpoint {
 
+// Writes `data` to `name` in the directory `dir_fd` through a temp file and
+// a rename, without fsync (the store's durability is the daemon's life, see
+// above). `replace`: whether an existing `name` is replaced; when it is not,
+// an existing one leaves `*existed` true and the store unchanged. Errors name
+// `display`.
+absl::Status WriteUnsynced(int dir_fd, const std::string& name, absl::string_view data, bool replace,
+                           const std::string& display, bool* existed = nullptr);
+
 class ObjectStore final {
  public:
   // Opens (creating) `dir`.

@@ -620,18 +620,18 @@ absl::StatusOr<CheckpointInfo> CheckpointStore::Take(
       info.bytes_stored = s.bytes_stored;
       manifest->info = info;
       std::string text = SerializeManifest(*manifest);
-      // The manifest counts itself: its bytes_stored field has a fixed width.
+      // The manifest counts itself (its bytes_stored field has a fixed width).
       info.bytes_stored += text.size();
       manifest->info.bytes_stored = info.bytes_stored;
-      text = SerializeManifest(*manifest);
+      SetBytesStored(&text, info.bytes_stored);
       const std::string dir = absl::StrCat(options_.store_dir, "/sessions/", SessionDir(info.session_id));
       if (absl::Status made = MakeDir(dir); !made.ok()) return made;
       UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!dir_fd.valid()) return ErrnoStatus(errno, dir, "opening");
-      AtomicWriteOptions write;
-      write.mode = 0600;
-      write.display = absl::StrCat(dir, "/", info.id, ".manifest");
-      if (absl::Status w = WriteFileAtomic(dir_fd.get(), absl::StrCat(info.id, ".manifest"), text, write);
+      // Not fsynced, like the objects it names: a checkpoint outlives the
+      // daemon, not a crash of the machine.
+      if (absl::Status w = WriteUnsynced(dir_fd.get(), absl::StrCat(info.id, ".manifest"), text,
+                                         false, absl::StrCat(dir, "/", info.id, ".manifest"));
           !w.ok()) {
         return w;
       }

@@ -19,7 +19,10 @@
 //   sessions/<session dir>/<id>.manifest   one per checkpoint
 // A store opened again (a restarted daemon) finds every checkpoint, and
 // objects no manifest names (left by a crash) are removed. One daemon per
-// store_dir.
+// store_dir. Neither objects nor manifests are fsynced (a checkpoint before
+// every writing batch must not wait for the disk): checkpoints outlive the
+// daemon, not a crash of the machine, and a damaged object is reported by
+// the restore that needs it, never written.
 //
 // Bounds: after each Take the session keeps at most keep_per_session
 // checkpoints and the store at most max_store_bytes (0 = no bound): the
