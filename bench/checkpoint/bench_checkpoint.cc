@@ -31,7 +31,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/workspace/checkpoint/store.h"
 
 namespace {

@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/shell.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/workspace/checkpoint/manifest.h"
 #include "tools/workspace/checkpoint/store.h"
 

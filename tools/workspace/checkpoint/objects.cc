@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "tools/builtin/file_tools.h"
+#include "tools/files/file_tools.h"
 
 namespace toolexec::checkpoint {
 namespace {

@@ -18,10 +18,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "tools/builtin/file_tools.h"
-#include "tools/builtin/fs/text.h"
-#include "tools/builtin/search/confine.h"
-#include "tools/builtin/search/walker.h"
+#include "tools/files/file_tools.h"
+#include "tools/workspace/text.h"
+#include "tools/search/confine.h"
+#include "tools/search/walker.h"
 
 namespace toolexec::checkpoint {
 

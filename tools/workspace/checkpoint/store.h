@@ -60,7 +60,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/workspace/checkpoint/manifest.h"
 #include "tools/workspace/checkpoint/objects.h"
 
