@@ -303,6 +303,28 @@ absl::StatusOr<std::string> Client::ExportRecording(const v1::ExportRecordingReq
   while (reader->Read(&chunk)) out.append(chunk.chunk());
   if (absl::Status s = ToAbslStatus(reader->Finish()); !s.ok()) return s;
   return out;
+absl::StatusOr<v1::ListCheckpointsResponse> Client::ListCheckpoints(
+    const v1::ListCheckpointsRequest& request, absl::Duration timeout) {
+  return Unary<v1::ListCheckpointsResponse>(
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
+        return stub_->ListCheckpoints(context, request, response);
+      });
+}
+
+absl::StatusOr<v1::DiffCheckpointResponse> Client::DiffCheckpoint(
+    const v1::DiffCheckpointRequest& request, absl::Duration timeout) {
+  return Unary<v1::DiffCheckpointResponse>(
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
+        return stub_->DiffCheckpoint(context, request, response);
+      });
+}
+
+absl::StatusOr<v1::RestoreCheckpointResponse> Client::RestoreCheckpoint(
+    const v1::RestoreCheckpointRequest& request, absl::Duration timeout) {
+  return Unary<v1::RestoreCheckpointResponse>(
+      token_, timeout, [&](grpc::ClientContext* context, auto* response) {
+        return stub_->RestoreCheckpoint(context, request, response);
+      });
 }
 
 std::unique_ptr<Watch> Client::WatchSession(

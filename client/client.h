@@ -152,6 +152,16 @@ class Client final {
   absl::StatusOr<v1::RespondPermissionResponse> RespondPermission(
       const v1::RespondPermissionRequest& request,
       absl::Duration timeout = kDefaultUnaryTimeout);
+  // Checkpoints of a session's workspace (the daemon's checkpoints config).
+  absl::StatusOr<v1::ListCheckpointsResponse> ListCheckpoints(
+      const v1::ListCheckpointsRequest& request,
+      absl::Duration timeout = kDefaultUnaryTimeout);
+  absl::StatusOr<v1::DiffCheckpointResponse> DiffCheckpoint(
+      const v1::DiffCheckpointRequest& request,
+      absl::Duration timeout = kDefaultUnaryTimeout);
+  absl::StatusOr<v1::RestoreCheckpointResponse> RestoreCheckpoint(
+      const v1::RestoreCheckpointRequest& request,
+      absl::Duration timeout = kDefaultUnaryTimeout);
 
   // A session's recording, whole (the stream's chunks joined): as written,
   // or as the provider transcript `request.format` names.

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -88,6 +89,17 @@ commands:
                            compare each result with the recorded one; prints a
                            line per batch and each difference (--json: one JSON
                            object); exit 1 on any difference
+  checkpoints SESSION      list the session's checkpoints (its workspace before each
+                           batch that could write), oldest first, one JSON line each
+  diff SESSION FROM [TO]   the changes from checkpoint FROM to checkpoint TO (default:
+                           the workspace now): a unified diff (git's format) on
+                           stdout, one "<kind> <path>" line per change on stderr;
+                           --path P (repeatable) limits it to P
+  restore SESSION CHECKPOINT [PATH...] [--dry-run]
+                           put the workspace (or PATHs) back as CHECKPOINT had it;
+                           prints each change, the undo checkpoint taken first,
+                           and what the checkpoint had left out; --dry-run only
+                           says what would change
   health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
   help                     print this text (also --help, -h)
   version                  print the version, git commit and build type (also --version)
@@ -129,6 +141,8 @@ struct Options {
   std::string workspace;  // replay --workspace
   bool json = false;      // replay --json
   std::string service;   // health --service
+  std::vector<std::string> paths;  // diff --path
+  bool dry_run = false;            // restore --dry-run
   ClientCredentials credentials;
   std::string token_file;
   bool help = false;
@@ -151,6 +165,7 @@ const std::vector<FlagSpec>& Flags() {
       {"workspace", {"replay"}},
       {"json", {"replay"}},
       {"service", {"health"}},
+      {"path", {"diff"}},
       {"token-file", {}},
       {"tls-ca", {}},
       {"tls-cert", {}},
@@ -195,6 +210,16 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       if (!values.emplace("json", "true").second) {
         return absl::InvalidArgumentError("--json is given more than once");
       }
+      continue;
+    }
+    if (arg == "--dry-run") {
+      options.dry_run = true;
+      continue;
+    }
+    if (absl::StartsWith(arg, "--path=") || (arg == "--path" && i + 1 < argc)) {
+      // Repeatable, unlike the other flags.
+      options.paths.push_back(arg == "--path" ? argv[++i] : std::string(arg.substr(7)));
+      if (options.paths.back().empty()) return absl::InvalidArgumentError("--path needs a value");
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
@@ -249,11 +274,19 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
   };
   static const auto* const kArity = new std::map<absl::string_view, Arity>{
       {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}},
-      {"mcp", {0, 0}}, {"export", {1, 1}}, {"replay", {1, 1}}};
+      {"mcp", {0, 0}}, {"export", {1, 1}}, {"replay", {1, 1}},
+      {"checkpoints", {1, 1}}, {"diff", {2, 3}},
+      {"restore", {2, std::numeric_limits<size_t>::max()}}};
   auto arity = kArity->find(options.command);
   if (arity == kArity->end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command \"", options.command, "\""));
+  }
+  if (options.dry_run && options.command != "restore") {
+    return absl::InvalidArgumentError(absl::StrCat("--dry-run does not apply to ", options.command));
+  }
+  if (!options.paths.empty() && options.command != "diff") {
+    return absl::InvalidArgumentError(absl::StrCat("--path does not apply to ", options.command));
   }
   if (options.positional.size() < arity->second.min ||
       options.positional.size() > arity->second.max) {
@@ -468,6 +501,10 @@ int RunCall(Client& client, const Options& options) {
           result = event.result();
         } else if (event.has_permission_request()) {
           ReportPermissionRequest(event.permission_request());
+        } else if (event.has_checkpoint()) {
+          std::cerr << "toolexec: checkpoint " << event.checkpoint().id()
+                    << " taken first (toolexec restore " << event.checkpoint().session_id() << " "
+                    << event.checkpoint().id() << " undoes the call)" << std::endl;
         }
         // Progress chunks are dropped: the final result carries the output.
       },
@@ -600,6 +637,53 @@ int RunReplay(Client& client, const Options& options) {
   std::cout << (options.json ? ReplayReportJson(*report) : ReplayReportText(*report))
             << std::flush;
   return report->differences == 0 ? kExitOk : kExitNotSuccess;
+int RunCheckpoints(Client& client, const Options& options) {
+  v1::ListCheckpointsRequest request;
+  request.set_session_id(options.positional[0]);
+  auto response = client.ListCheckpoints(request, options.timeout.value_or(kDefaultUnaryTimeout));
+  if (!response.ok()) return RpcFailed(response.status());
+  for (const v1::Checkpoint& c : response->checkpoints()) {
+    if (absl::Status printed = PrintJsonLine(c, std::cout); !printed.ok()) return RpcFailed(printed);
+  }
+  return kExitOk;
+}
+
+// "added path", as FileChangeKind names it.
+std::string ChangeLine(const v1::FileChange& change) {
+  return absl::StrCat(absl::AsciiStrToLower(v1::FileChangeKind_Name(change.kind())), " ",
+                      change.path());
+}
+
+int RunDiff(Client& client, const Options& options) {
+  v1::DiffCheckpointRequest request;
+  request.set_session_id(options.positional[0]);
+  request.set_from_checkpoint_id(options.positional[1]);
+  if (options.positional.size() > 2) request.set_to_checkpoint_id(options.positional[2]);
+  for (const std::string& p : options.paths) request.add_paths(p);
+  auto response = client.DiffCheckpoint(request, options.timeout.value_or(absl::Minutes(5)));
+  if (!response.ok()) return RpcFailed(response.status());
+  for (const v1::FileChange& c : response->changes()) std::cerr << ChangeLine(c) << "\n";
+  std::cout << response->unified_diff();
+  if (response->diff_truncated()) std::cerr << "toolexec: the diff was cut short\n";
+  return kExitOk;
+}
+
+int RunRestore(Client& client, const Options& options) {
+  v1::RestoreCheckpointRequest request;
+  request.set_session_id(options.positional[0]);
+  request.set_checkpoint_id(options.positional[1]);
+  for (size_t i = 2; i < options.positional.size(); ++i) request.add_paths(options.positional[i]);
+  request.set_dry_run(options.dry_run);
+  auto response = client.RestoreCheckpoint(request, options.timeout.value_or(absl::Minutes(10)));
+  if (!response.ok()) return RpcFailed(response.status());
+  const char* verb = options.dry_run ? "would restore: " : "restored: ";
+  for (const v1::FileChange& c : response->changes()) std::cout << verb << ChangeLine(c) << "\n";
+  for (const std::string& p : response->not_restored()) std::cout << "not restored: " << p << "\n";
+  if (!response->undo_checkpoint_id().empty()) {
+    std::cout << "undo checkpoint: " << response->undo_checkpoint_id() << "\n";
+  }
+  std::cout << std::flush;
+  return kExitOk;
 }
 
 int RunHealth(Client& client, const Options& options) {
@@ -650,6 +734,9 @@ int Main(int argc, char** argv) {
   if (options->command == "batch") return RunBatch(*client, *options);
   if (options->command == "export") return RunExport(*client, *options);
   if (options->command == "replay") return RunReplay(*client, *options);
+  if (options->command == "checkpoints") return RunCheckpoints(*client, *options);
+  if (options->command == "diff") return RunDiff(*client, *options);
+  if (options->command == "restore") return RunRestore(*client, *options);
   if (options->command == "mcp") {
     McpStdioServer::Options mcp;
     mcp.tool_set = options->tool_set;

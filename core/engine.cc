@@ -12,9 +12,11 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/policy.h"
@@ -174,6 +176,16 @@ class RuntimeEngine final : public Engine {
                               const std::string& name, int64_t version) override;
   absl::Status RespondPermission(const CallerIdentity& caller, const std::string& request_id,
                                  PermissionAnswer answer, const std::string& reason) override;
+  absl::StatusOr<std::vector<checkpoint::CheckpointInfo>> ListCheckpoints(
+      const CallerIdentity& caller, const std::string& session_id) override;
+  absl::StatusOr<checkpoint::DiffResult> DiffCheckpoint(const CallerIdentity& caller,
+                                                        const std::string& session_id,
+                                                        const std::string& from_id,
+                                                        const std::string& to_id,
+                                                        const std::vector<std::string>& paths) override;
+  absl::StatusOr<checkpoint::RestoreResult> RestoreCheckpoint(
+      const CallerIdentity& caller, const std::string& session_id, const std::string& checkpoint_id,
+      const std::vector<std::string>& paths, bool dry_run) override;
   absl::Status CheckProfile(const std::string& profile) const override {
     return policy_->CheckProfile(profile);
   }
@@ -212,6 +224,19 @@ class RuntimeEngine final : public Engine {
   absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const CallerIdentity& caller,
                                                            const std::string& id);
   bool WaitForBatches(absl::Time deadline);
+  // Before a batch of a session starts: a checkpoint of its workspace when
+  // some call can write (a tool that is not read-only, runs here, and is not
+  // quick; the policy did not refuse it), sent to `observer` first.
+  absl::Status CheckpointBefore(const BatchRequest& batch, BatchObserver* observer);
+  // What a session's checkpoints cover: its first workspace, or the daemon's.
+  const std::shared_ptr<const fs::ConfinedRoot>& RootOf(const Session& session) const {
+    return session.workspaces().empty() ? workspace_root_ : session.workspaces().front();
+  }
+  // The session `id` of `caller`, with checkpoints on.
+  absl::StatusOr<std::shared_ptr<Session>> CheckpointSession(const CallerIdentity& caller,
+                                                            const std::string& id);
+  // A batch of `id` or of a session below it is accepted and not delivered.
+  bool BatchesRunningIn(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const EngineOptions options_;
   // Session recordings (null: off). First, so it outlives every batch and
@@ -247,6 +272,12 @@ class RuntimeEngine final : public Engine {
   std::atomic<int64_t> last_call_{0};  // unix ns; 0 = none yet
   mutable absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Checkpoints of sessions' workspaces; null when they are off.
+  std::unique_ptr<checkpoint::CheckpointStore> checkpoints_;
+  // Batches accepted and not yet delivered, per session; and the sessions a
+  // restore is changing the workspace of (no batch starts in them meanwhile).
+  absl::flat_hash_map<std::string, int> session_batches_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> restoring_ ABSL_GUARDED_BY(mu_);
   bool stopped_ = false;
   bool runner_abandoned_ = false;  // tools ignored cancellation past the grace
 };
@@ -338,6 +369,11 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
       PolicyEngine::Create(o.policy, startup_tools_.get(), workspace_root_->path(), o.metrics);
   if (!policy.ok()) return policy.status();
   policy_ = *std::move(policy);
+  if (o.checkpoints_enabled) {
+    auto store = checkpoint::CheckpointStore::Open(o.checkpoints);
+    if (!store.ok()) return store.status();
+    checkpoints_ = *std::move(store);
+  }
   if (o.session_idle_ttl > absl::ZeroDuration()) {
     absl::Duration every = std::min(absl::Seconds(1), o.session_idle_ttl / 2);
     auto sweeper = StartThread([this, every] {
@@ -456,6 +492,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   // calls it.
   auto unstarted = [recording] { delete recording; };
   // ---- end recording ----
+  const std::string session_id = spec.session_id;
   {
     // Checked and counted in one step, so a drain that has begun never misses
     // a batch it must wait for.
@@ -464,11 +501,22 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
       unstarted();
       return shutting_down;
     }
+    if (!session_id.empty() && restoring_.contains(session_id)) {
+      unstarted();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a checkpoint restore is changing the workspace of session '", session_id,
+          "'; send the batch once it has finished"));
+    }
     ++in_flight_;
+    if (!session_id.empty()) ++session_batches_[session_id];
   }
-  auto release = [this] {
+  auto release = [this, session_id] {
     absl::MutexLock lock(&mu_);
     --in_flight_;
+    if (!session_id.empty()) {
+      auto it = session_batches_.find(session_id);
+      if (it != session_batches_.end() && --it->second <= 0) session_batches_.erase(it);
+    }
   };
   MetricsSink* metrics = options_.metrics.get();
   const absl::Time accepted = absl::Now();
@@ -484,7 +532,11 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   auto handle = policy_->StartBatch(
       caller.name, caller.profile, std::move(batch), observer,
       [this, room = std::make_shared<ToolRunner::Room>(*std::move(room))](BatchRequest b,
-                                                                           BatchObserver* o) {
+                                                                           BatchObserver* o)
+          -> absl::StatusOr<std::shared_ptr<BatchHandle>> {
+        if (checkpoints_ != nullptr && b.session != nullptr) {
+          if (absl::Status s = CheckpointBefore(b, o); !s.ok()) return s;
+        }
         return runner_->Start(std::move(b), o, std::move(*room));
       });
   // ---- end policy ----
@@ -783,6 +835,148 @@ absl::Status RuntimeEngine::RespondPermission(const CallerIdentity& caller,
                                               const std::string& reason) {
   NoteCall();
   return policy_->Respond(caller.name, request_id, answer, reason);
+}
+
+absl::Status RuntimeEngine::CheckpointBefore(const BatchRequest& batch, BatchObserver* observer) {
+  const Session& session = *batch.session;
+  const ToolRegistry& tools = batch.tools != nullptr ? *batch.tools : *startup_tools_;
+  std::vector<std::string> writers;
+  for (const CallRequest& call : batch.calls) {
+    if (!call.refusal.ok()) continue;  // it will not run
+    const RegisteredTool* rt = tools.Find(call.name);
+    if (rt == nullptr || !session.AllowsTool(*rt)) continue;
+    const ToolSpec& spec = rt->tool->spec();
+    // Quick tools do no I/O (ToolSpec::quick); tools run elsewhere fail here.
+    if (spec.read_only || spec.quick || spec.executor != ToolExecutor::kDaemon) continue;
+    if (std::find(writers.begin(), writers.end(), call.name) == writers.end()) {
+      writers.push_back(call.name);
+    }
+  }
+  if (writers.empty()) return absl::OkStatus();
+  checkpoint::TakeRequest request;
+  request.session_id = session.id();
+  // The batch is named by its trace id, which every result carries too.
+  const std::vector<std::string> trace = absl::StrSplit(batch.traceparent, '-');
+  request.batch_id = trace.size() > 1 ? trace[1] : batch.traceparent;
+  request.tools = std::move(writers);
+  checkpoint::TakeStats stats;
+  auto taken = checkpoints_->Take(RootOf(session), request, &stats);
+  if (!taken.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint before this batch failed, so none of its calls ran: ",
+        taken.status().message(),
+        " (free space in checkpoints.store_dir, or turn checkpoints off to run without them)"));
+  }
+  if (options_.metrics != nullptr) options_.metrics->CheckpointTaken(stats.duration, stats.bytes_stored);
+  CheckpointEvent event;
+  event.id = taken->id;
+  event.session_id = taken->session_id;
+  event.batch_id = taken->batch_id;
+  event.created_at = taken->created_at;
+  event.tools = taken->tools;
+  event.files_changed = taken->files_changed;
+  event.bytes_stored = taken->bytes_stored;
+  observer->OnCheckpoint(event);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::CheckpointSession(const CallerIdentity& caller,
+                                                                         const std::string& id) {
+  NoteCall();
+  if (checkpoints_ == nullptr) return absl::FailedPreconditionError(kCheckpointsOff);
+  auto session = sessions_->Get(id, caller.name);
+  if (!session.ok()) return session.status();
+  (*session)->Touch();
+  return session;
+}
+
+bool RuntimeEngine::BatchesRunningIn(const std::string& id) const {
+  for (const auto& [running, count] : session_batches_) {
+    // Up the tree from each session with a batch: children share their
+    // parent's workspace.
+    std::string at = running;
+    for (int depth = 0; !at.empty() && depth <= options_.session_max_depth + 1; ++depth) {
+      if (at == id) return true;
+      auto s = sessions_->Get(at);
+      if (!s.ok()) break;
+      at = (*s)->parent_session_id();
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<checkpoint::CheckpointInfo>> RuntimeEngine::ListCheckpoints(
+    const CallerIdentity& caller, const std::string& session_id) {
+  auto session = CheckpointSession(caller, session_id);
+  if (!session.ok()) return session.status();
+  return checkpoints_->List(session_id);
+}
+
+absl::StatusOr<checkpoint::DiffResult> RuntimeEngine::DiffCheckpoint(
+    const CallerIdentity& caller, const std::string& session_id, const std::string& from_id,
+    const std::string& to_id, const std::vector<std::string>& paths) {
+  auto session = CheckpointSession(caller, session_id);
+  if (!session.ok()) return session.status();
+  if (from_id.empty()) {
+    return absl::InvalidArgumentError(
+        "from_checkpoint_id is required (toolexec checkpoints SESSION lists them)");
+  }
+  return checkpoints_->Diff(RootOf(**session), session_id, from_id, to_id, paths);
+}
+
+absl::StatusOr<checkpoint::RestoreResult> RuntimeEngine::RestoreCheckpoint(
+    const CallerIdentity& caller, const std::string& session_id, const std::string& checkpoint_id,
+    const std::vector<std::string>& paths, bool dry_run) {
+  auto session = CheckpointSession(caller, session_id);
+  if (!session.ok()) return session.status();
+  if (checkpoint_id.empty()) {
+    return absl::InvalidArgumentError(
+        "checkpoint_id is required (toolexec checkpoints SESSION lists them)");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (draining()) {
+      return absl::UnavailableError("toolexecd is shutting down and restores nothing");
+    }
+    if (BatchesRunningIn(session_id)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a batch of session '", session_id,
+          "' (or of a child session sharing its workspace) is running; restore once it has "
+          "finished, or cancel it"));
+    }
+    if (!restoring_.insert(session_id).second) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("a restore of session '", session_id, "' is already running"));
+    }
+  }
+  struct Done {
+    RuntimeEngine* engine;
+    std::string id;
+    ~Done() {
+      absl::MutexLock lock(&engine->mu_);
+      engine->restoring_.erase(id);
+    }
+  } done{this, session_id};
+  const std::shared_ptr<const fs::ConfinedRoot>& root = RootOf(**session);
+  // The policy judges the restore as a write of every path it changes.
+  auto approve = [&](const std::vector<checkpoint::FileChange>& changes) {
+    std::vector<std::string> touched;
+    for (const checkpoint::FileChange& c : changes) {
+      std::string path = c.path;
+      if (!path.empty() && path.back() == '/') path.pop_back();
+      touched.push_back(absl::StrCat(root->path(), "/", path));
+    }
+    if (touched.empty()) return absl::OkStatus();
+    return policy_->JudgeWrite(caller.profile, *session, "restore_checkpoint", touched);
+  };
+  checkpoint::TakeRequest undo;
+  undo.session_id = session_id;
+  undo.tools = {"restore_checkpoint"};
+  auto restored = checkpoints_->Restore(root, session_id, checkpoint_id, paths, dry_run, undo, approve);
+  if (restored.ok() && !restored->undo_checkpoint_id.empty() && options_.metrics != nullptr) {
+    options_.metrics->CheckpointTaken(restored->undo_stats.duration, restored->undo_stats.bytes_stored);
+  }
+  return restored;
 }
 
 bool RuntimeEngine::WaitForBatches(absl::Time deadline) {

@@ -61,6 +61,7 @@
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
+#include "tools/workspace/checkpoint/store.h"
 
 namespace toolexec {
 
@@ -239,6 +240,32 @@ class Engine {
   virtual absl::Status CheckProfile(const std::string& /*profile*/) const {
     return absl::OkStatus();
   }
+
+  // Answers a PermissionRequest a batch waits on ([Deciding what runs], core/policy.h).
+  // Checkpoints of the session's workspace (tools/workspace/checkpoint):
+  // FAILED_PRECONDITION when the daemon takes none. A restore refuses
+  // (FAILED_PRECONDITION) while a batch of the session, or of a child session
+  // sharing its workspace, runs; it first takes an undo checkpoint, and the
+  // policy judges it as a write of every path it changes. Restores and diffs
+  // do file I/O: call them off the transport's event threads.
+  virtual absl::StatusOr<std::vector<checkpoint::CheckpointInfo>> ListCheckpoints(
+      const CallerIdentity& /*caller*/, const std::string& /*session_id*/) {
+    return absl::FailedPreconditionError(kCheckpointsOff);
+  }
+  virtual absl::StatusOr<checkpoint::DiffResult> DiffCheckpoint(
+      const CallerIdentity& /*caller*/, const std::string& /*session_id*/,
+      const std::string& /*from_id*/, const std::string& /*to_id*/,
+      const std::vector<std::string>& /*paths*/) {
+    return absl::FailedPreconditionError(kCheckpointsOff);
+  }
+  virtual absl::StatusOr<checkpoint::RestoreResult> RestoreCheckpoint(
+      const CallerIdentity& /*caller*/, const std::string& /*session_id*/,
+      const std::string& /*checkpoint_id*/, const std::vector<std::string>& /*paths*/,
+      bool /*dry_run*/) {
+    return absl::FailedPreconditionError(kCheckpointsOff);
+  }
+  static constexpr const char* kCheckpointsOff =
+      "checkpoints are off: set checkpoints { enabled: true store_dir: \"...\" } in the config";
 
   // Answers a PermissionRequest a batch waits on ([Deciding what runs], core/policy.h).
   // NOT_FOUND when it is not pending.

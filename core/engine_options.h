@@ -20,6 +20,7 @@
 #include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
+#include "tools/workspace/checkpoint/store.h"
 
 namespace toolexec {
 
@@ -88,6 +89,17 @@ struct EngineOptions {
 
   // Session recordings (core/recorder.h); off while recording.dir is "".
   RecordingOptions recording;
+  // Checkpoints of a session's workspace before each batch that can write
+  // (tools/workspace/checkpoint/store.h). Off unless enabled; store_dir is
+  // then required.
+  bool checkpoints_enabled = false;
+  checkpoint::StoreOptions checkpoints = [] {
+    checkpoint::StoreOptions o;
+    o.max_store_bytes = uint64_t{1} << 30;
+    o.keep_per_session = 100;
+    o.max_file_bytes = uint64_t{16} << 20;
+    return o;
+  }();
 };
 
 }  // namespace toolexec

@@ -835,9 +835,9 @@ std::string Describe(const PermissionRequirement& target, const std::vector<std:
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
-    const std::string& caller_name, const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
-    StartFn start) {
+absl::StatusOr<PolicyChain> PolicyEngine::ChainOf(const std::string& caller_profile,
+                                                  const Session* session,
+                                                  std::shared_ptr<GrantSet>* grants) const {
   // The config's policy, the caller's profile as its credential has it now,
   // then the session's own (see the header comment).
   PolicyChain chain{shared_->default_policy};
@@ -846,15 +846,64 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     if (!p.ok()) return p.status();
     AddToChain(chain, *std::move(p));
   }
-  std::shared_ptr<GrantSet> grants;
-  if (batch.session != nullptr) {
+  if (session != nullptr) {
     absl::MutexLock lock(&shared_->mu);
-    auto it = shared_->sessions.find(batch.session->id());
+    auto it = shared_->sessions.find(session->id());
     if (it != shared_->sessions.end()) {
       for (const auto& p : it->second.chain) AddToChain(chain, p);
-      grants = it->second.grants;
+      *grants = it->second.grants;
     }
   }
+  return chain;
+}
+
+absl::Status PolicyEngine::JudgeWrite(const std::string& caller_profile,
+                                      const std::shared_ptr<Session>& session,
+                                      const std::string& tool,
+                                      const std::vector<std::string>& paths) const {
+  std::shared_ptr<GrantSet> grants;
+  absl::StatusOr<PolicyChain> chain_or = ChainOf(caller_profile, session.get(), &grants);
+  if (!chain_or.ok()) return chain_or.status();
+  const PolicyChain& chain = *chain_or;
+  if (std::all_of(chain.begin(), chain.end(), [](const auto& p) { return p->allows_everything(); })) {
+    return absl::OkStatus();
+  }
+  CallFacts facts;
+  facts.tool = tool;
+  if (session != nullptr) {
+    for (const auto& w : session->workspaces()) facts.workspaces.push_back(w->path());
+  }
+  if (facts.workspaces.empty()) facts.workspaces = shared_->roots;
+  facts.roots = shared_->roots;
+  for (const std::string& path : paths) {
+    for (PermissionRequirement& n : PathPermission(NormalizePath(path), PermissionLevel::kWrite)) {
+      facts.needs.push_back(std::move(n));
+    }
+  }
+  const PolicyVerdict verdict = EvaluateChain(chain, facts);
+  if (verdict.decision == PolicyDecision::kAllow) return absl::OkStatus();
+  if (verdict.decision == PolicyDecision::kDeny) {
+    return absl::PermissionDeniedError(absl::StrCat(tool, " is denied by ", verdict.Explain()));
+  }
+  const absl::Time now = absl::Now();
+  for (const PermissionRequirement& n : facts.needs) {
+    if (grants == nullptr || !grants->Covers(n, now)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          tool, " would write ", n.value, ", which ", verdict.Explain(),
+          " asks about, and nobody can be asked outside a batch: grant it to the session "
+          "(answer ALLOW_SESSION once) or allow it in the policy"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
+    const std::string& caller_name, const std::string& caller_profile, BatchRequest batch, BatchObserver* observer,
+    StartFn start) {
+  std::shared_ptr<GrantSet> grants;
+  absl::StatusOr<PolicyChain> chain_or = ChainOf(caller_profile, batch.session.get(), &grants);
+  if (!chain_or.ok()) return chain_or.status();
+  const PolicyChain chain = *std::move(chain_or);
   if (std::all_of(chain.begin(), chain.end(),
                   [](const auto& p) { return p->allows_everything(); })) {
     return start(std::move(batch), observer);  // nothing to decide

@@ -282,6 +282,15 @@ class PolicyEngine final {
                                                           BatchObserver* observer,
                                                           StartFn start);
 
+  // Judges a write the daemon makes for a caller outside any batch (a
+  // checkpoint restore, as the tool `tool`): every path of `paths`
+  // (absolute) as a write need of one call in `session`, by the same chain
+  // as the session's batches. OK when the call may run; PermissionDenied
+  // naming the rule when a policy denies it, or asks and the session's grants
+  // do not cover every path (nobody can be asked outside a batch).
+  absl::Status JudgeWrite(const std::string& caller_profile, const std::shared_ptr<Session>& session,
+                          const std::string& tool, const std::vector<std::string>& paths) const;
+
   // Answers one PermissionRequest. NotFound when `request_id` is not pending
   // (answered, timed out or cancelled) or another caller's batch asked it.
   absl::Status Respond(const std::string& caller_name, const std::string& request_id,
@@ -297,6 +306,10 @@ class PolicyEngine final {
   struct Shared;
   class PendingAsk;
   explicit PolicyEngine(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  // The chain a call of `session` (may be null) is judged by, and the
+  // session's grants (left null when it has none).
+  absl::StatusOr<PolicyChain> ChainOf(const std::string& caller_profile, const Session* session,
+                                      std::shared_ptr<GrantSet>* grants) const;
   std::shared_ptr<Shared> shared_;
 };
 

@@ -244,15 +244,28 @@ void RecordingObserver::OnPermissionAnswer(const std::string& request_id,
   inner_->OnPermissionAnswer(request_id, decision, reason);
 }
 
-void RecordingObserver::AddCheckpoint(const JsonValue& checkpoint) {
+void RecordingObserver::OnCheckpoint(const CheckpointEvent& event) {
   Json e = RecordingEvent("checkpoint");
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
-  JsonValue copy;
-  copy.CopyFrom(checkpoint, a);
-  Put(e, "checkpoint", std::move(copy), a);
-  absl::MutexLock lock(&mu_);
-  recording_->AppendLine(&chunk_, ToJsonString(e));
+  JsonValue c(rapidjson::kObjectType);
+  Put(c, "id", event.id, a);
+  Put(c, "session_id", event.session_id, a);
+  Put(c, "batch_id", event.batch_id, a);
+  Put(c, "created_at", absl::FormatTime(absl::RFC3339_full, event.created_at, absl::UTCTimeZone()), a);
+  JsonValue tools(rapidjson::kArrayType);
+  for (const std::string& t : event.tools) {
+    tools.PushBack(JsonValue(t.data(), static_cast<rapidjson::SizeType>(t.size()), a), a);
+  }
+  Put(c, "tools", std::move(tools), a);
+  Put(c, "files_changed", JsonValue(event.files_changed), a);
+  Put(c, "bytes_stored", JsonValue(event.bytes_stored), a);
+  Put(e, "checkpoint", std::move(c), a);
+  {
+    absl::MutexLock lock(&mu_);
+    recording_->AppendLine(&chunk_, ToJsonString(e));
+  }
+  inner_->OnCheckpoint(event);
 }
 
 void RecordingObserver::AddResult(const ToolCallResult& result) {

@@ -167,10 +167,10 @@ class RecordingObserver final : public BatchObserver {
   void OnLastResult(ToolCallResult result) override;
   bool HoldsResults() const override { return inner_->HoldsResults(); }
   void OnBatchDone() override;
-  // The checkpoint the batch took before its first call ({id, created_at,
-  // tools, files_changed, bytes_stored, …}), recorded in order with the
-  // batch's other events. For whoever takes checkpoints to call; thread-safe.
-  void AddCheckpoint(const JsonValue& checkpoint);
+  // The checkpoint the batch took before its first call, recorded in order
+  // with the batch's other events ({id, session_id, batch_id, created_at,
+  // tools, files_changed, bytes_stored}), then passed on.
+  void OnCheckpoint(const CheckpointEvent& event) override;
 
  private:
   void AddResult(const ToolCallResult& result);

@@ -13,14 +13,16 @@ build_pkgs=(
   libgtest-dev libgmock-dev
   prometheus-cpp-dev libcurl4-openssl-dev
   libcivetweb-dev
+  zlib1g-dev
 )
 test_pkgs=(python3 python3-yaml ripgrep bubblewrap git openssl)
 # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and its sanitizers.
 test_pkgs+=(clang libclang-rt-14-dev)
 # libcurl4: MCP servers over streamable HTTP; prometheus-cpp: /metrics;
 # libcivetweb1: toolexecd's own MCP streamable HTTP endpoint (--mcp_listen).
+# zlib1g: the checkpoint store's compression.
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates
-              libcurl4 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1)
+              libcurl4 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 zlib1g)
 # The Python client: Debian's python3 with grpcio and protobuf; protoc and
 # grpc_python_plugin generate its stubs; pytest runs its tests.
 python_pkgs=(python3 python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -539,6 +540,17 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (config.has_policy()) {
     if (absl::Status s = ApplyPolicyConfig(config.policy(), &options->policy); !s.ok()) return s;
   }
+  // --- checkpoints (tools/workspace/checkpoint) ---
+  if (config.has_checkpoints()) {
+    const v1::CheckpointConfig& c = config.checkpoints();
+    options->checkpoints_enabled = c.enabled();
+    checkpoint::StoreOptions& store = options->checkpoints;
+    if (!c.store_dir().empty()) store.store_dir = c.store_dir();
+    if (c.max_store_bytes()) store.max_store_bytes = c.max_store_bytes();
+    if (c.keep_per_session()) store.keep_per_session = c.keep_per_session();
+    if (c.max_file_bytes()) store.max_file_bytes = c.max_file_bytes();
+    store.include_ignored = c.include_ignored();
+  }
   // --- hooks and the audit log (core/hooks.h) ---
   if (absl::Status s = ApplyHooks(config, &options->hooks); !s.ok()) return s;
   // --- end hooks ---
@@ -797,6 +809,11 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
       {"recording.max_bytes_per_session", o.recording.max_bytes_per_session, 4096,
        uint64_t{1} << 40, " bytes (1 TiB)"},
+      {"checkpoints.max_store_bytes", o.checkpoints.max_store_bytes, kMiB, uint64_t{1} << 50,
+       " bytes (1 MiB to 1 PiB)"},
+      {"checkpoints.keep_per_session", o.checkpoints.keep_per_session, 1, 100000, ""},
+      {"checkpoints.max_file_bytes", o.checkpoints.max_file_bytes, 1, 4096 * kMiB,
+       " bytes (4 GiB)"},
   };
 }
 
@@ -836,6 +853,24 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
         "limits.max_call_timeout_ms (--max_call_timeout_ms)");
   }
   if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
+  if (o.checkpoints_enabled) {
+    const std::string& dir = o.checkpoints.store_dir;
+    if (dir.empty() || dir.front() != '/') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoints.store_dir must be an absolute directory outside the workspace (got '", dir,
+          "'); checkpoints are enabled and need somewhere to keep what they take"));
+    }
+    std::error_code ec;
+    const std::string store = std::filesystem::weakly_canonical(dir, ec).string();
+    const std::string workspace = std::filesystem::weakly_canonical(o.workspace, ec).string();
+    if (store == workspace || absl::StartsWith(store, absl::StrCat(workspace, "/")) ||
+        absl::StartsWith(workspace, absl::StrCat(store, "/"))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoints.store_dir '", dir, "' overlaps the workspace ", o.workspace,
+          ": the store must lie outside it (a checkpoint would take the store itself, and a "
+          "restore could delete it)"));
+    }
+  }
   // --- operating it: metrics and log format ---
   if (!server.metrics_listen.empty()) {
     if (absl::Status s = ValidateHttpListen("metrics.listen (--metrics_listen)",

@@ -331,6 +331,82 @@ void ToProto(const ProgressEvent& e, v1::ToolProgress* out) {
   out->set_seq(e.seq);
 }
 
+namespace {
+
+void SetTime(absl::Time t, google::protobuf::Timestamp* out) {
+  const int64_t ns = absl::ToUnixNanos(t);
+  out->set_seconds(ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000));
+  out->set_nanos(static_cast<int32_t>(ns - out->seconds() * 1000000000));
+}
+
+v1::FileChangeKind KindOf(checkpoint::ChangeKind kind) {
+  switch (kind) {
+    case checkpoint::ChangeKind::kAdded:
+      return v1::ADDED;
+    case checkpoint::ChangeKind::kModified:
+      return v1::MODIFIED;
+    case checkpoint::ChangeKind::kDeleted:
+      return v1::DELETED;
+    case checkpoint::ChangeKind::kModeChanged:
+      return v1::MODE_CHANGED;
+    case checkpoint::ChangeKind::kTypeChanged:
+      return v1::TYPE_CHANGED;
+  }
+  return v1::FILE_CHANGE_KIND_UNSPECIFIED;
+}
+
+void AddChanges(const std::vector<checkpoint::FileChange>& changes,
+                google::protobuf::RepeatedPtrField<v1::FileChange>* out) {
+  std::string scratch;
+  for (const checkpoint::FileChange& c : changes) {
+    v1::FileChange* f = out->Add();
+    f->set_path(Utf8(c.path, &scratch));
+    f->set_kind(KindOf(c.kind));
+  }
+}
+
+}  // namespace
+
+void ToProto(const CheckpointEvent& e, v1::Checkpoint* out) {
+  std::string scratch;
+  out->set_id(e.id);
+  out->set_session_id(Utf8(e.session_id, &scratch));
+  out->set_batch_id(Utf8(e.batch_id, &scratch));
+  SetTime(e.created_at, out->mutable_created_at());
+  for (const std::string& t : e.tools) out->add_tools(Utf8(t, &scratch));
+  out->set_files_changed(e.files_changed);
+  out->set_bytes_stored(e.bytes_stored);
+}
+
+void ToProto(const checkpoint::CheckpointInfo& info, v1::Checkpoint* out) {
+  CheckpointEvent e;
+  e.id = info.id;
+  e.session_id = info.session_id;
+  e.batch_id = info.batch_id;
+  e.created_at = info.created_at;
+  e.tools = info.tools;
+  e.files_changed = info.files_changed;
+  e.bytes_stored = info.bytes_stored;
+  ToProto(e, out);
+}
+
+void ToProto(const checkpoint::DiffResult& diff, v1::DiffCheckpointResponse* out) {
+  AddChanges(diff.changes, out->mutable_changes());
+  std::string scratch;
+  out->set_unified_diff(Utf8(diff.unified_diff, &scratch));
+  out->set_diff_truncated(diff.diff_truncated);
+}
+
+void ToProto(const checkpoint::RestoreResult& restored, v1::RestoreCheckpointResponse* out) {
+  AddChanges(restored.changes, out->mutable_changes());
+  out->set_undo_checkpoint_id(restored.undo_checkpoint_id);
+  std::string scratch;
+  for (const checkpoint::LeftOut& l : restored.not_restored) {
+    out->add_not_restored(
+        Utf8(absl::StrCat(l.path, " (", checkpoint::LeftOutText(l.reason), ")"), &scratch));
+  }
+}
+
 void ToProto(const PermissionRequestEvent& e, v1::PermissionRequest* out) {
   std::string scratch;
   out->set_request_id(e.request_id);

@@ -54,6 +54,11 @@ void ToProto(ToolCallResult result, v1::ToolResult* out,
              size_t max_bytes = std::numeric_limits<size_t>::max());
 void ToProto(const ProgressEvent& event, v1::ToolProgress* out);
 void ToProto(const PermissionRequestEvent& event, v1::PermissionRequest* out);
+// Checkpoints (tools/workspace/checkpoint).
+void ToProto(const CheckpointEvent& event, v1::Checkpoint* out);
+void ToProto(const checkpoint::CheckpointInfo& info, v1::Checkpoint* out);
+void ToProto(const checkpoint::DiffResult& diff, v1::DiffCheckpointResponse* out);
+void ToProto(const checkpoint::RestoreResult& restored, v1::RestoreCheckpointResponse* out);
 void ToProto(const RegisteredTool& tool, v1::ToolDeclaration* out);
 // `message` serialized deterministically (map entries, such as a Struct's
 // fields, in key order), so equal messages are equal bytes.

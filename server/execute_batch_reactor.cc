@@ -82,6 +82,12 @@ void ExecuteBatchReactor::OnPermissionRequest(const PermissionRequestEvent& even
   Enqueue(std::move(response), Kind::kNotice, /*last=*/false);
 }
 
+void ExecuteBatchReactor::OnCheckpoint(const CheckpointEvent& event) {
+  v1::ExecuteBatchResponse response;
+  ToProto(event, response.mutable_checkpoint());
+  Enqueue(std::move(response), Kind::kNotice, /*last=*/false);
+}
+
 void ExecuteBatchReactor::OnLastResult(ToolCallResult result) {
   v1::ExecuteBatchResponse response;
   ToProto(std::move(result), response.mutable_result(), max_result_bytes_);

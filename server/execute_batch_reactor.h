@@ -61,6 +61,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   void OnResult(ToolCallResult result) override;
   // [Deciding what runs]: written like a result (never dropped), before any result.
   void OnPermissionRequest(const PermissionRequestEvent& event) override;
+  void OnCheckpoint(const CheckpointEvent& event) override;
   // Writes the last result and the status in one step (StartWriteAndFinish).
   void OnLastResult(ToolCallResult result) override;
   void OnBatchDone() override;

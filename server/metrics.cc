@@ -145,7 +145,8 @@ constexpr size_t kDecidedBy = 6;  // PermissionDecidedBy
 constexpr const char* kMethods[] = {
     "ListTools",     "ExecuteBatch", "OpenSession",       "UpdateSession", "CloseSession",
     "GetState",      "WatchSession", "RespondPermission", "SaveArtifact",  "LoadArtifact",
-    "ListArtifacts", "ListVersions", "DeleteArtifact"};
+    "ListArtifacts", "ListVersions", "DeleteArtifact", "ListCheckpoints", "DiffCheckpoint",
+    "RestoreCheckpoint"};
 constexpr size_t kKnownMethods = sizeof(kMethods) / sizeof(kMethods[0]);
 
 MetricFamily Gauge(std::string name, std::string help, double value,
@@ -249,8 +250,19 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
                        {}, DurationBounds(), kMicros),
         batch_calls("toolexec_batch_size_calls", "Calls per accepted ExecuteBatch", {},
                     BatchSizeBounds(), 1),
+        checkpoint_duration("toolexec_checkpoint_duration_seconds",
+                            "Time to take a checkpoint of a session's workspace (before a batch "
+                            "that can write, or before a restore)",
+                            {}, DurationBounds(), kMicros),
+        checkpoint_bytes(prometheus::BuildCounter()
+                             .Name("toolexec_checkpoint_bytes_total")
+                             .Help("Bytes checkpoints added to the checkpoint store (new "
+                                   "contents, compressed, and manifests)")
+                             .Register(*registry)
+                             .Add({})),
         batch_duration_h(batch_duration.Get({})),
-        batch_calls_h(batch_calls.Get({})) {
+        batch_calls_h(batch_calls.Get({})),
+        checkpoint_duration_h(checkpoint_duration.Get({})) {
     unknown.name = "(unknown)";
     // The pairs that can happen, so each shows as 0 before it does.
     const char* decided[] = {"allow", "deny", "ask"};
@@ -295,6 +307,7 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
     const BuildInfo& build = GetBuildInfo();
     std::vector<MetricFamily> out = {
         call_duration.Collect(), batch_duration.Collect(), batch_calls.Collect(),
+        checkpoint_duration.Collect(),
         Gauge("toolexec_build_info", "Always 1: the version, git commit and build type serving",
               1,
               {{"build_type", build.build_type},
@@ -340,8 +353,11 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   HistogramFamily call_duration;
   HistogramFamily batch_duration;
   HistogramFamily batch_calls;
+  HistogramFamily checkpoint_duration;
+  Counter& checkpoint_bytes;
   AtomicHistogram* const batch_duration_h;
   AtomicHistogram* const batch_calls_h;
+  AtomicHistogram* const checkpoint_duration_h;
   // [PermissionDecision][PermissionDecidedBy]; null for a pair that cannot happen.
   std::array<std::array<Counter*, kDecidedBy>, kDecisions> decision_counters{};
   std::vector<std::unique_ptr<ToolSlots>> tools;  // by RegisteredTool::position; set before calls
@@ -446,6 +462,11 @@ void PrometheusMetrics::BatchStarted(size_t calls) {
 
 void PrometheusMetrics::BatchFinished(absl::Duration duration) {
   state_->batch_duration_h->Observe(absl::ToDoubleSeconds(duration));
+}
+
+void PrometheusMetrics::CheckpointTaken(absl::Duration duration, uint64_t bytes_stored) {
+  state_->checkpoint_duration_h->Observe(absl::ToDoubleSeconds(duration));
+  state_->checkpoint_bytes.Increment(static_cast<double>(bytes_stored));
 }
 
 void PrometheusMetrics::PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) {

@@ -18,6 +18,8 @@
 //   process_*: resident and virtual memory, CPU seconds, open and max fds,
 //   threads, start time (read from /proc when scraped)
 //   toolexec_permission_decisions_total{decision,decided_by} counter
+//   toolexec_checkpoint_duration_seconds             histogram (checkpoints taken)
+//   toolexec_checkpoint_bytes_total                  counter (bytes they stored)
 // Labels are low-cardinality only: a call's tool is its registered name (a
 // name no tool has is "(unknown)"), never a session or call id.
 //
@@ -68,6 +70,7 @@ class PrometheusMetrics final : public MetricsSink {
   void BatchFinished(absl::Duration duration) override;
   void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) override;
   void RpcFinished(absl::string_view method, absl::StatusCode code) override;
+  void CheckpointTaken(absl::Duration duration, uint64_t bytes_stored) override;
   void McpHttpRequestFinished(absl::string_view method, int status) override;
 
  private:

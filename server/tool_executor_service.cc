@@ -203,6 +203,59 @@ grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ToolExecutorService::Expo
     grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) {
   return ExportRecordingReactor::Start(engine_, context, AuthenticateCall(auth_, *context),
                                        *request);
+void ToolExecutorService::OffThread(std::function<void()> work) {
+  auto shared = std::make_shared<std::function<void()>>(std::move(work));
+  if (!checkpoint_work_.Submit([shared] { (*shared)(); }).ok()) (*shared)();
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::ListCheckpoints(
+    grpc::CallbackServerContext* context, const v1::ListCheckpointsRequest* request,
+    v1::ListCheckpointsResponse* response) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "ListCheckpoints", {}, caller.status());
+  auto listed = engine_->ListCheckpoints(*caller, request->session_id());
+  if (listed.ok()) {
+    for (const checkpoint::CheckpointInfo& c : *listed) ToProto(c, response->add_checkpoints());
+  }
+  return ReplyUnary(context, "ListCheckpoints", *caller, listed.status(),
+                    absl::StrCat("session=", request->session_id()));
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::DiffCheckpoint(
+    grpc::CallbackServerContext* context, const v1::DiffCheckpointRequest* request,
+    v1::DiffCheckpointResponse* response) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "DiffCheckpoint", {}, caller.status());
+  auto* reactor = context->DefaultReactor();
+  OffThread([this, context, request, response, reactor, who = *caller] {
+    std::vector<std::string> paths(request->paths().begin(), request->paths().end());
+    auto diff = engine_->DiffCheckpoint(who, request->session_id(), request->from_checkpoint_id(),
+                                        request->to_checkpoint_id(), paths);
+    if (diff.ok()) ToProto(*diff, response);
+    FinishUnary(context, reactor, "DiffCheckpoint", who, diff.status(),
+                absl::StrCat("session=", request->session_id(), " from=", request->from_checkpoint_id(),
+                             " to=", request->to_checkpoint_id()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ToolExecutorService::RestoreCheckpoint(
+    grpc::CallbackServerContext* context, const v1::RestoreCheckpointRequest* request,
+    v1::RestoreCheckpointResponse* response) {
+  auto caller = AuthenticateCall(auth_, *context);
+  if (!caller.ok()) return ReplyUnary(context, "RestoreCheckpoint", {}, caller.status());
+  auto* reactor = context->DefaultReactor();
+  OffThread([this, context, request, response, reactor, who = *caller] {
+    std::vector<std::string> paths(request->paths().begin(), request->paths().end());
+    auto restored = engine_->RestoreCheckpoint(who, request->session_id(), request->checkpoint_id(),
+                                               paths, request->dry_run());
+    if (restored.ok()) ToProto(*restored, response);
+    FinishUnary(context, reactor, "RestoreCheckpoint", who, restored.status(),
+                absl::StrCat("session=", request->session_id(), " checkpoint=",
+                             request->checkpoint_id(), request->dry_run() ? " dry_run" : "",
+                             restored.ok() ? absl::StrCat(" changes=", restored->changes.size()) : ""));
+  });
+  return reactor;
 }
 
 }  // namespace toolexec

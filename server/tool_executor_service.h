@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "core/engine.h"
 #include "server/auth.h"
 #include "server/options.h"
+#include "tools/runtime/executor.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
 namespace toolexec {
@@ -60,6 +62,17 @@ class ToolExecutorService final
                                               v1::RespondPermissionResponse* response) override;
   grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ExportRecording(
       grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) override;
+  // Checkpoints: diff and restore read and write files, so they run on the
+  // service's own threads, never a gRPC one.
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
+                                            const v1::ListCheckpointsRequest* request,
+                                            v1::ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* DiffCheckpoint(grpc::CallbackServerContext* context,
+                                           const v1::DiffCheckpointRequest* request,
+                                           v1::DiffCheckpointResponse* response) override;
+  grpc::ServerUnaryReactor* RestoreCheckpoint(grpc::CallbackServerContext* context,
+                                              const v1::RestoreCheckpointRequest* request,
+                                              v1::RestoreCheckpointResponse* response) override;
 
  private:
   absl::Status ListDeclarations(const CallerIdentity& caller, const v1::ListToolsRequest& request,
@@ -78,6 +91,10 @@ class ToolExecutorService final
 
   mutable absl::Mutex mu_;
   mutable std::shared_ptr<const Declarations> declarations_ ABSL_GUARDED_BY(mu_);
+  // Runs `work` off the gRPC thread (inline when no thread can take it).
+  void OffThread(std::function<void()> work);
+  Executor checkpoint_work_{Executor::Options{/*min_threads=*/0, /*max_threads=*/4,
+                                              /*idle_timeout=*/absl::Seconds(10)}};
 };
 
 }  // namespace toolexec

@@ -56,6 +56,15 @@ expect_refused policy_bad_glob \
 expect_refused policy_builtin_profile_name \
   'policy { profiles { name: "read_only" } }' "policy profile 'read_only' is built in"
 
+# Checkpoints need a store outside the workspace, and ranges of their own.
+expect_refused checkpoints_without_store_dir 'checkpoints { enabled: true }' \
+  "checkpoints.store_dir must be an absolute directory outside the workspace"
+expect_refused checkpoints_store_in_workspace \
+  "checkpoints { enabled: true store_dir: \"$dir/store\" }" "overlaps the workspace"
+expect_refused checkpoints_keep_too_many \
+  'checkpoints { keep_per_session: 100001 }' \
+  "checkpoints.keep_per_session is 100001; allowed 1 to 100000"
+
 # The config path must name a regular file of at most 4 MiB; it is neither
 # read without limit nor waited on.
 expect_exit_refused config_dev_zero "is a character device" --config=/dev/zero
@@ -197,6 +206,14 @@ model_content_default_chars: 4000000 model_content_max_chars: 4000000
 CONFIG
 check "check_config with every option at its maximum" \
   timeout 10 "$toolexecd" --check_config --config="$dir/at_limits.textproto" --workspace="$dir"
+store="$dir.checkpoints"
+printf 'checkpoints { enabled: true store_dir: "%s" max_store_bytes: 1125899906842624\n' "$store" \
+  > "$dir/checkpoints.textproto"
+printf '  keep_per_session: 100000 max_file_bytes: 4294967296 include_ignored: true }\n' \
+  >> "$dir/checkpoints.textproto"
+check "check_config with checkpoints on, every range at its maximum" \
+  timeout 10 "$toolexecd" --check_config --config="$dir/checkpoints.textproto" --workspace="$dir"
+rm -rf "$store"
 check "check_config with the flags at their maximum" \
   timeout 10 "$toolexecd" --check_config --workspace="$dir" --max_calls_per_batch=1048576 \
   --max_pending_calls=1048576 --max_concurrent_calls=4096 --call_timeout_ms=2592000000 \

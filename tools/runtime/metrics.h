@@ -60,6 +60,9 @@ class MetricsSink {
   // The MCP HTTP endpoint answered a request (`method` e.g. "tools/call", or the
   // HTTP verb for what is not a JSON-RPC POST) with the HTTP `status`.
   virtual void McpHttpRequestFinished(absl::string_view method, int status) {}
+  // A checkpoint of a workspace was taken (before a batch, or before a
+  // restore) in `duration`, adding `bytes_stored` to the store.
+  virtual void CheckpointTaken(absl::Duration duration, uint64_t bytes_stored) {}
 };
 
 // Process-wide counts kept where they happen (relaxed atomics).

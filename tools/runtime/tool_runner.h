@@ -248,6 +248,18 @@ struct ProgressEvent {
   uint64_t seq = 0;  // per call, from 1
 };
 
+// The checkpoint of the session's workspace taken before a batch that can
+// write (tools/workspace/checkpoint; mirrors toolexec.v1.Checkpoint).
+struct CheckpointEvent {
+  std::string id;
+  std::string session_id;
+  std::string batch_id;
+  absl::Time created_at;
+  std::vector<std::string> tools;
+  uint32_t files_changed = 0;
+  uint64_t bytes_stored = 0;
+};
+
 // Receives a batch's events, from any runner thread or from the thread calling
 // Start() or Cancel(). OnResult calls are serialized and in call order;
 // OnProgress may run concurrently with OnResult for another call (so the
@@ -262,13 +274,16 @@ class BatchObserver {
   // the engine, not the runner: always before the first result, on the thread
   // that started the batch). Default: ignored.
   virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
-  // S12: the answer to one of those questions ("allow_once", "allow_session",
+  // [Deciding what runs]: the answer to one of those questions ("allow_once", "allow_session",
   // "deny", or "timeout" when none came in time), before the batch goes on;
   // on the thread that answered (or the policy's timeout thread). Default:
   // ignored.
   virtual void OnPermissionAnswer(const std::string& /*request_id*/,
                                   absl::string_view /*decision*/,
                                   const std::string& /*reason*/) {}
+  // The checkpoint taken before the batch's calls start (from the engine, on
+  // the thread that starts them: before the first result). Default: ignored.
+  virtual void OnCheckpoint(const CheckpointEvent& /*event*/) {}
   // In call order, each exactly once, except the batch's last result, which
   // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;

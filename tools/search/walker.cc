@@ -364,7 +364,7 @@ class ParallelWalk {
         try {
           if (auto* dir = std::get_if<DirWork>(&work)) {
             if (dents.empty()) dents.resize(kDentsBufferBytes);
-            ListDir(*dir, dents);
+            ListDir(*dir, dents, worker);
           } else {
             VisitFiles(std::get<FileWork>(work), worker);
           }
@@ -398,12 +398,13 @@ class ParallelWalk {
     if (options_.skip_hidden && !name.empty() && name.front() == '.') return false;
     if (ignore != nullptr && options_.use_ignore_files &&
         ignore->Match(path, is_dir) == IgnoreRules::Verdict::kIgnore) {
+      if (options_.ignored != nullptr && *options_.ignored) (*options_.ignored)(path, is_dir);
       return false;
     }
     return true;
   }
 
-  void ListDir(DirWork& dir, std::vector<char>& dents) {
+  void ListDir(DirWork& dir, std::vector<char>& dents, int worker) {
     int fd = -1;
     if (dir.parent == nullptr) {
       fd = openat(start_.fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -446,12 +447,12 @@ class ParallelWalk {
       const bool is_dir = kind == EntryKind::kDir;
       if (!Keep(e.name, path, is_dir, ignore.get())) continue;
       if (kind == EntryKind::kDir) {
-        if (options_.visit_dirs) VisitOne(fd, e.name, path, kind, child_depth, 0);
+        if (options_.visit_dirs) VisitOne(fd, e.name, path, kind, child_depth, worker);
         if (options_.max_depth == 0 || child_depth < options_.max_depth) {
           Push(DirWork{shared, e.name, path, ignore, child_depth});
         }
       } else if (kind == EntryKind::kSymlink) {
-        if (options_.visit_symlinks) VisitOne(fd, e.name, path, kind, child_depth, 0);
+        if (options_.visit_symlinks) VisitOne(fd, e.name, path, kind, child_depth, worker);
       } else {
         batch.files.emplace_back(e.name, std::move(path));
         if (batch.files.size() == kFileBatch) {

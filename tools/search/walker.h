@@ -199,6 +199,11 @@ struct WalkOptions {
   // entry, it keeps is not visited (a directory is still walked). May be null
   // or empty.
   const LeftOutFn* left_out = nullptr;
+  // Told of each entry an ignore file excludes (an ignored directory is not
+  // entered, so nothing below it is told), with its workspace-relative path
+  // and whether it is a directory; called concurrently from any worker. May
+  // be null. For a caller that must say what it left out (checkpoints).
+  const std::function<void(absl::string_view path, bool is_dir)>* ignored = nullptr;
 };
 
 struct WalkStats {

@@ -54,6 +54,8 @@ _WELL_KNOWN = {
     "google.protobuf.Value": value_to_py,
     "google.protobuf.ListValue": lambda lv: [value_to_py(v) for v in lv.values],
     "google.protobuf.Duration": _duration_to_py,
+    # RFC 3339 in UTC, as proto JSON writes it: "2026-12-06T05:00:00.123Z".
+    "google.protobuf.Timestamp": lambda t: t.ToJsonString(),
 }
 
 

@@ -266,6 +266,28 @@ def export_result(chunks, fmt):
     if (fmt or "native").lower() in ("native", "recording_format_native"):
         return [json.loads(line) for line in text.splitlines() if line]
     return json.loads(text)
+def diff_checkpoint_request(session_id, frm, to, paths):
+    return pb.DiffCheckpointRequest(session_id=session_id, from_checkpoint_id=frm,
+                                    to_checkpoint_id=to or "", paths=list(paths or ()))
+
+
+def restore_checkpoint_request(session_id, checkpoint_id, paths, dry_run):
+    return pb.RestoreCheckpointRequest(session_id=session_id, checkpoint_id=checkpoint_id,
+                                       paths=list(paths or ()), dry_run=dry_run)
+
+
+def checkpoints_result(response):
+    """ListCheckpointsResponse as a list of checkpoint dicts, oldest first."""
+    return [message_to_py(c) for c in response.checkpoints]
+
+
+def change_result(response):
+    """A Diff/RestoreCheckpointResponse as a dict, each change's kind in lower case
+    ("added", "modified", "deleted", "mode_changed", "type_changed")."""
+    out = message_to_py(response)
+    for change in out.get("changes", []):
+        change["kind"] = str(change.get("kind", "")).lower()
+    return out
 
 
 def respond_permission_request(request_id, decision, reason):

@@ -199,6 +199,21 @@ class AsyncClient(_core.Connection):
 
     # ---- artifacts ----------------------------------------------------------------
 
+    async def list_checkpoints(self, session_id):
+        request = pb.ListCheckpointsRequest(session_id=session_id)
+        return _core.checkpoints_result(await self._unary(self._tools.ListCheckpoints, request,
+                                                          "ListCheckpoints"))
+
+    async def diff_checkpoint(self, session_id, frm, to=None, paths=None):
+        request = _core.diff_checkpoint_request(session_id, frm, to, paths)
+        return _core.change_result(await self._unary(self._tools.DiffCheckpoint, request,
+                                                     "DiffCheckpoint"))
+
+    async def restore_checkpoint(self, session_id, checkpoint_id, paths=None, dry_run=False):
+        request = _core.restore_checkpoint_request(session_id, checkpoint_id, paths, dry_run)
+        return _core.change_result(await self._unary(self._tools.RestoreCheckpoint, request,
+                                                     "RestoreCheckpoint"))
+
     async def save_artifact(self, session_id, name, content, mime_type=""):
         request = _core.save_artifact_request(session_id, name, content, mime_type)
         return (await self._unary(self._artifacts.SaveArtifact, request, "SaveArtifact")).version
@@ -301,6 +316,14 @@ class AsyncSession(_core.SessionBase):
 
     async def export(self, format=None):
         return await self.client.export_recording(self.session_id, format)
+    async def checkpoints(self):
+        return await self.client.list_checkpoints(self.session_id)
+
+    async def diff(self, frm, to=None, paths=None):
+        return await self.client.diff_checkpoint(self.session_id, frm, to, paths)
+
+    async def restore(self, id, paths=None, dry_run=False):
+        return await self.client.restore_checkpoint(self.session_id, id, paths, dry_run)
 
     async def save_artifact(self, name, content, mime_type=""):
         return await self.client.save_artifact(self.session_id, name, content, mime_type)

@@ -213,6 +213,29 @@ class Client(_core.Connection):
         except grpc.RpcError as e:
             raise rpc_error(e, "ExportRecording") from None
         return _core.export_result(chunks, format)
+    # ---- checkpoints -------------------------------------------------------------
+
+    def list_checkpoints(self, session_id):
+        """The session's checkpoints (its workspace before each batch that could
+        write), oldest first: dicts with id, session_id, batch_id, created_at,
+        tools, files_changed, bytes_stored."""
+        request = pb.ListCheckpointsRequest(session_id=session_id)
+        return _core.checkpoints_result(self._unary(self._tools.ListCheckpoints, request,
+                                                    "ListCheckpoints"))
+
+    def diff_checkpoint(self, session_id, frm, to=None, paths=None):
+        """From checkpoint ``frm`` to checkpoint ``to`` (None: the workspace now):
+        {"changes": [{"path", "kind"}], "unified_diff": str, "diff_truncated": bool}."""
+        request = _core.diff_checkpoint_request(session_id, frm, to, paths)
+        return _core.change_result(self._unary(self._tools.DiffCheckpoint, request,
+                                               "DiffCheckpoint"))
+
+    def restore_checkpoint(self, session_id, checkpoint_id, paths=None, dry_run=False):
+        """Puts the workspace (or ``paths``) back as the checkpoint had it:
+        {"changes", "undo_checkpoint_id", "not_restored"}; a dry run changes nothing."""
+        request = _core.restore_checkpoint_request(session_id, checkpoint_id, paths, dry_run)
+        return _core.change_result(self._unary(self._tools.RestoreCheckpoint, request,
+                                               "RestoreCheckpoint"))
 
     # ---- artifacts ----------------------------------------------------------------
 
@@ -310,6 +333,17 @@ class Session(_core.SessionBase):
     def export(self, format=None):
         """This session's recording: see Client.export_recording."""
         return self.client.export_recording(self.session_id, format)
+    def checkpoints(self):
+        """This session's checkpoints, oldest first (Client.list_checkpoints)."""
+        return self.client.list_checkpoints(self.session_id)
+
+    def diff(self, frm, to=None, paths=None):
+        """Changes from checkpoint ``frm`` to ``to`` (None: now) (Client.diff_checkpoint)."""
+        return self.client.diff_checkpoint(self.session_id, frm, to, paths)
+
+    def restore(self, id, paths=None, dry_run=False):
+        """Puts the workspace back as checkpoint ``id`` had it (Client.restore_checkpoint)."""
+        return self.client.restore_checkpoint(self.session_id, id, paths, dry_run)
 
     def save_artifact(self, name, content, mime_type=""):
         return self.client.save_artifact(self.session_id, name, content, mime_type)

@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "tests/common/shell.h"
 #include "tests/unit/builtin/search_test_util.h"
 #include "tools/search/confine.h"
 #include "tools/search/walker.h"
@@ -165,17 +166,7 @@ std::string RandomIgnoreFile(Rng& rng, size_t max_lines) {
   return text;
 }
 
-// Runs a shell command; its standard output.
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using ::toolexec::testing::Shell;
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 

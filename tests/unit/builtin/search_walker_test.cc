@@ -79,6 +79,35 @@ TEST(SearchWalkerTest, VisitsEveryFileOnce) {
   }
 }
 
+// The worker index is the visitor's key to per-worker state without locks:
+// directories and symlinks, like files, come with the index of the thread
+// that visits them, so one index is never used by two threads.
+TEST(SearchWalkerTest, EveryEntryComesWithItsOwnThreadsWorkerIndex) {
+  TempWorkspace ws;
+  for (int d = 0; d < 200; ++d) {
+    ws.Write("d" + std::to_string(d) + "/sub/f", "x");
+    ws.Symlink("sub", "d" + std::to_string(d) + "/link");
+  }
+  WalkOptions o = WithDirs();
+  o.threads = 4;
+  auto start = OpenConfined(testing::Roots({ws.path()}), ".", "path");
+  ASSERT_TRUE(start.ok()) << start.status();
+  absl::Mutex mu;
+  std::vector<std::vector<std::thread::id>> threads_of(4);
+  size_t entries = 0;
+  auto stats = Walk(*start, o, [&](const WalkEntry&, int worker) {
+    absl::MutexLock lock(&mu);
+    ++entries;
+    std::vector<std::thread::id>& seen = threads_of[static_cast<size_t>(worker)];
+    if (std::find(seen.begin(), seen.end(), std::this_thread::get_id()) == seen.end()) {
+      seen.push_back(std::this_thread::get_id());
+    }
+  });
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(entries, 200u * 4);  // d, d/sub, d/sub/f, d/link
+  for (size_t w = 0; w < threads_of.size(); ++w) EXPECT_LE(threads_of[w].size(), 1u) << w;
+}
+
 TEST(SearchWalkerTest, SkipsHiddenAndGit) {
   TempWorkspace ws;
   ws.Write("a.txt", "");
