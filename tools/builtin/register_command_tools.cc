@@ -12,6 +12,7 @@
 #include "tools/builtin/command/environment.h"
 #include "tools/builtin/command/reaper.h"
 #include "tools/builtin/command/sandbox.h"
+#include "tools/builtin/command/shell_session.h"
 
 extern char** environ;
 
@@ -76,7 +77,16 @@ absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& 
       !s.ok()) {
     return s;
   }
-  return registry.Register(command::MakeKillCommandTool(background), "built-in");
+  if (absl::Status s = registry.Register(command::MakeKillCommandTool(background), "built-in");
+      !s.ok()) {
+    return s;
+  }
+  auto shells = std::make_shared<command::ShellTable>(*config, options.shell_idle_timeout);
+  if (absl::Status s = registry.Register(command::MakeBashTool(*config, shells), "built-in");
+      !s.ok()) {
+    return s;
+  }
+  return registry.Register(command::MakeShellTool(*config, shells), "built-in");
 }
 
 }  // namespace toolexec
