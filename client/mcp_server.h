@@ -5,7 +5,7 @@
 // (optionally one tool set), tools/call is an ExecuteBatch of one call, whose
 // permission requests are denied at once (RespondPermission, kMcpAskDenial):
 // nobody can answer them over MCP. The
-// mapping to MCP and the request dispatch are mcp_serve/dispatcher.h, shared
+// mapping to MCP and the request dispatch are mcp/serve/dispatcher.h, shared
 // with toolexecd's streamable HTTP endpoint.
 //
 // Threads and ownership
@@ -42,8 +42,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/client.h"
-#include "mcp_serve/dispatcher.h"
-#include "tools/mcp/jsonrpc.h"
+#include "mcp/serve/dispatcher.h"
+#include "mcp/protocol/jsonrpc.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {

@@ -14,8 +14,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "spdlog/spdlog.h"
-#include "tools/builtin/command/environment.h"
-#include "tools/builtin/command/result.h"
+#include "tools/process/environment.h"
+#include "tools/process/result.h"
 #include "tools/runtime/utf8.h"
 
 namespace toolexec {

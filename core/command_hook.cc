@@ -8,10 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tools/builtin/command/command_run.h"
-#include "tools/builtin/command/environment.h"
-#include "tools/builtin/command/reaper.h"
-#include "tools/builtin/command/sandbox.h"
+#include "tools/process/command_run.h"
+#include "tools/process/environment.h"
+#include "tools/process/reaper.h"
+#include "tools/process/sandbox.h"
 #include "tools/runtime/utf8.h"
 
 namespace toolexec {

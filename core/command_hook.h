@@ -1,7 +1,7 @@
 // A command hook: a program from the config that gets one JSON event on
 // stdin and answers on stdout (the protocol is in API.md, "Hooks speak
 // JSON"). It runs under the supervisor run_command uses
-// (tools/builtin/command/command_run.h): the same scrubbed environment (no
+// (tools/process/command_run.h): the same scrubbed environment (no
 // secrets), its own process group and session, the whole tree killed on its
 // timeout or when a token is cancelled (SIGTERM, a grace, SIGKILL) and reaped
 // before Run returns, so no hook process outlives its run.

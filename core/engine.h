@@ -54,7 +54,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
-#include "tools/mcp/mcp_tools.h"
+#include "mcp/client/mcp_tools.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/session.h"

@@ -14,8 +14,8 @@
 #include "absl/time/time.h"
 #include "core/policy.h"
 #include "core/hooks.h"
-#include "tools/builtin/builtin.h"
-#include "tools/mcp/options.h"
+#include "tools/builtin.h"
+#include "mcp/client/options.h"
 #include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/session.h"
@@ -72,7 +72,7 @@ struct EngineOptions {
   // Tools run by the user's programs (config command_tools), registered
   // after the built-in, declared and example tools.
   std::vector<CommandToolOptions> command_tools;
-  // MCP servers whose tools are registered after the built-ins (tools/mcp).
+  // MCP servers whose tools are registered after the built-ins (mcp/).
   std::vector<mcp::McpServerOptions> mcp_servers;
 
   // Told of calls, batches and permission decisions (tools/runtime/metrics.h);

@@ -10,8 +10,8 @@
 #include "core/audit_log.h"
 #include "core/command_hook.h"
 #include "spdlog/spdlog.h"
-#include "tools/builtin/command/environment.h"
-#include "tools/builtin/command/result.h"
+#include "tools/process/environment.h"
+#include "tools/process/result.h"
 #include "tools/runtime/executor.h"
 
 extern char** environ;

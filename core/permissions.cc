@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "tools/builtin/command/environment.h"
+#include "tools/process/environment.h"
 
 namespace toolexec {
 namespace {

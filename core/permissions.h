@@ -41,7 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "tools/builtin/command/command_line.h"
+#include "tools/process/command_line.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec {

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "tools/builtin/builtin.h"
-#include "tools/examples/examples.h"
+#include "tools/builtin.h"
+#include "examples/tools/examples.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/schema.h"
 #include "tools/runtime/tool_registry.h"

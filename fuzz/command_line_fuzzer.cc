@@ -1,5 +1,5 @@
 // Fuzzes the static analysis of bash command lines
-// (tools/builtin/command/command_line.h) that command patterns judge.
+// (tools/process/command_line.h) that command patterns judge.
 // Input: the command line itself.
 // Checks: a line said to be transparent lists only commands whose name is
 // fixed text and sets only valid names; each listed command of fixed words,
@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "tools/builtin/command/command_line.h"
+#include "tools/process/command_line.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzzes the edit engine (tools/builtin/edit_engine.h) through the tools that
+// Fuzzes the edit engine (tools/files/edit_engine.h) through the tools that
 // use it, on a fuzzed file: str_replace_based_edit_tool's str_replace and
 // insert, edit_file, and apply_patch (whose patch parser and hunk search run
 // on the fuzzed patch). Each input gets a fresh workspace holding f.txt (the
@@ -23,9 +23,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/builtin.h"
-#include "tools/builtin/edit_engine.h"
-#include "tools/builtin/file_tools.h"
+#include "tools/builtin.h"
+#include "tools/files/edit_engine.h"
+#include "tools/files/file_tools.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzzes the glob and .gitignore matcher (tools/builtin/search/glob.h): the
+// Fuzzes the glob and .gitignore matcher (tools/search/glob.h): the
 // pattern parsers and GlobSet, whose shortcuts (literal and suffix compares,
 // RE2::Set groups, skipping patterns by component count and literal prefix)
 // are checked against the plain definition: the last pattern whose regex
@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "re2/re2.h"
-#include "tools/builtin/search/glob.h"
+#include "tools/search/glob.h"
 
 namespace {
 

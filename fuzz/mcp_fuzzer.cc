@@ -1,4 +1,4 @@
-// Fuzzes what an MCP server sends toolexec (tools/mcp): a byte stream framed
+// Fuzzes what an MCP server sends toolexec (mcp/): a byte stream framed
 // as the stdio transport frames it (newline-delimited lines, LineFramer) or as
 // the streamable HTTP transport reads a text/event-stream (SseParser), each
 // message parsed (ParseMessage) and, as the client does with it, a result
@@ -21,9 +21,9 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "tools/mcp/content.h"
-#include "tools/mcp/http_transport.h"
-#include "tools/mcp/jsonrpc.h"
+#include "mcp/protocol/content.h"
+#include "mcp/client/http_transport.h"
+#include "mcp/protocol/jsonrpc.h"
 #include "tools/runtime/json.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes path resolution under a workspace (tools/builtin/fs/confined.h): a
+// Fuzzes path resolution under a workspace (tools/workspace/confined.h): a
 // model-written path mapped onto the call's roots, then opened beneath its
 // root by both resolvers (openat2 where the kernel has it, and the user-space
 // walk). The tree has symlinks that stay inside, that lead out (relative and
@@ -26,7 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 
 namespace {
 

@@ -26,7 +26,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/logging.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {

@@ -37,7 +37,7 @@
 #include "server/logging.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
-#include "tools/builtin/command/environment.h"
+#include "tools/process/environment.h"
 #include "tools/runtime/executor.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -554,7 +554,7 @@ int Run(int argc, char** argv) {
   }
   // The command tools hold their scrubbed copy of the environment now: wipe
   // the secrets from the daemon's own and make it non-dumpable, so that no
-  // command can read them back (tools/builtin/command/environment.h).
+  // command can read them back (tools/process/environment.h).
   if (absl::Status s = command::SealDaemonSecrets(); !s.ok()) {
     std::cerr << "toolexecd: " << s.message() << "\n";
     return kExitRefused;

@@ -17,14 +17,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "mcp_serve/dispatcher.h"
+#include "mcp/serve/dispatcher.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
 #include "server/listen_probe.h"
 #include "server/metrics.h"
 #include "server/unary.h"
 #include "spdlog/spdlog.h"
-#include "tools/mcp/jsonrpc.h"
+#include "mcp/protocol/jsonrpc.h"
 #include "tools/runtime/trace_context.h"
 
 namespace toolexec {

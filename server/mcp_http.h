@@ -2,7 +2,7 @@
 // transport of 2025-03-26 and later) at http://<mcp_listen>/mcp, beside the
 // gRPC API. civetweb serves the HTTP; every request goes to the Engine
 // in-process (never back through gRPC), through the dispatcher and the result
-// mapping that `toolexec mcp` uses too (mcp_serve/dispatcher.h).
+// mapping that `toolexec mcp` uses too (mcp/serve/dispatcher.h).
 //
 // Protocol
 // --------

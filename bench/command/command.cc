@@ -24,7 +24,7 @@
 //
 // Exit status: 0 whatever the timings, 1 if any call failed or returned a
 // wrong result, 2 on bad usage or set-up failure.
-#include "tools/builtin/command/command.h"
+#include "tools/command/command.h"
 
 #include <spawn.h>
 #include <stdlib.h>
@@ -44,9 +44,9 @@
 #include "client/client.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
-#include "tools/builtin/builtin.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/builtin.h"
 #include "tools/runtime/session.h"
+#include "tools/workspace/confined.h"
 #include "tools/runtime/tool_runner.h"
 
 extern char** environ;

@@ -85,7 +85,7 @@
 #include "client/client.h"
 #include "grpcpp/grpcpp.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
-#include "tools/builtin/command/reaper.h"
+#include "tools/process/reaper.h"
 
 namespace toolexec::bench {
 namespace {

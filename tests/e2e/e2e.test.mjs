@@ -163,7 +163,7 @@ function assertFailure(r, { index, id, name, code, step_id = '' }) {
   );
 }
 
-// The example tools' schemas, exactly as tools/examples/*.cc declare them.
+// The example tools' schemas, exactly as examples/tools/*.cc declare them.
 const EXAMPLE_SCHEMAS = {
   get_weather: {
     type: 'object',

@@ -1,6 +1,6 @@
 // Connection over an in-memory transport: the handshake, correlation,
 // progress, cancellation and the transport's end, without a process.
-#include "tools/mcp/connection.h"
+#include "mcp/client/connection.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "tools/mcp/http_transport.h"
+#include "mcp/client/http_transport.h"
 
 namespace toolexec::mcp {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/mcp/content.h"
+#include "mcp/protocol/content.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

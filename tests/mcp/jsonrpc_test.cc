@@ -1,4 +1,4 @@
-#include "tools/mcp/jsonrpc.h"
+#include "mcp/protocol/jsonrpc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The example tools, through the runner as the daemon runs them.
-#include "tools/examples/examples.h"
+#include "examples/tools/examples.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

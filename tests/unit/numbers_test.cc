@@ -13,7 +13,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "server/convert.h"
 #include "tests/common/test_tools.h"
-#include "tools/examples/examples.h"
+#include "examples/tools/examples.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {

@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "re2/re2.h"
-#include "tools/builtin/builtin.h"
-#include "tools/examples/examples.h"
+#include "tools/builtin.h"
+#include "examples/tools/examples.h"
 #include "tools/runtime/schema.h"
 #include "tools/runtime/tool_registry.h"
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/runtime/tool_context.h"
 #include "tools/runtime/tool_registry.h"
 

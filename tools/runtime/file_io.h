@@ -1,5 +1,5 @@
 // File primitives shared by the runtime (disk artifacts) and the built-in
-// tools (tools/builtin/fs re-exports them): an owned descriptor, the atomic
+// tools (tools/workspace re-exports them): an owned descriptor, the atomic
 // write, and the one convention for turning an errno into a status.
 //
 // Thread safety: the functions are safe to call concurrently; a UniqueFd is

@@ -34,7 +34,7 @@ namespace toolexec {
 class Session;
 
 namespace fs {
-class ConfinedRoot;  // tools/builtin/fs/confined.h
+class ConfinedRoot;  // tools/workspace/confined.h
 }  // namespace fs
 
 // A call's workspace roots, the first being the default: directory handles

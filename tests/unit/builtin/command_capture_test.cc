@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tools/builtin/command/output_capture.h"
+#include "tools/process/output_capture.h"
 #include "tools/runtime/utf8.h"
 
 namespace toolexec::command {

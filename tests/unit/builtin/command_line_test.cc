@@ -1,8 +1,8 @@
 // What a bash command line runs, found without running it
-// (tools/builtin/command/command_line.h), checked by hand and against bash
+// (tools/process/command_line.h), checked by hand and against bash
 // itself: bash -x traces every simple command it runs, and each must be one
 // the analysis lists.
-#include "tools/builtin/command/command_line.h"
+#include "tools/process/command_line.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/command/environment.h"
+#include "tools/process/environment.h"
 
 namespace toolexec::command {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/unit/builtin/process_test_util.h"
-#include "tools/builtin/command/child_process.h"
-#include "tools/builtin/command/command_run.h"
-#include "tools/builtin/command/reaper.h"
+#include "tools/process/child_process.h"
+#include "tools/process/command_run.h"
+#include "tools/process/reaper.h"
 
 extern char** environ;
 

@@ -19,7 +19,7 @@
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/builtin/process_test_util.h"
-#include "tools/builtin/builtin.h"
+#include "tools/builtin.h"
 #include "tools/runtime/tool_runner.h"
 #include "tools/runtime/tool_sets.h"
 

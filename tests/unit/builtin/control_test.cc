@@ -5,8 +5,8 @@
 
 #include "absl/strings/escaping.h"
 #include "tests/common/test_tools.h"
-#include "tools/builtin/builtin.h"
-#include "tools/builtin/control/control_tools.h"
+#include "tools/builtin.h"
+#include "tools/control/control_tools.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {

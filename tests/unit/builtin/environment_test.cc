@@ -1,6 +1,6 @@
 // The environment run_command passes on: which variables are secrets, the
 // scrub, the merge, and the in-place wipe of the daemon's own secrets.
-#include "tools/builtin/command/environment.h"
+#include "tools/process/environment.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/schema.h"

@@ -24,9 +24,9 @@
 #include "absl/time/clock.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/builtin.h"
-#include "tools/builtin/file_tools.h"
-#include "tools/builtin/fs/write_lock.h"
+#include "tools/builtin.h"
+#include "tools/files/file_tools.h"
+#include "tools/workspace/write_lock.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
 

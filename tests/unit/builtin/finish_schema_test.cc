@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
-#include "tools/builtin/control/control_tools.h"
+#include "tools/control/control_tools.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {

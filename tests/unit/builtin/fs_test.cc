@@ -2,7 +2,7 @@
 // relative to the session's workspace"): root choice, the escape corpus under
 // both resolvers (openat2 and the user-space walk), races, atomic writes, and
 // the text helpers.
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/file_tools.h"
-#include "tools/builtin/fs/text.h"
-#include "tools/builtin/search/confine.h"
+#include "tools/files/file_tools.h"
+#include "tools/workspace/text.h"
+#include "tools/search/confine.h"
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/builtin.h"
+#include "tools/builtin.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_runner.h"
 

@@ -3,7 +3,7 @@
 // workspace writable, and everyday tools still work. The escape attempts
 // (umount, remount, nsenter, host writes) run against a real daemon, as root
 // and as another user, in tests/integration/isolation_test.cc.
-#include "tools/builtin/command/sandbox.h"
+#include "tools/process/sandbox.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/builtin.h"
+#include "tools/builtin.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {

@@ -32,8 +32,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "tests/unit/builtin/search_test_util.h"
-#include "tools/builtin/search/confine.h"
-#include "tools/builtin/search/walker.h"
+#include "tools/search/confine.h"
+#include "tools/search/walker.h"
 
 namespace toolexec::search {
 namespace {

@@ -1,4 +1,4 @@
-// Gitignore-style globs (tools/builtin/search/glob.h): the pattern language of
+// Gitignore-style globs (tools/search/glob.h): the pattern language of
 // .gitignore files, find_file and grep_search's glob.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/builtin/search/glob.h"
+#include "tools/search/glob.h"
 
 namespace toolexec::search {
 namespace {

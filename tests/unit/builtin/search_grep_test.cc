@@ -1,4 +1,4 @@
-// The grep engine (tools/builtin/search/grep.h): modes, context lines, caps,
+// The grep engine (tools/search/grep.h): modes, context lines, caps,
 // deterministic order, binary files, block boundaries of large files,
 // cancellation.
 #include <gmock/gmock.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "tests/unit/builtin/search_test_util.h"
-#include "tools/builtin/search/grep.h"
+#include "tools/search/grep.h"
 
 namespace toolexec::search {
 namespace {

@@ -1,4 +1,4 @@
-// The literal finder and the line matcher (tools/builtin/search/literal.h,
+// The literal finder and the line matcher (tools/search/literal.h,
 // matcher.h): each strategy finds exactly the lines RE2 would, line by line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "re2/re2.h"
-#include "tools/builtin/search/literal.h"
-#include "tools/builtin/search/matcher.h"
+#include "tools/search/literal.h"
+#include "tools/search/matcher.h"
 
 namespace toolexec::search {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/builtin.h"
+#include "tools/builtin.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"

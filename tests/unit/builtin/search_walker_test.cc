@@ -1,4 +1,4 @@
-// The parallel directory walk (tools/builtin/search/walker.h): ignore files,
+// The parallel directory walk (tools/search/walker.h): ignore files,
 // hidden entries, .git, glob overrides, symlinks never followed, cancellation.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,8 +25,8 @@
 #include "absl/time/time.h"
 #include "tests/common/thread_limit.h"
 #include "tests/unit/builtin/search_test_util.h"
-#include "tools/builtin/search/confine.h"
-#include "tools/builtin/search/walker.h"
+#include "tools/search/confine.h"
+#include "tools/search/walker.h"
 
 namespace toolexec::search {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/builtin/builtin.h"
+#include "tools/builtin.h"
 #include "tools/runtime/tool_registry.h"
 
 namespace toolexec {

@@ -1,6 +1,6 @@
 // FileWriteLock: one writer per (directory, name), whatever path reached the
 // directory; waiters honour cancellation; entries go away when unused.
-#include "tools/builtin/fs/write_lock.h"
+#include "tools/workspace/write_lock.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -14,7 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "tests/unit/builtin/file_test_util.h"
-#include "tools/builtin/fs/confined.h"
+#include "tools/workspace/confined.h"
 #include "tools/runtime/cancellation.h"
 
 namespace toolexec {

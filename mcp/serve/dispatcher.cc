@@ -1,0 +1,351 @@
+// Design in dispatcher.h.
+#include "mcp/serve/dispatcher.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "mcp/protocol/content.h"
+#include "tools/runtime/model_content.h"
+#include "tools/runtime/tool.h"
+
+namespace toolexec {
+namespace {
+
+// Proto JSON of a Value or Struct, parsed: {} when it cannot be converted.
+template <typename Message>
+Json ProtoToJson(const Message& message) {
+  std::string text;
+  if (google::protobuf::util::MessageToJsonString(message, &text).ok()) {
+    auto parsed = ParseJson(text);
+    if (parsed.ok()) return *std::move(parsed);
+  }
+  return MakeObject();
+}
+
+JsonValue Str(absl::string_view s, Json::AllocatorType& alloc) {
+  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
+}
+
+bool HasTag(const v1::ToolDeclaration& tool, absl::string_view tag) {
+  for (const std::string& t : tool.tags()) {
+    if (t == tag) return true;
+  }
+  return false;
+}
+
+const JsonValue* Member(const JsonValue& object, const char* name) {
+  if (!object.IsObject()) return nullptr;
+  auto it = object.FindMember(name);
+  return it == object.MemberEnd() ? nullptr : &it->value;
+}
+
+}  // namespace
+
+std::string NegotiateMcpProtocolVersion(absl::string_view requested) {
+  for (const char* v : kMcpProtocolVersions) {
+    if (requested == v) return v;
+  }
+  return kMcpProtocolVersions[0];
+}
+
+bool IsServedMcpProtocolVersion(absl::string_view version) {
+  for (const char* v : kMcpProtocolVersions) {
+    if (version == v) return true;
+  }
+  return false;
+}
+
+Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
+  Json out(rapidjson::kObjectType);
+  auto& alloc = out.GetAllocator();
+  out.AddMember("name", Str(tool.name(), alloc), alloc);
+  if (!tool.display_name().empty() && tool.display_name() != tool.name()) {
+    out.AddMember("title", Str(tool.display_name(), alloc), alloc);
+  }
+  out.AddMember("description", Str(tool.description(), alloc), alloc);
+  Json schema;
+  if (!tool.parameters_json().empty()) {
+    auto parsed = ParseJson(tool.parameters_json());
+    if (parsed.ok()) schema = *std::move(parsed);
+  }
+  if (!schema.IsObject()) schema = ProtoToJson(tool.parameters());
+  // MCP requires an object schema.
+  if (!schema.HasMember("type")) schema.AddMember("type", "object", schema.GetAllocator());
+  out.AddMember("inputSchema", JsonValue(schema, alloc), alloc);
+  JsonValue annotations(rapidjson::kObjectType);
+  const bool read_only = tool.read_only() || HasTag(tool, "read_only");
+  annotations.AddMember("readOnlyHint", read_only, alloc);
+  if (!read_only) {
+    annotations.AddMember("destructiveHint", HasTag(tool, "destructive"), alloc);
+  }
+  if (HasTag(tool, "idempotent")) annotations.AddMember("idempotentHint", true, alloc);
+  out.AddMember("annotations", annotations, alloc);
+  return out;
+}
+
+Json McpCallResultFromToolResult(const v1::ToolResult& result) {
+  Json payload = ProtoToJson(result.payload());
+  return mcp::ToCallToolResult(payload, result.model_content(),
+                               result.status() != v1::RESULT_STATUS_SUCCESS);
+}
+
+void ExplainDeniedAsk(v1::ToolResult* result) {
+  if (result->status() != v1::RESULT_STATUS_DENIED) return;
+  const std::string message =
+      absl::StrCat("the policy asks before ", result->name(), " runs, and ", kMcpAskDenial,
+                   ": ask the daemon's operator to allow it for this caller");
+  result->set_error_message(message);
+  result->set_model_content(FailureModelContent(ErrorCode::kDenied, result->name(), message,
+                                                kDefaultModelContentChars));
+  result->mutable_exception()->set_message(message);
+  google::protobuf::Struct payload;
+  (*payload.mutable_fields())["error"].set_string_value(message);
+  *result->mutable_payload()->mutable_struct_value() = std::move(payload);
+}
+
+// ---- CallCancel ----
+
+void CallCancel::Arm(std::function<void()> cancel) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) {
+    cancel();
+    return;
+  }
+  cancel_ = std::move(cancel);
+}
+
+void CallCancel::Disarm() {
+  absl::MutexLock lock(&mu_);
+  cancel_ = nullptr;
+  disarmed_ = true;
+}
+
+void CallCancel::Cancel() {
+  // Under the lock, so that Disarm() waits until the cancel has run.
+  absl::MutexLock lock(&mu_);
+  if (cancelled_ || disarmed_) return;
+  cancelled_ = true;
+  if (cancel_) cancel_();
+}
+
+bool CallCancel::cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+// ---- McpCall ----
+
+McpCall::~McpCall() { dispatcher_->Release(id_.Key(), cancel_.get()); }
+
+bool McpCall::Run(const SendFn& send) {
+  if (cancel_->cancelled()) return false;
+  int64_t progress = 0;
+  auto on_progress = [&](const std::string& text) {
+    if (progress_token_.IsNull()) return;
+    Json params(rapidjson::kObjectType);
+    auto& alloc = params.GetAllocator();
+    params.AddMember("progressToken", JsonValue(progress_token_, alloc), alloc);
+    params.AddMember("progress", ++progress, alloc);
+    params.AddMember("message", Str(text, alloc), alloc);
+    send(mcp::BuildNotification("notifications/progress", &params));
+  };
+  absl::StatusOr<v1::ToolResult> result =
+      dispatcher_->source_->Call(spec_, on_progress, cancel_.get());
+  if (cancel_->cancelled()) return false;  // MCP: no response to a cancelled request
+  if (!result.ok()) {
+    send(mcp::BuildError(id_, mcp::kInternalError,
+                         absl::StrCat("toolexecd: ", result.status().ToString())));
+  } else if (result->exception().code() == v1::ERROR_CODE_UNKNOWN_TOOL) {
+    // MCP: an unknown tool is a protocol error, not a tool result.
+    send(mcp::BuildError(id_, mcp::kInvalidParams, result->error_message()));
+  } else {
+    Json answer = McpCallResultFromToolResult(*result);
+    send(mcp::BuildResult(id_, answer));
+  }
+  return true;
+}
+
+// ---- McpDispatcher ----
+
+std::unique_ptr<McpCall> McpDispatcher::Handle(const mcp::Message& m, const SendFn& send) {
+  if (m.kind == mcp::Message::Kind::kNotification) {
+    if (m.method == "notifications/cancelled") Cancel(m.params);
+    return nullptr;  // initialized, etc.
+  }
+  // This server sends no requests, so a response needs nothing.
+  if (m.kind != mcp::Message::Kind::kRequest) return nullptr;
+  if (m.method == "initialize") {
+    send(Initialize(m));
+  } else if (m.method == "ping") {
+    Json empty(rapidjson::kObjectType);
+    send(mcp::BuildResult(m.id, empty));
+  } else if (m.method == "tools/list") {
+    send(ListTools(m));
+  } else if (m.method == "tools/call") {
+    return ReserveCall(m, send);
+  } else {
+    send(mcp::BuildError(m.id, mcp::kMethodNotFound,
+                         absl::StrCat("method '", m.method,
+                                      "' is not served; toolexec serves initialize, ping, "
+                                      "tools/list and tools/call")));
+  }
+  return nullptr;
+}
+
+void McpDispatcher::Cancel(const JsonValue& params) {
+  const JsonValue* id = Member(params, "requestId");
+  if (id == nullptr) return;
+  std::shared_ptr<CallCancel> cancel;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = calls_.find(mcp::RequestId::FromJson(*id).Key());
+    if (it == calls_.end()) return;  // finished already, or never started
+    cancel = it->second;
+  }
+  cancel->Cancel();
+}
+
+void McpDispatcher::CancelAll() {
+  std::vector<std::shared_ptr<CallCancel>> cancels;
+  {
+    absl::MutexLock lock(&mu_);
+    shut_down_ = true;
+    for (auto& [key, cancel] : calls_) cancels.push_back(cancel);
+  }
+  for (auto& cancel : cancels) cancel->Cancel();
+}
+
+size_t McpDispatcher::calls_in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return calls_.size();
+}
+
+void McpDispatcher::Release(const std::string& key, const CallCancel* cancel) {
+  absl::MutexLock lock(&mu_);
+  auto it = calls_.find(key);
+  if (it != calls_.end() && it->second.get() == cancel) calls_.erase(it);
+}
+
+std::string McpDispatcher::Initialize(const mcp::Message& m) const {
+  std::string requested;
+  if (const JsonValue* v = Member(m.params, "protocolVersion"); v != nullptr && v->IsString()) {
+    requested = std::string(v->GetString(), v->GetStringLength());
+  }
+  Json result(rapidjson::kObjectType);
+  auto& alloc = result.GetAllocator();
+  result.AddMember("protocolVersion", Str(NegotiateMcpProtocolVersion(requested), alloc), alloc);
+  JsonValue tools(rapidjson::kObjectType);
+  tools.AddMember("listChanged", false, alloc);
+  JsonValue capabilities(rapidjson::kObjectType);
+  capabilities.AddMember("tools", tools, alloc);
+  result.AddMember("capabilities", capabilities, alloc);
+  JsonValue info(rapidjson::kObjectType);
+  info.AddMember("name", "toolexec", alloc);
+  info.AddMember("version", Str(options_.version, alloc), alloc);
+  result.AddMember("serverInfo", info, alloc);
+  return mcp::BuildResult(m.id, result);
+}
+
+absl::StatusOr<std::vector<v1::ToolDeclaration>> McpDispatcher::FetchTools() {
+  auto all = source_->ListTools();
+  if (!all.ok()) return all.status();
+  std::vector<v1::ToolDeclaration> tools;
+  std::set<std::string> names;
+  for (v1::ToolDeclaration& tool : *all) {
+    // Tools the harness or the model provider runs fail here (S9): an MCP
+    // client has nobody to run them.
+    if (tool.executor() != v1::EXECUTOR_DAEMON) continue;
+    names.insert(tool.name());
+    tools.push_back(std::move(tool));
+  }
+  absl::MutexLock lock(&mu_);
+  listed_ = std::move(names);
+  have_listed_ = true;
+  return tools;
+}
+
+bool McpDispatcher::Listed(const std::string& name) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (have_listed_ && listed_.count(name) > 0) return true;
+  }
+  if (!FetchTools().ok()) return true;  // let the call's own answer say what is wrong
+  absl::MutexLock lock(&mu_);
+  return listed_.count(name) > 0;
+}
+
+std::string McpDispatcher::ListTools(const mcp::Message& m) {
+  auto tools = FetchTools();
+  if (!tools.ok()) {
+    return mcp::BuildError(m.id, mcp::kInternalError,
+                           absl::StrCat("toolexecd: ", tools.status().ToString()));
+  }
+  Json result(rapidjson::kObjectType);
+  auto& alloc = result.GetAllocator();
+  JsonValue list(rapidjson::kArrayType);
+  for (const v1::ToolDeclaration& tool : *tools) {
+    Json t = McpToolFromDeclaration(tool);
+    list.PushBack(JsonValue(t, alloc), alloc);
+  }
+  result.AddMember("tools", list, alloc);
+  return mcp::BuildResult(m.id, result);
+}
+
+std::unique_ptr<McpCall> McpDispatcher::ReserveCall(const mcp::Message& m, const SendFn& send) {
+  const JsonValue* name = Member(m.params, "name");
+  if (name == nullptr || !name->IsString()) {
+    send(mcp::BuildError(m.id, mcp::kInvalidParams, "tools/call needs params.name, a string"));
+    return nullptr;
+  }
+  McpCallSpec spec;
+  spec.id = m.id.DebugString();
+  spec.name.assign(name->GetString(), name->GetStringLength());
+  if (const JsonValue* args = Member(m.params, "arguments"); args != nullptr && !args->IsNull()) {
+    if (!args->IsObject()) {
+      send(mcp::BuildError(m.id, mcp::kInvalidParams,
+                           "tools/call params.arguments must be an object"));
+      return nullptr;
+    }
+    spec.args_json = ToJsonString(*args);
+  }
+  if (!options_.tool_set.empty() && !Listed(spec.name)) {
+    send(mcp::BuildError(m.id, mcp::kInvalidParams,
+                         absl::StrCat("unknown tool '", spec.name,
+                                      "': it is not in the tool set '", options_.tool_set,
+                                      "' this server serves")));
+    return nullptr;
+  }
+  Json token;  // null: no progress wanted
+  if (const JsonValue* meta = Member(m.params, "_meta"); meta != nullptr) {
+    if (const JsonValue* t = Member(*meta, "progressToken");
+        t != nullptr && (t->IsString() || t->IsInt64())) {
+      token.CopyFrom(*t, token.GetAllocator());
+    }
+  }
+  auto cancel = std::make_shared<CallCancel>();
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) {
+      send(mcp::BuildError(m.id, mcp::kInternalError, "the server is shutting down"));
+      return nullptr;
+    }
+    if (calls_.size() >= options_.max_calls_in_flight) {
+      send(mcp::BuildError(
+          m.id, mcp::kInternalError,
+          absl::StrCat("too many tool calls in flight (", options_.max_calls_in_flight,
+                       "); wait for one to finish, then call again")));
+      return nullptr;
+    }
+    if (!calls_.emplace(m.id.Key(), cancel).second) {
+      send(mcp::BuildError(m.id, mcp::kInvalidRequest,
+                           absl::StrCat("request id ", m.id.DebugString(), " is already in use")));
+      return nullptr;
+    }
+  }
+  return std::unique_ptr<McpCall>(
+      new McpCall(this, m.id, std::move(spec), std::move(token), std::move(cancel)));
+}
+
+}  // namespace toolexec

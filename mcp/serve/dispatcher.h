@@ -1,0 +1,204 @@
+// toolexec's tools served to MCP clients: what both of its MCP server
+// transports share. `toolexec mcp` (stdio, proxying to toolexecd over gRPC,
+// client/mcp_server.h) and toolexecd's streamable HTTP endpoint
+// (server/mcp_http.h, calling the Engine in-process) map declarations and
+// results to MCP here, and answer JSON-RPC requests through one dispatcher:
+// initialize, ping, tools/list, tools/call and notifications/cancelled.
+//
+// Threads and ownership
+// ---------------------
+// * McpToolSource is the transport's way to reach the tools; the dispatcher
+//   calls it from any thread at once.
+// * McpDispatcher::Handle runs on the thread that received the message. It
+//   answers every request but tools/call before it returns. A tools/call is
+//   checked and reserved there (refused at once when its id is in use or
+//   max_calls_in_flight calls are reserved) and returned as a McpCall; the
+//   transport runs it on a thread of its choice (stdio: a thread per call;
+//   HTTP: the request's own thread). McpCall::Run blocks until the call
+//   ends, sending progress notifications and then the response through the
+//   `send` it was given, all on that thread.
+// * notifications/cancelled (Handle, any thread) and CancelAll() cancel a
+//   reserved or running call through its CallCancel; a cancelled call sends
+//   no response, as MCP asks. The dispatcher must outlive its McpCalls.
+#ifndef TOOLEXEC_MCP_SERVE_DISPATCHER_H_
+#define TOOLEXEC_MCP_SERVE_DISPATCHER_H_
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "mcp/protocol/jsonrpc.h"
+#include "tools/runtime/json.h"
+#include "toolexec/v1/toolexec.pb.h"
+
+namespace toolexec {
+
+// The MCP protocol versions served, newest first.
+inline constexpr const char* kMcpProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                                       "2024-11-05"};
+
+// The version to answer initialize with: the client's when it is served, else
+// the newest served (the client then decides whether it can go on).
+std::string NegotiateMcpProtocolVersion(absl::string_view requested);
+// Whether `version` is one of kMcpProtocolVersions.
+bool IsServedMcpProtocolVersion(absl::string_view version);
+
+// A ToolDeclaration as an MCP Tool: name, title (the display name when it
+// differs), description, inputSchema (the declared parameters, as declared)
+// and annotations from its tags (readOnlyHint; destructiveHint and
+// idempotentHint for a tool that writes).
+Json McpToolFromDeclaration(const v1::ToolDeclaration& tool);
+
+// A ToolResult as an MCP CallToolResult: model_content (else the payload as
+// JSON) as one text block, structuredContent from a successful object payload,
+// isError for any failure.
+Json McpCallResultFromToolResult(const v1::ToolResult& result);
+
+// A policy's ask on an MCP transport: MCP has no way to put the question to
+// the client's user, so the transport denies it at once (rather than letting
+// the call wait out the ask timeout), giving kMcpAskDenial as the reason.
+inline constexpr char kMcpAskDenial[] = "MCP clients cannot answer permission requests";
+// The DENIED result of a call whose ask the transport denied, reworded to say
+// so (the policy's own wording is "Permission denied by user"). Other results
+// are left as they are.
+void ExplainDeniedAsk(v1::ToolResult* result);
+
+// Cancellation of one call, between the thread running it and the one that
+// receives notifications/cancelled (or shuts down). Thread-safe.
+class CallCancel final {
+ public:
+  // From now until Disarm(), Cancel() runs `cancel`; runs it at once, on this
+  // thread, if Cancel() came first.
+  void Arm(std::function<void()> cancel);
+  // The call has its result. Once this returns, the function given to Arm is
+  // neither running nor run, and a later Cancel() is too late: it changes
+  // nothing (the response is sent).
+  void Disarm();
+  void Cancel();
+  // Whether a Cancel() came in time.
+  bool cancelled() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool disarmed_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void()> cancel_ ABSL_GUARDED_BY(mu_);
+};
+
+struct McpCallSpec {
+  std::string id;  // the JSON-RPC id as text (7 or "7"), the ToolCall's id
+  std::string name;
+  std::string args_json;  // "" = {}
+};
+
+// Where the served tools are: toolexecd over gRPC, or the Engine in-process.
+class McpToolSource {
+ public:
+  virtual ~McpToolSource() = default;
+  // The tools served, in order, as the wire declares them.
+  virtual absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() = 0;
+  // Runs one call to its end on this thread; `progress` gets each progress
+  // text on this thread too. The source arms `cancel` while the call runs,
+  // so that a cancel ends it (as a CANCELLED result, or an error). An error
+  // status when the call could not run or reach its end.
+  virtual absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
+                                              const std::function<void(const std::string&)>& progress,
+                                              CallCancel* cancel) = 0;
+};
+
+class McpDispatcher;
+
+// A reserved tools/call (see McpDispatcher::Handle).
+class McpCall final {
+ public:
+  using SendFn = std::function<void(const std::string& message)>;
+  ~McpCall();  // frees the reservation
+  McpCall(const McpCall&) = delete;
+  McpCall& operator=(const McpCall&) = delete;
+
+  const mcp::RequestId& id() const { return id_; }
+  // Whether the client asked for progress notifications (a progressToken).
+  bool wants_progress() const { return !progress_token_.IsNull(); }
+  // Runs the call: progress notifications (when asked for), then the
+  // response, through `send`; nothing once cancelled. At most once. True if
+  // the response was sent (false: cancelled).
+  bool Run(const SendFn& send);
+
+ private:
+  friend class McpDispatcher;
+  McpCall(McpDispatcher* dispatcher, mcp::RequestId id, McpCallSpec spec, Json progress_token,
+          std::shared_ptr<CallCancel> cancel)
+      : dispatcher_(dispatcher),
+        id_(std::move(id)),
+        spec_(std::move(spec)),
+        progress_token_(std::move(progress_token)),
+        cancel_(std::move(cancel)) {}
+
+  McpDispatcher* const dispatcher_;
+  const mcp::RequestId id_;
+  const McpCallSpec spec_;
+  const Json progress_token_;  // null: no progress wanted
+  const std::shared_ptr<CallCancel> cancel_;
+};
+
+class McpDispatcher final {
+ public:
+  struct Options {
+    std::string version;   // serverInfo.version
+    std::string tool_set;  // "" = every tool; else only the tools the source lists are callable
+    // tools/call requests reserved or running at once; past it a call is
+    // refused at once with a JSON-RPC error saying so.
+    size_t max_calls_in_flight = 64;
+  };
+  using SendFn = McpCall::SendFn;
+
+  // `source` must outlive the dispatcher.
+  McpDispatcher(McpToolSource* source, Options options)
+      : source_(source), options_(std::move(options)) {}
+  ~McpDispatcher() { CancelAll(); }
+  McpDispatcher(const McpDispatcher&) = delete;
+  McpDispatcher& operator=(const McpDispatcher&) = delete;
+
+  // One message from the client. A request other than tools/call is answered
+  // through `send` before this returns, as is a tools/call refused at once;
+  // an accepted tools/call is returned, for the caller to Run. Notifications
+  // and responses return null.
+  std::unique_ptr<McpCall> Handle(const mcp::Message& message, const SendFn& send);
+
+  // Cancels every call reserved or running and refuses new ones. Idempotent.
+  void CancelAll();
+  // tools/call reserved or running.
+  size_t calls_in_flight() const;
+
+ private:
+  friend class McpCall;
+  std::string Initialize(const mcp::Message& message) const;
+  std::string ListTools(const mcp::Message& message);
+  std::unique_ptr<McpCall> ReserveCall(const mcp::Message& message, const SendFn& send);
+  void Cancel(const JsonValue& params);
+  void Release(const std::string& key, const CallCancel* cancel);
+  // The daemon-run tools of the source, in order; also refreshes `listed_`.
+  absl::StatusOr<std::vector<v1::ToolDeclaration>> FetchTools();
+  // With a tool set: whether `name` is in it (asks the source the first time).
+  bool Listed(const std::string& name);
+
+  McpToolSource* const source_;
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<CallCancel>> calls_ ABSL_GUARDED_BY(mu_);  // by Key()
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool have_listed_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> listed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace toolexec
+
+#endif  // TOOLEXEC_MCP_SERVE_DISPATCHER_H_

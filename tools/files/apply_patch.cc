@@ -1,0 +1,776 @@
+// apply_patch: OpenAI's apply_patch tool, V4A patches (see file_tools.h).
+//
+// The patch format, as OpenAI documents it (GPT-4.1 prompting guide, Codex):
+//
+//   *** Begin Patch
+//   *** Add File: <path>          then the new file's lines, each prefixed "+"
+//   *** Delete File: <path>
+//   *** Update File: <path>
+//   *** Move to: <new path>       optional, right after Update File
+//   @@ <context line>             a hunk; "@@" alone when no context is needed;
+//   @@ <narrower context line>    several @@ lines narrow the search in turn
+//    <context>  -<removed>  +<added>     one per line; an empty line is context
+//   *** End of File               optional, the hunk's lines end the file
+//   *** End Patch
+//
+// Also accepted, as OpenAI's examples and reference implementation do: the
+// patch wrapped in a heredoc ("%%bash" / "apply_patch <<\"EOF\"" ... "EOF"),
+// spaces around the markers, CRLF line endings, a first hunk without "@@",
+// and a unified-diff range header ("@@ -12,5 +12,6 @@") treated as "@@".
+//
+// Locating a hunk, as the reference implementations do: each @@ context line
+// is searched for from where the previous hunk ended, then the hunk's old
+// lines (context and "-" lines) from there, at "*** End of File" from the end
+// first. Each search tries an exact match, then one ignoring trailing
+// whitespace, then one ignoring leading and trailing whitespace; the first
+// match wins (V4A hunks need not be unique: the context disambiguates). An @@
+// line names the enclosing class or function, so it also matches a line that
+// starts with it ("@@ class BaseClass" finds "class BaseClass(Base):"), as the
+// documentation's own example needs. A hunk ending in empty context lines is
+// retried without them. A hunk with only "+" lines is inserted after its last
+// @@ context line, or at the end of the file when it has none. Context lines
+// keep the file's text (a whitespace-insensitive match changes only the "-"
+// and "+" lines).
+//
+// What toolexec decides where the references differ or are silent: an Add
+// File or Move to onto an existing file is refused (nothing is overwritten
+// silently); a path may appear in one operation only; an Update File with a
+// Move to and no hunks renames the file; an updated file keeps its BOM, CRLF
+// line endings, mode and whether it ends with a newline.
+//
+// All or nothing: the patch is parsed, every path resolved beneath the
+// workspace and every hunk located against the files as they are, before
+// anything changes. Then missing parent directories of new files are made,
+// the write locks of every file are taken together (FileWriteLock::AcquireAll,
+// one global order, so concurrent patches cannot deadlock), the plan is
+// computed again from the files as read under the locks, and the files are
+// written in patch order, each atomically; if a write fails, those before it
+// are undone in reverse order (new files removed, old contents and removed
+// files put back with their mode). Directories made for new files stay.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/types/span.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tools/runtime/utf8.h"
+#include "tools/files/edit_engine.h"
+#include "tools/files/file_tools.h"
+#include "tools/workspace/confined.h"
+#include "tools/workspace/text.h"
+#include "tools/workspace/write_lock.h"
+#include "tools/runtime/tool_context.h"
+
+namespace toolexec::builtin {
+namespace {
+
+constexpr char kSchema[] = R"json({
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "input": {
+      "type": "string",
+      "description": "The apply_patch command that you wish to execute: a patch from '*** Begin Patch' to '*** End Patch'."
+    }
+  },
+  "required": ["input"]
+})json";
+
+// ---------------------------------------------------------------------------
+// The patch
+
+struct Hunk {
+  std::vector<std::string> contexts;  // the @@ lines' text, in order
+  std::vector<std::string> old_lines;
+  std::vector<std::string> new_lines;
+  // For each new line: the index in old_lines of the same context line, or
+  // -1 for an added line. Context lines keep the file's own text.
+  std::vector<int> new_from_old;
+  bool end_of_file = false;
+  int line = 0;  // where it starts in the patch text, 1-based
+  std::string Header() const {
+    if (contexts.empty()) return "@@";
+    return absl::StrCat("@@ ", absl::StrJoin(contexts, " @@ "));
+  }
+};
+
+enum class OpKind { kAdd, kDelete, kUpdate };
+
+struct Op {
+  OpKind kind;
+  std::string path;
+  std::string move_to;   // Update only; "" = no move
+  std::string contents;  // Add only
+  std::vector<Hunk> hunks;
+  int line = 0;
+  const char* Marker() const {
+    switch (kind) {
+      case OpKind::kAdd:
+        return "*** Add File";
+      case OpKind::kDelete:
+        return "*** Delete File";
+      case OpKind::kUpdate:
+        break;
+    }
+    return "*** Update File";
+  }
+};
+
+absl::Status ParseError(int line, absl::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid patch (line ", line, "): ", message, "; nothing was changed"));
+}
+
+// "@@ -12,5 +12,6 @@ text": a unified-diff range header, and the text after it.
+bool UnifiedRangeHeader(absl::string_view header, absl::string_view* rest) {
+  absl::string_view h = header;
+  if (!absl::ConsumePrefix(&h, "-")) return false;
+  size_t close = h.find(" @@");
+  if (close == absl::string_view::npos) return false;
+  for (char c : h.substr(0, close)) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != ',' && c != ' ' && c != '+') {
+      return false;
+    }
+  }
+  *rest = absl::StripAsciiWhitespace(h.substr(close + 3));
+  return true;
+}
+
+absl::StatusOr<std::vector<Op>> ParsePatch(absl::string_view input) {
+  std::vector<std::string> lines;
+  for (absl::string_view l : absl::StrSplit(input, '\n')) {
+    absl::ConsumeSuffix(&l, "\r");
+    lines.emplace_back(l);
+  }
+  auto trimmed = [&](size_t i) { return absl::StripAsciiWhitespace(lines[i]); };
+  size_t first = 0, last = lines.size();  // [first, last)
+  while (first < last && trimmed(first).empty()) ++first;
+  while (last > first && trimmed(last - 1).empty()) --last;
+  // The heredoc of OpenAI's examples: %%bash / apply_patch <<"EOF" ... EOF.
+  if (first < last && trimmed(first) == "%%bash") ++first;
+  if (first < last) {
+    absl::string_view head = trimmed(first);
+    size_t heredoc = head.find("<<");
+    if (heredoc != absl::string_view::npos &&
+        (heredoc == 0 || absl::StartsWith(head, "apply_patch") ||
+         absl::StartsWith(head, "applypatch"))) {
+      std::string marker(absl::StripAsciiWhitespace(head.substr(heredoc + 2)));
+      if (marker.size() >= 2 && (marker.front() == '\'' || marker.front() == '"') &&
+          marker.back() == marker.front()) {
+        marker = marker.substr(1, marker.size() - 2);
+      }
+      if (marker.empty() || last - first < 2 || trimmed(last - 1) != marker) {
+        return ParseError(static_cast<int>(first + 1),
+                          absl::StrCat("the heredoc '", head, "' is not closed by a line '",
+                                       marker, "' at the end"));
+      }
+      ++first;
+      --last;
+    }
+  }
+  if (first >= last || trimmed(first) != "*** Begin Patch") {
+    return ParseError(static_cast<int>(first + 1),
+                      "the first line of the patch must be '*** Begin Patch'");
+  }
+  if (last - first < 2 || trimmed(last - 1) != "*** End Patch") {
+    return ParseError(static_cast<int>(last), "the last line of the patch must be '*** End Patch'");
+  }
+  std::vector<Op> ops;
+  size_t i = first + 1;
+  const size_t end = last - 1;
+  auto line_no = [](size_t index) { return static_cast<int>(index + 1); };
+  while (i < end) {
+    absl::string_view t = trimmed(i);
+    if (t.empty()) {
+      ++i;
+      continue;
+    }
+    Op op;
+    op.line = line_no(i);
+    absl::string_view path = t;
+    if (absl::ConsumePrefix(&path, "*** Add File:")) {
+      op.kind = OpKind::kAdd;
+    } else if (absl::ConsumePrefix(&path, "*** Delete File:")) {
+      op.kind = OpKind::kDelete;
+    } else if (absl::ConsumePrefix(&path, "*** Update File:")) {
+      op.kind = OpKind::kUpdate;
+    } else {
+      return ParseError(line_no(i), absl::StrCat("'", t,
+                                                  "' is not a file operation; expected '*** Add "
+                                                  "File: <path>', '*** Delete File: <path>' or "
+                                                  "'*** Update File: <path>'"));
+    }
+    op.path = std::string(absl::StripAsciiWhitespace(path));
+    if (op.path.empty()) return ParseError(line_no(i), absl::StrCat(op.Marker(), " names no path"));
+    ++i;
+    if (op.kind == OpKind::kAdd) {
+      while (i < end && absl::StartsWith(lines[i], "+")) {
+        absl::StrAppend(&op.contents, absl::string_view(lines[i]).substr(1), "\n");
+        ++i;
+      }
+    } else if (op.kind == OpKind::kUpdate) {
+      absl::string_view move = i < end ? trimmed(i) : "";
+      if (absl::ConsumePrefix(&move, "*** Move to:")) {
+        op.move_to = std::string(absl::StripAsciiWhitespace(move));
+        if (op.move_to.empty()) return ParseError(line_no(i), "'*** Move to:' names no path");
+        ++i;
+      }
+      while (i < end) {
+        if (trimmed(i).empty() && (i + 1 >= end || absl::StartsWith(lines[i + 1], "@@") ||
+                                   absl::StartsWith(lines[i + 1], "***"))) {
+          ++i;  // a blank line between hunks
+          continue;
+        }
+        if (absl::StartsWith(lines[i], "***") && trimmed(i) != "*** End of File") break;
+        Hunk hunk;
+        hunk.line = line_no(i);
+        bool header = false;
+        while (i < end && absl::StartsWith(lines[i], "@@")) {
+          header = true;
+          absl::string_view context = absl::StripAsciiWhitespace(
+              absl::string_view(lines[i]).substr(2));
+          absl::string_view after_range;
+          if (UnifiedRangeHeader(context, &after_range)) context = after_range;
+          if (!context.empty()) hunk.contexts.emplace_back(context);
+          ++i;
+        }
+        if (!header && !op.hunks.empty()) {
+          return ParseError(line_no(i), absl::StrCat("expected '@@' to start the next hunk of '",
+                                                     op.path, "', got '", lines[i], "'"));
+        }
+        size_t body_start = i;
+        for (; i < end; ++i) {
+          const std::string& l = lines[i];
+          if (absl::StripAsciiWhitespace(l) == "*** End of File") {
+            hunk.end_of_file = true;
+            ++i;
+            break;
+          }
+          if (l.empty() || l[0] == ' ') {
+            hunk.new_from_old.push_back(static_cast<int>(hunk.old_lines.size()));
+            hunk.old_lines.push_back(l.empty() ? "" : l.substr(1));
+            hunk.new_lines.push_back(hunk.old_lines.back());
+          } else if (l[0] == '-') {
+            hunk.old_lines.push_back(l.substr(1));
+          } else if (l[0] == '+') {
+            hunk.new_from_old.push_back(-1);
+            hunk.new_lines.push_back(l.substr(1));
+          } else if (i == body_start && !absl::StartsWith(l, "@@") && !absl::StartsWith(l, "***")) {
+            return ParseError(line_no(i),
+                              absl::StrCat("unexpected line '", l, "' in a hunk of '", op.path,
+                                           "': every line of a hunk starts with ' ' (context), "
+                                           "'-' (removed) or '+' (added)"));
+          } else {
+            break;  // the next hunk or file operation
+          }
+        }
+        if (hunk.old_lines.empty() && hunk.new_lines.empty()) {
+          return ParseError(hunk.line, absl::StrCat("a hunk of '", op.path, "' has no lines"));
+        }
+        op.hunks.push_back(std::move(hunk));
+      }
+      if (op.hunks.empty() && op.move_to.empty()) {
+        return ParseError(op.line, absl::StrCat("'*** Update File: ", op.path,
+                                                "' has no hunks (nor a '*** Move to:')"));
+      }
+    }
+    ops.push_back(std::move(op));
+  }
+  if (ops.empty()) return ParseError(line_no(first), "the patch has no file operations");
+  return ops;
+}
+
+// ---------------------------------------------------------------------------
+// Locating hunks
+
+absl::string_view StripTrailing(absl::string_view s) {
+  while (!s.empty() && absl::ascii_isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The first index >= start where `pattern` matches `lines` (exact, then
+// ignoring trailing whitespace, then leading and trailing whitespace, then,
+// with `prefix`, a line that starts with the pattern once both are trimmed);
+// at end of file the last possible index is tried first.
+std::optional<size_t> Seek(const std::vector<absl::string_view>& lines,
+                           const std::vector<std::string>& pattern, size_t start, bool eof,
+                           bool prefix = false) {
+  if (pattern.empty()) return start;
+  if (pattern.size() > lines.size()) return std::nullopt;
+  const size_t last = lines.size() - pattern.size();
+  using Eq = bool (*)(absl::string_view, absl::string_view);
+  const Eq levels[] = {
+      [](absl::string_view a, absl::string_view b) { return a == b; },
+      [](absl::string_view a, absl::string_view b) { return StripTrailing(a) == StripTrailing(b); },
+      [](absl::string_view a, absl::string_view b) {
+        return absl::StripAsciiWhitespace(a) == absl::StripAsciiWhitespace(b);
+      },
+      [](absl::string_view a, absl::string_view b) {
+        return absl::StartsWith(absl::StripAsciiWhitespace(a), absl::StripAsciiWhitespace(b));
+      },
+  };
+  auto matches_at = [&](Eq eq, size_t at) {
+    for (size_t k = 0; k < pattern.size(); ++k) {
+      if (!eq(lines[at + k], pattern[k])) return false;
+    }
+    return true;
+  };
+  for (Eq eq : absl::MakeConstSpan(levels, prefix ? 4 : 3)) {
+    if (eof && matches_at(eq, last)) return last;
+    for (size_t at = start; at <= last; ++at) {
+      if (matches_at(eq, at)) return at;
+    }
+  }
+  return std::nullopt;
+}
+
+struct Replacement {
+  size_t start;
+  size_t old_len;
+  const Hunk* hunk;  // its new lines replace old_len lines from start
+  size_t new_len;
+};
+
+// `text` (LF endings) with `op`'s hunks applied, or why a hunk did not apply.
+absl::StatusOr<std::string> ApplyHunks(const Op& op, const std::string& display,
+                                       absl::string_view text, const CancellationToken& cancel) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  const bool final_newline = text.empty() || text.back() == '\n';
+  if (final_newline) lines.pop_back();  // the empty piece after the last "\n"
+  std::vector<Replacement> replacements;
+  size_t at = 0;
+  for (size_t h = 0; h < op.hunks.size(); ++h) {
+    const Hunk& hunk = op.hunks[h];
+    auto failed = [&](absl::string_view what) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "hunk ", h + 1, " of '", display, "' (", hunk.Header(), ", patch line ", hunk.line,
+          ") did not apply: ", what, "; nothing was changed"));
+    };
+    for (const std::string& context : hunk.contexts) {
+      auto found = Seek(lines, {context}, at, false, /*prefix=*/true);
+      if (!found.has_value()) {
+        return failed(absl::StrCat("its context line '", context, "' was not found",
+                                   at > 0 ? absl::StrCat(" after line ", at) : "",
+                                   MissHint(text, context, "view_file", cancel)));
+      }
+      at = *found + 1;
+    }
+    if (hunk.old_lines.empty()) {
+      const size_t insert_at = hunk.contexts.empty() || hunk.end_of_file ? lines.size() : at;
+      replacements.push_back({insert_at, 0, &hunk, hunk.new_lines.size()});
+      continue;
+    }
+    size_t old_len = hunk.old_lines.size(), new_len = hunk.new_lines.size();
+    auto found = Seek(lines, hunk.old_lines, at, hunk.end_of_file);
+    // Trailing empty context lines (often a blank line before the next @@)
+    // need not be in the file.
+    while (!found.has_value() && old_len > 0 && new_len > 0 && hunk.old_lines[old_len - 1].empty() &&
+           hunk.new_lines[new_len - 1].empty()) {
+      --old_len;
+      --new_len;
+      std::vector<std::string> shorter(hunk.old_lines.begin(), hunk.old_lines.begin() + old_len);
+      found = Seek(lines, shorter, at, hunk.end_of_file);
+    }
+    if (!found.has_value()) {
+      return failed(absl::StrCat(
+          "its lines were not found", at > 0 ? absl::StrCat(" after line ", at) : "", ":\n",
+          absl::StrJoin(hunk.old_lines, "\n"), "\n",
+          MissHint(text, absl::StrJoin(hunk.old_lines, "\n"), "view_file", cancel)));
+    }
+    replacements.push_back({*found, old_len, &hunk, new_len});
+    at = *found + old_len;
+  }
+  std::stable_sort(replacements.begin(), replacements.end(),
+                   [](const Replacement& a, const Replacement& b) { return a.start < b.start; });
+  std::string out;
+  out.reserve(text.size());
+  size_t next = 0;  // the first line not yet copied
+  bool any = false;
+  auto append = [&](absl::string_view line) {
+    if (any) out.push_back('\n');
+    out.append(line.data(), line.size());
+    any = true;
+  };
+  for (const Replacement& r : replacements) {
+    if (r.start < next) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "hunks of '", display, "' overlap (two change line ", r.start + 1,
+          "); merge them into one hunk; nothing was changed"));
+    }
+    for (; next < r.start; ++next) append(lines[next]);
+    for (size_t k = 0; k < r.new_len; ++k) {
+      const int old = r.hunk->new_from_old[k];
+      append(old >= 0 ? lines[r.start + old] : absl::string_view(r.hunk->new_lines[k]));
+    }
+    next = r.start + r.old_len;
+  }
+  for (; next < lines.size(); ++next) append(lines[next]);
+  if (any && (final_newline || text.empty())) out.push_back('\n');
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Files
+
+// One file the patch writes or removes.
+struct Target {
+  fs::WorkspacePath wp;
+  std::string name;
+  fs::UniqueFd dir;  // its parent directory; invalid while it does not exist
+};
+
+// What one operation does, computed from the files as they are.
+struct Planned {
+  std::optional<EditableText> before;  // Update and Delete: the file read
+  std::string after;                   // Add and Update: the bytes to write
+  std::string diff;
+};
+
+absl::Status Exists(const Target& t, absl::string_view what) {
+  if (!t.dir.valid()) return absl::OkStatus();
+  struct stat st;
+  if (fstatat(t.dir.get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " '", t.wp.display, "': it already exists",
+        S_ISDIR(st.st_mode) ? " (a directory)" : "",
+        "; change an existing file with '*** Update File:', or delete it first in another patch; "
+        "nothing was changed"));
+  }
+  if (errno != ENOENT) return fs::ErrnoStatus(errno, t.wp.display);
+  return absl::OkStatus();
+}
+
+absl::Status Absent(const Target& t, absl::string_view marker) {
+  return absl::NotFoundError(absl::StrCat(marker, ": no such file: ", t.wp.display,
+                                          "; nothing was changed"));
+}
+
+std::string Description() {
+  return "Applies a patch to files in the workspace (OpenAI's apply_patch, V4A format). Pass "
+         "the whole patch as `input`:\n"
+         "*** Begin Patch\n"
+         "*** Add File: path/new.py\n"
+         "+line of the new file\n"
+         "*** Update File: path/old.py\n"
+         "*** Move to: path/renamed.py   (optional)\n"
+         "@@ def function_or_class_containing_the_change():\n"
+         " context line\n"
+         "-removed line\n"
+         "+added line\n"
+         " context line\n"
+         "*** Delete File: path/obsolete.py\n"
+         "*** End Patch\n"
+         "Show about 3 lines of context above and below each change; use @@ lines naming the "
+         "enclosing class or function when context alone is not unique. Paths are relative to "
+         "the workspace. All files change or none: a hunk that does not apply fails the whole "
+         "patch, naming the file and the hunk. Added files must not exist yet.";
+}
+
+}  // namespace
+
+ApplyPatchTool::ApplyPatchTool(const BuiltinOptions& options)
+    : Tool(ToolSpec("apply_patch", Description(), kSchema)
+               .Type(ToolType::kTextEdit)
+               .Tags({kTagFile, kTagPathScoped})),
+      options_(options) {}
+
+absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ctx) const {
+  auto input = StringArg(args, "input");
+  if (!input.has_value()) return absl::InvalidArgumentError("input (the patch text) is required");
+  auto parsed = ParsePatch(*input);
+  if (!parsed.ok()) return parsed.status();
+  const std::vector<Op>& ops = *parsed;
+
+  // --- every path confined, each in one operation only ---
+  std::vector<Target> targets;  // ops[k] uses targets[source[k]] (and [dest[k]] when moving)
+  std::vector<int> source(ops.size(), -1), dest(ops.size(), -1);
+  auto add_target = [&](const Op& op, const std::string& path) -> absl::StatusOr<int> {
+    auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, path, "input");
+    if (!wp.ok()) return wp.status();
+    std::string name = wp->BaseName();
+    if (wp->trailing_slash || name.empty() || name == "..") {
+      return ParseError(op.line, absl::StrCat("'", path, "' names a directory, not a file"));
+    }
+    for (const Target& t : targets) {
+      if (t.wp.display == wp->display) {
+        return ParseError(op.line, absl::StrCat("'", wp->display,
+                                                "' appears in two file operations; a file may "
+                                                "be added, updated, moved or deleted once per "
+                                                "patch"));
+      }
+    }
+    targets.push_back(Target{*std::move(wp), std::move(name), fs::UniqueFd()});
+    return static_cast<int>(targets.size() - 1);
+  };
+  for (size_t k = 0; k < ops.size(); ++k) {
+    auto s = add_target(ops[k], ops[k].path);
+    if (!s.ok()) return s.status();
+    source[k] = *s;
+    if (!ops[k].move_to.empty()) {
+      auto d = add_target(ops[k], ops[k].move_to);
+      if (!d.ok()) return d.status();
+      dest[k] = *d;
+    }
+  }
+  // New files may be in directories that do not exist yet (made later).
+  for (size_t k = 0; k < ops.size(); ++k) {
+    for (int index : {source[k], dest[k]}) {
+      if (index < 0) continue;
+      Target& t = targets[index];
+      auto dir = fs::OpenDirectory(t.wp.Parent());
+      const bool may_be_new = ops[k].kind == OpKind::kAdd || index == dest[k];
+      if (dir.ok()) {
+        t.dir = *std::move(dir);
+      } else if (absl::IsNotFound(dir.status()) && !may_be_new) {
+        return Absent(t, ops[k].Marker());
+      } else if (!absl::IsNotFound(dir.status())) {
+        return dir.status();
+      }
+    }
+  }
+
+  EditLimits limits{"apply_patch", options_.max_file_bytes, ""};
+  auto plan = [&]() -> absl::StatusOr<std::vector<Planned>> {
+    std::vector<Planned> planned(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const Op& op = ops[k];
+      Target& t = targets[source[k]];
+      Planned& p = planned[k];
+      if (ctx.cancelled()) return absl::CancelledError("apply_patch was cancelled");
+      if (op.kind == OpKind::kAdd) {
+        if (absl::Status s = Exists(t, "*** Add File"); !s.ok()) return s;
+        if (op.contents.size() > options_.max_file_bytes) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("*** Add File '", t.wp.display, "' is ", op.contents.size(),
+                           " bytes; apply_patch writes at most ", options_.max_file_bytes));
+        }
+        p.after = op.contents;
+        p.diff = UnifiedDiff("", p.after, t.wp.display, 3, nullptr, &ctx.cancellation(),
+                             options_.view_max_bytes);
+        continue;
+      }
+      auto file = ReadEditable(t.dir.get(), t.wp, limits);
+      if (absl::IsNotFound(file.status())) return Absent(t, op.Marker());
+      if (!file.ok()) return file.status();
+      if (op.kind == OpKind::kUpdate) {
+        if (dest[k] >= 0) {
+          if (absl::Status s = Exists(targets[dest[k]], "*** Move to"); !s.ok()) return s;
+        }
+        auto text = ApplyHunks(op, t.wp.display, file->text, ctx.cancellation());
+        if (!text.ok()) return text.status();
+        if (EncodedSize(*file, *text) > options_.max_file_bytes) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the patch would make '", t.wp.display, "' ", EncodedSize(*file, *text),
+              " bytes; apply_patch writes at most ", options_.max_file_bytes));
+        }
+        p.after = Encode(*file, *text);
+        p.diff = UnifiedDiff(file->text, *text,
+                             dest[k] >= 0 ? targets[dest[k]].wp.display : t.wp.display, 3,
+                             nullptr, &ctx.cancellation(), options_.view_max_bytes);
+      } else {
+        p.diff = UnifiedDiff(file->text, "", t.wp.display, 3, nullptr, &ctx.cancellation(),
+                             options_.view_max_bytes);
+      }
+      p.before = *std::move(file);
+    }
+    return planned;
+  };
+
+  // --- check everything against the files as they are, changing nothing ---
+  if (auto dry = plan(); !dry.ok()) return dry.status();
+
+  // --- then for real, under every file's write lock ---
+  for (Target& t : targets) {
+    if (t.dir.valid()) continue;
+    auto made = fs::MakeDirectories(t.wp.Parent());
+    if (!made.ok()) return made.status();
+    t.dir = *std::move(made);
+  }
+  std::vector<fs::FileWriteLock::Target> lock_targets;
+  for (const Target& t : targets) lock_targets.push_back({t.dir.get(), t.name, t.wp.display});
+  auto locks = fs::FileWriteLock::AcquireAll(lock_targets, ctx.cancellation());
+  if (!locks.ok()) return locks.status();
+  auto planned = plan();
+  if (!planned.ok()) return planned.status();
+
+  // Undo steps of the writes done so far, run in reverse on a failure.
+  std::vector<std::function<absl::Status()>> undo;
+  auto restore = [](Target& t, const EditableText& before) {
+    return [&t, &before]() {
+      fs::AtomicWriteOptions w;
+      w.replace_existing = true;
+      w.mode = before.st.st_mode & 07777;
+      w.uid = before.st.st_uid;
+      w.gid = before.st.st_gid;
+      w.display = t.wp.display;
+      return fs::WriteFileAtomic(t.dir.get(), t.name, before.raw, w);
+    };
+  };
+  auto remove = [](Target& t) {
+    return [&t]() -> absl::Status {
+      if (unlinkat(t.dir.get(), t.name.c_str(), 0) != 0 && errno != ENOENT) {
+        return fs::ErrnoStatus(errno, t.wp.display, "removing");
+      }
+      return absl::OkStatus();
+    };
+  };
+  // Removes the file `before` was read from, if it is still that file.
+  auto unlink_read = [](Target& t, const EditableText& before) -> absl::Status {
+    struct stat st;
+    if (fstatat(t.dir.get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !(fs::FileIdentity::Of(st) == fs::FileIdentity::Of(before.st))) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", t.wp.display, "' changed while the patch was being applied"));
+    }
+    if (unlinkat(t.dir.get(), t.name.c_str(), 0) != 0) {
+      return fs::ErrnoStatus(errno, t.wp.display, "removing");
+    }
+    fsync(t.dir.get());
+    return absl::OkStatus();
+  };
+  auto write_new = [](Target& t, absl::string_view bytes, const EditableText* like) {
+    fs::AtomicWriteOptions w;
+    w.display = t.wp.display;
+    if (like != nullptr) {
+      w.mode = like->st.st_mode & 07777;
+      w.uid = like->st.st_uid;
+      w.gid = like->st.st_gid;
+    }
+    return fs::WriteFileAtomic(t.dir.get(), t.name, bytes, w);
+  };
+
+  Json out = MakeObject();
+  auto& a = out.GetAllocator();
+  JsonValue added(rapidjson::kArrayType), modified(rapidjson::kArrayType),
+      deleted(rapidjson::kArrayType);
+  std::string diff;
+  absl::Status failure;
+  for (size_t k = 0; k < ops.size() && failure.ok(); ++k) {
+    const Op& op = ops[k];
+    Target& t = targets[source[k]];
+    const Planned& p = (*planned)[k];
+    if (op.kind == OpKind::kAdd) {
+      failure = write_new(t, p.after, nullptr);
+      if (failure.ok()) {
+        undo.push_back(remove(t));
+        added.PushBack(JsonValue(t.wp.display, a), a);
+      }
+    } else if (op.kind == OpKind::kDelete) {
+      failure = unlink_read(t, *p.before);
+      if (failure.ok()) {
+        undo.push_back(restore(t, *p.before));
+        deleted.PushBack(JsonValue(t.wp.display, a), a);
+      }
+    } else if (dest[k] < 0) {
+      if (p.after != p.before->raw) failure = ReplaceFile(t.dir.get(), t.wp, *p.before, p.after);
+      if (failure.ok()) {
+        undo.push_back(restore(t, *p.before));
+        modified.PushBack(JsonValue(t.wp.display, a), a);
+      }
+    } else {
+      Target& d = targets[dest[k]];
+      failure = write_new(d, p.after, &*p.before);
+      if (failure.ok()) {
+        undo.push_back(remove(d));
+        failure = unlink_read(t, *p.before);
+      }
+      if (failure.ok()) {
+        undo.push_back(restore(t, *p.before));
+        modified.PushBack(JsonValue(d.wp.display, a), a);
+      }
+    }
+    if (failure.ok()) diff += p.diff;
+  }
+  if (!failure.ok()) {
+    std::vector<std::string> not_undone;
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      if (absl::Status s = (*it)(); !s.ok()) not_undone.emplace_back(s.message());
+    }
+    return absl::Status(
+        failure.code(),
+        absl::StrCat("apply_patch failed: ", failure.message(),
+                     not_undone.empty()
+                         ? "; the files written before it were restored: nothing was changed"
+                         : absl::StrCat("; restoring the files written before it failed too: ",
+                                        absl::StrJoin(not_undone, "; "))));
+  }
+
+  std::string output = "Success. Updated the following files:\n";
+  for (const auto& [list, letter] : {std::pair<const JsonValue*, const char*>{&added, "A"},
+                                     {&modified, "M"},
+                                     {&deleted, "D"}}) {
+    for (const JsonValue& path : list->GetArray()) {
+      absl::StrAppend(&output, letter, " ", absl::string_view(path.GetString(),
+                                                              path.GetStringLength()), "\n");
+    }
+  }
+  std::string safe_output;
+  AppendSanitizedUtf8(&safe_output, output);
+  out.AddMember("output", JsonValue(safe_output, a), a);
+  out.AddMember("added", added, a);
+  out.AddMember("modified", modified, a);
+  out.AddMember("deleted", deleted, a);
+  std::string cut;
+  const bool diff_truncated = AppendCut(&cut, diff, options_.view_max_bytes);
+  out.AddMember("diff", JsonValue(cut, a), a);
+  if (diff_truncated) out.AddMember("diff_truncated", true, a);
+  return out;
+}
+
+DisplayResult ApplyPatchTool::display(const JsonValue& /*input*/, const JsonValue& result) const {
+  return TextDisplay("apply_patch", ContentType::kPlainText, StringField(result, "diff"),
+                     kFileDisplayMaxBytes);
+}
+
+std::string ApplyPatchTool::compact_summary(const JsonValue& /*input*/, const JsonValue& result,
+                                            bool ok) const {
+  if (!ok) return "[apply_patch: error]";
+  auto count = [&](const char* key) {
+    return result.IsObject() && result.HasMember(key) && result[key].IsArray()
+               ? result[key].Size()
+               : 0u;
+  };
+  return absl::StrCat("[apply_patch: ", count("added"), " added, ", count("modified"),
+                      " modified, ", count("deleted"), " deleted]");
+}
+
+std::vector<PermissionRequirement> ApplyPatchTool::required_permissions(
+    const JsonValue& input) const {
+  auto ops = ParsePatch(StringField(input, "input"));
+  // A patch that does not parse changes nothing, but its paths are unknown:
+  // ask for the whole workspace rather than for nothing (fail closed).
+  if (!ops.ok()) return PathPermission(".", PermissionLevel::kWrite, /*recursive=*/true);
+  std::vector<PermissionRequirement> out;
+  for (const Op& op : *ops) {
+    for (const std::string* path : {&op.path, &op.move_to}) {
+      if (path->empty()) continue;
+      auto one = PathPermission(*path, PermissionLevel::kWrite);
+      out.insert(out.end(), one.begin(), one.end());
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ApplyPatchTool::resources(const JsonValue& input) const {
+  auto ops = ParsePatch(StringField(input, "input"));
+  if (!ops.ok()) return {};  // fails without touching a file
+  std::vector<std::string> out;
+  for (const Op& op : *ops) {
+    for (const std::string* path : {&op.path, &op.move_to}) {
+      if (!path->empty()) out.push_back(PathResource(*path));
+    }
+  }
+  return out;
+}
+
+}  // namespace toolexec::builtin
