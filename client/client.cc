@@ -293,6 +293,18 @@ absl::StatusOr<v1::RespondPermissionResponse> Client::RespondPermission(
       });
 }
 
+absl::StatusOr<std::string> Client::ExportRecording(const v1::ExportRecordingRequest& request,
+                                                    absl::Duration timeout) {
+  grpc::ClientContext context;
+  Prepare(&context, token_, timeout);
+  auto reader = stub_->ExportRecording(&context, request);
+  std::string out;
+  v1::ExportRecordingResponse chunk;
+  while (reader->Read(&chunk)) out.append(chunk.chunk());
+  if (absl::Status s = ToAbslStatus(reader->Finish()); !s.ok()) return s;
+  return out;
+}
+
 std::unique_ptr<Watch> Client::WatchSession(
     const v1::WatchSessionRequest& request, absl::Duration timeout) {
   std::unique_ptr<Watch> watch(new Watch());

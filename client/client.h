@@ -153,6 +153,11 @@ class Client final {
       const v1::RespondPermissionRequest& request,
       absl::Duration timeout = kDefaultUnaryTimeout);
 
+  // A session's recording, whole (the stream's chunks joined): as written,
+  // or as the provider transcript `request.format` names.
+  absl::StatusOr<std::string> ExportRecording(const v1::ExportRecordingRequest& request,
+                                              absl::Duration timeout = kDefaultUnaryTimeout);
+
   // Starts watching a session. The stream opens lazily: an unknown session
   // shows up as Next() returning false and Finish() returning NOT_FOUND.
   std::unique_ptr<Watch> WatchSession(const v1::WatchSessionRequest& request,

@@ -19,7 +19,7 @@ constexpr size_t kMaxLineBytes = 64 << 20;  // the daemon's default message limi
 }  // namespace
 
 // The daemon over gRPC: ListTools and a one-call ExecuteBatch.
-class McpServer::GrpcToolSource final : public McpToolSource {
+class McpStdioServer::GrpcToolSource final : public McpToolSource {
  public:
   GrpcToolSource(Client* client, std::string tool_set, std::string session_id)
       : client_(client), tool_set_(std::move(tool_set)), session_id_(std::move(session_id)) {}
@@ -89,20 +89,20 @@ class McpServer::GrpcToolSource final : public McpToolSource {
   const std::string session_id_;
 };
 
-McpServer::McpServer(Client* client, Options options, WriteFn write)
+McpStdioServer::McpStdioServer(Client* client, Options options, WriteFn write)
     : write_(std::move(write)),
       source_(std::make_unique<GrpcToolSource>(client, options.tool_set, options.session_id)),
       dispatcher_(source_.get(), McpDispatcher::Options{options.version, options.tool_set,
                                                         options.max_calls_in_flight}) {}
 
-McpServer::~McpServer() { Shutdown(); }
+McpStdioServer::~McpStdioServer() { Shutdown(); }
 
-void McpServer::Send(const std::string& message) {
+void McpStdioServer::Send(const std::string& message) {
   absl::MutexLock lock(&write_mu_);
   write_(message);
 }
 
-void McpServer::HandleLine(absl::string_view line) {
+void McpStdioServer::HandleLine(absl::string_view line) {
   auto message = mcp::ParseMessage(line);
   if (!message.ok()) {
     // The id cannot be trusted from a message that did not parse.
@@ -127,7 +127,7 @@ void McpServer::HandleLine(absl::string_view line) {
   threads_.emplace(thread_id, std::move(thread));
 }
 
-void McpServer::JoinFinished() {
+void McpStdioServer::JoinFinished() {
   std::vector<std::thread::id> finished;
   {
     absl::MutexLock lock(&mu_);
@@ -141,7 +141,7 @@ void McpServer::JoinFinished() {
   }
 }
 
-void McpServer::Shutdown() {
+void McpStdioServer::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     shut_down_ = true;
@@ -151,8 +151,8 @@ void McpServer::Shutdown() {
   threads_.clear();
 }
 
-int McpServer::Serve(Client* client, Options options, int in_fd, int out_fd) {
-  McpServer server(client, std::move(options), [out_fd](absl::string_view message) {
+int McpStdioServer::Serve(Client* client, Options options, int in_fd, int out_fd) {
+  McpStdioServer server(client, std::move(options), [out_fd](absl::string_view message) {
     std::string line = absl::StrCat(message, "\n");
     size_t done = 0;
     while (done < line.size()) {

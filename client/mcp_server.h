@@ -48,7 +48,7 @@
 
 namespace toolexec {
 
-class McpServer final {
+class McpStdioServer final {
  public:
   struct Options {
     std::string tool_set;    // "" = every tool the daemon serves
@@ -62,10 +62,10 @@ class McpServer final {
 
   // `client` must outlive the server; `write` gets one message (no newline)
   // at a time.
-  McpServer(Client* client, Options options, WriteFn write);
-  ~McpServer();
-  McpServer(const McpServer&) = delete;
-  McpServer& operator=(const McpServer&) = delete;
+  McpStdioServer(Client* client, Options options, WriteFn write);
+  ~McpStdioServer();
+  McpStdioServer(const McpStdioServer&) = delete;
+  McpStdioServer& operator=(const McpStdioServer&) = delete;
 
   // Handles one received line (reader thread only).
   void HandleLine(absl::string_view line);

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/mcp_server.h"
+#include "client/replay.h"
 #include "server/build_info.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
@@ -58,8 +59,9 @@ commands:
   list [--set NAME] [--format F]
                            print the tool declarations, one JSON object per line;
                            NAME is a tool set: all, read_only, file_tools,
-                           path_scoped, nondestructive, minimal; with --format
-                           (openai, openai_strict, anthropic, gemini), print
+                           path_scoped, nondestructive, minimal,
+                           provider_tools; with --format (openai,
+                           openai_strict, openai_responses, anthropic, gemini), print
                            them instead as that provider's tools array, ready
                            to paste into its request
   call NAME [ARGS_JSON]    run one tool; ARGS_JSON is a JSON object (default {});
@@ -73,6 +75,19 @@ commands:
   mcp [--set NAME]         serve the daemon's tools (or the tool set NAME) as an
                            MCP server over stdio (newline-delimited JSON-RPC),
                            for an MCP client to spawn; logs go to stderr
+  export SESSION [--format F]
+                           print the session's recording (the daemon's
+                           recording.dir): as written, JSON lines (native, the
+                           default), or as a transcript for openai,
+                           openai_responses, anthropic or gemini: a JSON array of
+                           messages, per batch the model's tool calls and then
+                           the tool results
+  replay FILE [--workspace DIR] [--json]
+                           re-run the recorded session in FILE against the
+                           daemon (in DIR, else the recorded workspace) and
+                           compare each result with the recorded one; prints a
+                           line per batch and each difference (--json: one JSON
+                           object); exit 1 on any difference
   health [--service NAME]  print the serving status: SERVING, NOT_SERVING, ...
   help                     print this text (also --help, -h)
   version                  print the version, git commit and build type (also --version)
@@ -95,7 +110,8 @@ flags (anywhere on the line; "--flag VALUE" works as well as "--flag=VALUE"):
 
 exit status:
   0  success; for health, the status is SERVING
-  1  a tool result is not SUCCESS (call, batch), or health is not SERVING
+  1  a tool result is not SUCCESS (call, batch), health is not SERVING, or a
+     replay found a difference
   2  bad usage, or a batch file that cannot be read or parsed
   3  the RPC failed; stderr says "toolexec: <CODE>: <message>"
 )";
@@ -109,6 +125,9 @@ struct Options {
   std::string session;
   std::string tool_set;  // list --set
   v1::DeclarationFormat format = v1::DECLARATION_FORMAT_NATIVE;  // list --format
+  v1::RecordingFormat recording_format = v1::RECORDING_FORMAT_NATIVE;  // export --format
+  std::string workspace;  // replay --workspace
+  bool json = false;      // replay --json
   std::string service;   // health --service
   ClientCredentials credentials;
   std::string token_file;
@@ -128,7 +147,9 @@ const std::vector<FlagSpec>& Flags() {
       {"timeout", {}},
       {"session", {"list", "call", "batch", "mcp"}},
       {"set", {"list", "mcp"}},
-      {"format", {"list"}},
+      {"format", {"list", "export"}},
+      {"workspace", {"replay"}},
+      {"json", {"replay"}},
       {"service", {"health"}},
       {"token-file", {}},
       {"tls-ca", {}},
@@ -168,6 +189,12 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     }
     if (arg == "--version") {
       options.version = true;
+      continue;
+    }
+    if (arg == "--json") {  // a switch: takes no value
+      if (!values.emplace("json", "true").second) {
+        return absl::InvalidArgumentError("--json is given more than once");
+      }
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
@@ -222,7 +249,7 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
   };
   static const auto* const kArity = new std::map<absl::string_view, Arity>{
       {"list", {0, 0}}, {"call", {1, 2}}, {"batch", {1, 1}}, {"health", {0, 0}},
-      {"mcp", {0, 0}}};
+      {"mcp", {0, 0}}, {"export", {1, 1}}, {"replay", {1, 1}}};
   auto arity = kArity->find(options.command);
   if (arity == kArity->end()) {
     return absl::InvalidArgumentError(
@@ -252,12 +279,24 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       options.session = value;
     } else if (name == "set") {
       options.tool_set = value;
+    } else if (name == "format" && options.command == "export") {
+      if (!v1::RecordingFormat_Parse(
+              absl::StrCat("RECORDING_FORMAT_", absl::AsciiStrToUpper(value)),
+              &options.recording_format)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--format: unknown format '", value,
+            "'; expected native, openai, openai_responses, anthropic or gemini"));
+      }
+    } else if (name == "workspace") {
+      options.workspace = value;
+    } else if (name == "json") {
+      options.json = true;
     } else if (name == "format") {
       if (!v1::DeclarationFormat_Parse(
               absl::StrCat("DECLARATION_FORMAT_", absl::AsciiStrToUpper(value)), &options.format)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--format: unknown format '", value,
-            "'; expected openai, openai_strict, anthropic, gemini or native"));
+            "'; expected openai, openai_strict, openai_responses, anthropic, gemini or native"));
       }
     } else if (name == "service") {
       options.service = value;
@@ -529,6 +568,40 @@ int RunBatch(Client& client, const Options& options) {
   return all_succeeded ? kExitOk : kExitNotSuccess;
 }
 
+int RunExport(Client& client, const Options& options) {
+  v1::ExportRecordingRequest request;
+  request.set_session_id(options.positional[0]);
+  request.set_format(options.recording_format);
+  absl::StatusOr<std::string> text =
+      client.ExportRecording(request, options.timeout.value_or(kDefaultUnaryTimeout));
+  if (!text.ok()) return RpcFailed(text.status());
+  std::cout << *text << std::flush;
+  return kExitOk;
+}
+
+int RunReplay(Client& client, const Options& options) {
+  absl::StatusOr<std::string> text = ReadInput(options.positional[0]);
+  if (!text.ok()) {
+    std::cerr << "toolexec: " << text.status().message() << std::endl;
+    return kExitUsage;
+  }
+  ReplayOptions replay;
+  replay.workspace = options.workspace;
+  absl::StatusOr<ReplayReport> report = Replay(client, *text, replay);
+  if (!report.ok()) {
+    if (absl::IsInvalidArgument(report.status()) &&
+        report.status().message().find("recording") != absl::string_view::npos) {
+      std::cerr << "toolexec: " << options.positional[0] << ": " << report.status().message()
+                << std::endl;
+      return kExitUsage;
+    }
+    return RpcFailed(report.status());
+  }
+  std::cout << (options.json ? ReplayReportJson(*report) : ReplayReportText(*report))
+            << std::flush;
+  return report->differences == 0 ? kExitOk : kExitNotSuccess;
+}
+
 int RunHealth(Client& client, const Options& options) {
   absl::StatusOr<health::HealthCheckResponse::ServingStatus> status =
       client.HealthStatus(options.service,
@@ -575,12 +648,14 @@ int Main(int argc, char** argv) {
   if (options->command == "list") return RunList(*client, *options);
   if (options->command == "call") return RunCall(*client, *options);
   if (options->command == "batch") return RunBatch(*client, *options);
+  if (options->command == "export") return RunExport(*client, *options);
+  if (options->command == "replay") return RunReplay(*client, *options);
   if (options->command == "mcp") {
-    McpServer::Options mcp;
+    McpStdioServer::Options mcp;
     mcp.tool_set = options->tool_set;
     mcp.session_id = options->session;
     mcp.version = GetBuildInfo().version;
-    return McpServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
+    return McpStdioServer::Serve(client.get(), std::move(mcp), STDIN_FILENO, STDOUT_FILENO);
   }
   return RunHealth(*client, *options);  // the only command left
 }

@@ -88,6 +88,26 @@ void UrlPasswords(absl::string_view s, std::vector<Range>* out) {
   }
 }
 
+// The values of JSON members inside a string (a payload rendered as text)
+// whose key looks secret: "api_token": "VALUE".
+void JsonMemberSecrets(absl::string_view s, std::vector<Range>* out) {
+  for (size_t colon = s.find(':'); colon != absl::string_view::npos;
+       colon = s.find(':', colon + 1)) {
+    size_t close = colon;
+    while (close > 0 && IsSpace(s[close - 1])) --close;
+    if (close < 2 || s[close - 1] != '"') continue;
+    const size_t quote = close - 1;  // the key's closing quote
+    const size_t open = s.rfind('"', quote - 1);
+    if (open == absl::string_view::npos || open + 1 >= quote) continue;
+    if (!command::LooksSecret(s.substr(open + 1, quote - open - 1))) continue;
+    size_t value = SkipSpaces(s, colon + 1);
+    if (value >= s.size() || s[value] != '"') continue;
+    size_t end = value + 1;
+    while (end < s.size() && s[end] != '"') end += s[end] == '\\' ? 2 : 1;
+    if (end > value + 1) out->emplace_back(value + 1, std::min(end, s.size()));
+  }
+}
+
 // The basename of the word at `i`, as far as a word goes.
 absl::string_view ProgramAt(absl::string_view s, size_t i) {
   absl::string_view word = s.substr(i, TokenEnd(s, i) - i);
@@ -103,11 +123,13 @@ absl::string_view ProgramAt(absl::string_view s, size_t i) {
 // ("Authorization: Bearer X", "X-Api-Key: X", "Cookie: …") and after
 // "Bearer", a URL's password, and in a command line that runs mysql or
 // mariadb the PASS of -pPASS, in one that runs curl the password of
-// -u/--user USER:PASS. The rest of the string (the command) stays.
+// -u/--user USER:PASS, and the value of a JSON member written in the string
+// ("api_token": "…") whose key looks secret. The rest of the string stays.
 std::vector<Range> SecretRanges(absl::string_view s) {
   std::vector<Range> ranges;
   UrlPasswords(s, &ranges);
   if (ranges.empty() && command::ValueHasUrlPassword(s)) ranges.emplace_back(0, s.size());
+  JsonMemberSecrets(s, &ranges);
   // Word starts: after whitespace, a quote or a shell operator.
   std::vector<size_t> starts;
   bool mysql = false, curl = false;
@@ -208,20 +230,24 @@ std::string AuditLog::RedactString(absl::string_view s) {
   return Utf8Cut(MaskSecrets(s), kMaxStringChars);
 }
 
+std::string AuditLog::MaskString(absl::string_view s) { return MaskSecrets(s); }
+
 namespace {
 
-void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
+// `in` with secrets masked; strings and keys cut to `max_chars` (0 = kept whole).
+void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a,
+                size_t max_chars = AuditLog::kMaxStringChars) {
+  auto cut = [max_chars](std::string s) { return max_chars == 0 ? s : Utf8Cut(s, max_chars); };
   if (in.IsObject()) {
     out.SetObject();
     for (auto m = in.MemberBegin(); m != in.MemberEnd(); ++m) {
-      JsonValue key(Utf8Cut(absl::string_view(m->name.GetString(), m->name.GetStringLength()),
-                            AuditLog::kMaxStringChars),
-                    a);
+      absl::string_view name(m->name.GetString(), m->name.GetStringLength());
+      JsonValue key(max_chars == 0 ? std::string(name) : Utf8Cut(name, max_chars), a);
       JsonValue value;
       if (command::LooksSecret(m->name.GetString())) {
         value.SetString(kRedacted, a);
       } else {
-        RedactInto(m->value, value, a);
+        RedactInto(m->value, value, a, max_chars);
       }
       out.AddMember(key, value, a);
     }
@@ -229,17 +255,21 @@ void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
     out.SetArray();
     for (const auto& item : in.GetArray()) {
       JsonValue value;
-      RedactInto(item, value, a);
+      RedactInto(item, value, a, max_chars);
       out.PushBack(value, a);
     }
   } else if (in.IsString()) {
-    out.SetString(AuditLog::RedactString(absl::string_view(in.GetString(), in.GetStringLength())), a);
+    out.SetString(cut(MaskSecrets(absl::string_view(in.GetString(), in.GetStringLength()))), a);
   } else {
     out.CopyFrom(in, a);
   }
 }
 
 }  // namespace
+
+void AuditLog::MaskInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
+  RedactInto(in, out, a, /*max_chars=*/0);
+}
 
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);

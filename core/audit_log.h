@@ -20,7 +20,9 @@
 // credential of a header whose name looks secret (`Authorization: Bearer
 // [redacted]`) or after "Bearer", a URL's password
 // (`https://user:[redacted]@host`), PASS in `mysql -pPASS` and in `curl -u
-// user:PASS`. Then strings, keys, the tool name and the call id longer than
+// user:PASS`, the value of a JSON member written out in a string
+// (`{"api_token": "[redacted]"}`) whose key looks secret. Then strings, keys,
+// the tool name and the call id longer than
 // kMaxStringChars are cut, so a huge request makes a bounded line.
 //
 // Writing: the file is opened with O_APPEND at start-up; each line is one
@@ -65,6 +67,11 @@ class AuditLog final {
   static Json Redact(const JsonValue& args);
   // A string as the log keeps it: secret parts masked, then cut.
   static std::string RedactString(absl::string_view s);
+  // The same masking without the cut, for records that keep values whole
+  // (session recordings, core/recorder.h): `in` into `out` (allocated with
+  // `a`), and one string.
+  static void MaskInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a);
+  static std::string MaskString(absl::string_view s);
 
   // Appends `line` in one write; logs a failure.
   void Write(const std::string& line);

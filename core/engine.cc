@@ -1,6 +1,8 @@
 #include "core/engine.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <atomic>
 #include <map>
 #include <system_error>
@@ -17,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/policy.h"
 #include "core/hooks.h"
+#include "core/recorder.h"
 #include "spdlog/spdlog.h"
 #include "tools/builtin.h"
 #include "tools/command/command.h"
@@ -26,21 +29,22 @@
 #include "mcp/client/mcp_tools.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/trace_context.h"
+#include "tools/runtime/provider_format.h"
 #include "tools/runtime/tool_sets.h"
 
 namespace toolexec {
 namespace {
 
-// A subagent's tools, resolved against the registry at start-up (S7).
+// A subagent's tools, resolved against the registry at start-up [Subagents].
 struct ResolvedSubagent {
   std::string description;
-  // Its lists, then never start_subagent (S7); applied when calls are made.
+  // Its lists, then never start_subagent [Subagents]; applied when calls are made.
   std::vector<ToolSelection> selections;
   std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
 
-// The tools an engine registers, in order (S1): the chosen built-ins, the
-// declared tools (S9), the example tools, then the command tools.
+// The tools an engine registers, in order [Names and order]: the chosen built-ins, the
+// declared tools [Tools run elsewhere], the example tools, then the command tools.
 absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
   // Register every built-in in a scratch registry, then keep the chosen ones:
   // the selection is by tool and tool-set names, which need the registry.
@@ -70,7 +74,7 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   return absl::OkStatus();
 }
 
-// S7: each configured subagent's tools, or InvalidArgument naming the
+// [Subagents]: each configured subagent's tools, or InvalidArgument naming the
 // subagent and the problem (both lists, an unknown tool, a duplicate name).
 absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
     const EngineOptions& options, const ToolRegistry& registry) {
@@ -84,14 +88,14 @@ absl::StatusOr<std::map<std::string, ResolvedSubagent>> ResolveSubagents(
     resolved.description = sa.description;
     absl::StatusOr<ToolSelection> tools;
     if (sa.enabled_tools.empty() && sa.disabled_tools.empty()) {
-      tools = ToolSelection::Create(registry, {"read_only"}, {}, what);  // S7 default
+      tools = ToolSelection::Create(registry, {"read_only"}, {}, what);  // [Subagents] default
     } else {
       tools = ToolSelection::Create(registry, sa.enabled_tools, sa.disabled_tools, what);
     }
     if (!tools.ok()) return tools.status();
     const RegisteredTool* start_subagent = registry.Find("start_subagent");
     if (start_subagent != nullptr && tools->Chooses(*start_subagent)) {
-      // A subagent cannot spawn subagents (S7).
+      // A subagent cannot spawn subagents [Subagents].
       resolved.warnings.push_back(absl::StrCat(
           what, ": start_subagent dropped (a subagent cannot start subagents)"));
     }
@@ -173,6 +177,9 @@ class RuntimeEngine final : public Engine {
   absl::Status CheckProfile(const std::string& profile) const override {
     return policy_->CheckProfile(profile);
   }
+  absl::StatusOr<std::string> ExportRecording(const CallerIdentity& caller,
+                                              const std::string& session_id,
+                                              RecordingFormat format) override;
   bool Drain(absl::Time deadline) override;
   bool Stop() override;
   bool draining() const override { return draining_.load(std::memory_order_acquire); }
@@ -197,12 +204,19 @@ class RuntimeEngine final : public Engine {
     last_call_.store(absl::ToUnixNanos(absl::Now()), std::memory_order_relaxed);
   }
   SessionInfo InfoOf(const Session& s) const;
+  // Creates the session's recording file; its path.
+  absl::StatusOr<std::string> StartRecording(Session& session, const SessionInfo& info,
+                                             const CallerIdentity& caller,
+                                             const OpenSessionSpec& spec);
   // The session `id`, marked as in use; artifacts need one.
   absl::StatusOr<std::shared_ptr<Session>> ArtifactSession(const CallerIdentity& caller,
                                                            const std::string& id);
   bool WaitForBatches(absl::Time deadline);
 
   const EngineOptions options_;
+  // Session recordings (null: off). First, so it outlives every batch and
+  // session that records into it.
+  std::unique_ptr<Recorder> recorder_;
   // The tools now (snapshots, tools/runtime/tool_registry.h); before
   // mcp_servers_, which publish into it until they stop.
   std::unique_ptr<LiveToolRegistry> tools_;
@@ -218,7 +232,7 @@ class RuntimeEngine final : public Engine {
   std::shared_ptr<HookSet> hooks_;
   std::unique_ptr<ToolRunner> runner_;
   std::unique_ptr<SessionManager> sessions_;
-  // Decides every batch before the runner sees it (S12). Destroyed before
+  // Decides every batch before the runner sees it [Deciding what runs]. Destroyed before
   // the runner: it cancels the batches still waiting for an answer.
   std::unique_ptr<PolicyEngine> policy_;
   // Closes sessions past their idle TTL (only when a TTL is configured).
@@ -245,6 +259,11 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
   auto workspace_root = fs::ConfinedRoot::Open(o.workspace);
   if (!workspace_root.ok()) return workspace_root.status();
   workspace_root_ = *std::move(workspace_root);
+  if (!o.recording.dir.empty()) {
+    auto recorder = Recorder::Create(o.recording);
+    if (!recorder.ok()) return recorder.status();
+    recorder_ = *std::move(recorder);
+  }
   // start_subagent's declaration names the configured subagents.
   BuiltinOptions builtin = o.builtin;
   for (const auto& sa : o.subagents) builtin.subagents.push_back({sa.name, sa.description});
@@ -356,6 +375,9 @@ SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
   info.parent_session_id = s.parent_session_id();
   for (const auto& w : s.workspaces()) info.workspaces.push_back(w->path());
   info.tools = s.ToolNames(*tools_->Snapshot());
+  if (recorder_ != nullptr) {
+    if (auto rec = recorder_->Find(s.id())) info.recording = rec->path();
+  }
   return info;
 }
 
@@ -412,11 +434,36 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   batch.interceptor = hooks_->ForBatch(caller.name, spec.session_id);
   // --- end hooks ---
   batch.calls = std::move(spec.calls);
+  // Names the providers reject were declared rewritten (ProviderNames): a
+  // call by the rewritten name runs the tool it stands for, under its real
+  // name, so that policy, hooks, the audit log and the result all see that.
+  std::optional<ProviderNames> provider_names;
+  for (CallRequest& call : batch.calls) {
+    if (!ProviderNames::Accepted(call.name) || batch.tools->Find(call.name) != nullptr) continue;
+    if (!provider_names.has_value()) provider_names.emplace(*batch.tools);
+    if (const RegisteredTool* t = provider_names->Resolve(call.name)) call.name = t->name;
+  }
+  // ---- recording: the batch as sent, then its events (core/recorder.h) ----
+  RecordingObserver* recording = nullptr;
+  if (recorder_ != nullptr && batch.session != nullptr) {
+    if (auto rec = recorder_->Find(spec.session_id)) {
+      recording = new RecordingObserver(std::move(rec), observer, batch.calls, batch.timeout,
+                                        spec.model_content_max_chars);
+      observer = recording;
+    }
+  }
+  // It deletes itself once the batch ends; a batch that never starts never
+  // calls it.
+  auto unstarted = [recording] { delete recording; };
+  // ---- end recording ----
   {
     // Checked and counted in one step, so a drain that has begun never misses
     // a batch it must wait for.
     absl::MutexLock lock(&mu_);
-    if (draining()) return shutting_down;
+    if (draining()) {
+      unstarted();
+      return shutting_down;
+    }
     ++in_flight_;
   }
   auto release = [this] {
@@ -430,9 +477,10 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   auto room = runner_->Reserve(calls);
   if (!room.ok()) {
     release();
+    unstarted();
     return room.status();
   }
-  // ---- policy (S12): deny, ask or run; before hooks ----
+  // ---- policy [Deciding what runs]: deny, ask or run; before hooks ----
   auto handle = policy_->StartBatch(
       caller.name, caller.profile, std::move(batch), observer,
       [this, room = std::make_shared<ToolRunner::Room>(*std::move(room))](BatchRequest b,
@@ -442,6 +490,7 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   // ---- end policy ----
   if (!handle.ok()) {
     release();
+    unstarted();
     return handle.status();
   }
   if (metrics != nullptr) metrics->BatchStarted(calls);
@@ -468,7 +517,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   const bool selects = !spec.enabled_tools.empty() || !spec.disabled_tools.empty();
   const std::shared_ptr<const ToolRegistry> registry = tools_->Snapshot();
   if (!spec.subagent.empty()) {
-    // S7: the subagent's own tool list; the request may not widen or narrow it.
+    // [Subagents]: the subagent's own tool list; the request may not widen or narrow it.
     auto it = subagents_.find(spec.subagent);
     if (it == subagents_.end()) {
       std::vector<std::string> known;
@@ -504,7 +553,7 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
         "the session would have no tools: its lists (with its parent's or its subagent's) leave "
         "none of the registered tools");
   }
-  // Policy (S12): the session keeps its parent's profiles and the requested
+  // Policy [Deciding what runs]: the session keeps its parent's profiles and the requested
   // one; each call adds the config's policy and the caller's profile as it is
   // then.
   if (!caller.profile.empty()) {
@@ -512,6 +561,12 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   }
   auto chain = policy_->ChainForSession(options.parent_session_id, spec.policy_profile);
   if (!chain.ok()) return chain.status();
+  const bool record =
+      spec.record || (recorder_ != nullptr && recorder_->options().all_sessions);
+  if (record && recorder_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "record: this daemon keeps no recordings (set recording.dir in its config)");
+  }
   for (const auto& w : spec.workspaces) {
     auto root = OpenSessionWorkspace(workspace_root_, w);
     if (!root.ok()) return root.status();
@@ -520,7 +575,94 @@ absl::StatusOr<SessionInfo> RuntimeEngine::OpenSession(const CallerIdentity& cal
   auto session = sessions_->Open(std::move(options));
   if (!session.ok()) return session.status();
   policy_->AttachSession(*session, *std::move(chain));
-  return InfoOf(**session);
+  SessionInfo info = InfoOf(**session);
+  if (record) {
+    auto path = StartRecording(**session, info, caller, spec);
+    if (!path.ok()) {
+      MergeOptions discard;
+      discard.discard = true;
+      if (sessions_->Close(info.session_id, discard).ok()) {
+        policy_->DetachSession(info.session_id);
+      }
+      return path.status();
+    }
+    info.recording = *std::move(path);
+  }
+  return info;
+}
+
+namespace {
+
+// Records close_session however the session ends (CloseSession, the idle
+// TTL, a drain).
+class RecordingCloser final : public SessionListener {
+ public:
+  RecordingCloser(Recorder* recorder, std::string session_id)
+      : recorder_(recorder), session_id_(std::move(session_id)) {}
+  void OnMessage(const ContextMessage&) override {}
+  void OnSessionClosed() override { recorder_->Close(session_id_); }
+
+ private:
+  Recorder* const recorder_;
+  const std::string session_id_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> RuntimeEngine::StartRecording(Session& session,
+                                                          const SessionInfo& info,
+                                                          const CallerIdentity& caller,
+                                                          const OpenSessionSpec& spec) {
+  Json s = MakeObject();
+  auto& a = s.GetAllocator();
+  auto put = [&](const char* key, const std::string& value) {
+    s.AddMember(JsonValue(key, a), JsonValue(value, a), a);
+  };
+  auto put_list = [&](const char* key, const std::vector<std::string>& values) {
+    JsonValue list(rapidjson::kArrayType);
+    for (const auto& v : values) list.PushBack(JsonValue(v, a), a);
+    s.AddMember(JsonValue(key, a), list, a);
+  };
+  put("session_id", info.session_id);
+  put("conversation_id", info.conversation_id);
+  put("user_id", info.user_id);
+  put("parent_session_id", info.parent_session_id);
+  put("subagent", spec.subagent);
+  put("policy_profile", spec.policy_profile);
+  put_list("workspaces", info.workspaces);
+  put_list("tools", info.tools);
+  put("owner", caller.name);
+  auto rec = recorder_->Start(info.session_id, s);
+  if (!rec.ok()) return rec.status();
+  session.AddListener(std::make_shared<RecordingCloser>(recorder_.get(), info.session_id));
+  return (*rec)->path();
+}
+
+absl::StatusOr<std::string> RuntimeEngine::ExportRecording(const CallerIdentity& caller,
+                                                           const std::string& session_id,
+                                                           RecordingFormat format) {
+  NoteCall();
+  if (recorder_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this daemon keeps no recordings (set recording.dir in its config)");
+  }
+  auto path = recorder_->PathOf(session_id);
+  if (!path.ok()) return path.status();
+  const absl::Status not_found =
+      absl::NotFoundError(absl::StrCat("no recording of session '", session_id, "'"));
+  recorder_->Flush();  // what the session's batches queued so far
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) return not_found;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto recording = ParseRecording(text);
+  if (!recording.ok()) return recording.status();
+  // Another caller's recording does not exist for this one (as its session).
+  if (RecordingOwner(*recording) != caller.name) return not_found;
+  if (format == RecordingFormat::kNative) {
+    text.resize(text.rfind('\n') + 1);  // whole lines only
+    return text;
+  }
+  return RecordingTranscript(*recording, format);
 }
 
 absl::StatusOr<SessionInfo> RuntimeEngine::UpdateSession(const CallerIdentity& caller,
@@ -545,7 +687,7 @@ void RuntimeEngine::CloseSession(const CallerIdentity& caller, const std::string
   }
   auto close = [this, session_id, merge = std::move(merge), done = std::move(done)] {
     auto closed = sessions_->Close(session_id, merge);
-    // Policy (S12): its batches still waiting for an answer are cancelled.
+    // Policy [Deciding what runs]: its batches still waiting for an answer are cancelled.
     if (closed.ok()) policy_->DetachSession(session_id);
     done(std::move(closed));
   };
@@ -591,7 +733,7 @@ void RuntimeEngine::SaveArtifact(const CallerIdentity& caller, const std::string
   auto session = ArtifactSession(caller, session_id);
   if (!session.ok()) return done(session.status());
   // Through the session, as a tool's save: a child's saves are staged for
-  // its merge (S11), "user:" names included.
+  // its merge [Delegation], "user:" names included.
   auto save = [this, session = *std::move(session), name, artifact = std::move(artifact),
                done = std::move(done)] { done(session->SaveArtifact(*artifacts_, name, artifact)); };
   // As CloseSession: on this thread when no engine thread can take it.

@@ -10,9 +10,9 @@
 //   request (naming the field and what to do), NOT_FOUND for an unknown
 //   session or artifact, RESOURCE_EXHAUSTED past a limit, UNAVAILABLE once
 //   draining (StartBatch, OpenSession), FAILED_PRECONDITION for a refused
-//   merge. A failing tool is never an error here: it is a result (S3).
+//   merge. A failing tool is never an error here: it is a result [Failures are results].
 // - StartBatch checks the batch (limit on calls, timeout, session, drain) and
-//   starts it; results reach the observer in call order (S2, see
+//   starts it; results reach the observer in call order ([Batches], see
 //   tools/runtime/tool_runner.h for the observer's rules). The returned
 //   StartedBatch counts the batch as in flight for Drain until it is
 //   destroyed: the transport destroys it once the batch's outcome has reached
@@ -54,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
+#include "core/recording_export.h"
 #include "mcp/client/mcp_tools.h"
 #include "tools/runtime/artifacts.h"
 #include "tools/runtime/json.h"
@@ -125,6 +126,9 @@ struct OpenSessionSpec {
   // beyond the config's policy, the caller's profile and the parent's; ""
   // = none.
   std::string policy_profile;
+  // Record the session's batches and results (core/recorder.h); the
+  // daemon's recording.all_sessions records every session anyway.
+  bool record = false;
 };
 
 // What a caller sees of a session.
@@ -137,6 +141,7 @@ struct SessionInfo {
   std::string parent_session_id;
   std::vector<std::string> workspaces;  // real paths
   std::vector<std::string> tools;       // every tool the session may call
+  std::string recording;                // the recording's path; "" = not recorded
 };
 
 // A WatchSession subscription; destroying it unsubscribes.
@@ -160,14 +165,14 @@ class Engine {
   using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
 
   // Registers the tools (a duplicate name, an invalid schema or selection is
-  // an error naming it), resolves the subagents (S7), opens the workspace and
+  // an error naming it), resolves the subagents [Subagents], opens the workspace and
   // the artifact store, and starts the runtime.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options,
                                                         ToolInstaller extra_tools = nullptr);
   // Stop() if it has not run.
   virtual ~Engine() = default;
 
-  // The tools as registered at start-up, in registration order (S1); what
+  // The tools as registered at start-up, in registration order [Names and order]; what
   // the config was checked against. MCP servers' tools change later: see
   // tools().
   virtual const ToolRegistry& registry() const = 0;
@@ -193,7 +198,7 @@ class Engine {
   virtual absl::StatusOr<SessionInfo> UpdateSession(const CallerIdentity& caller,
                                                     const std::string& session_id,
                                                     bool idle) = 0;
-  // Closes the session (merging a child into its parent, S11) off the
+  // Closes the session (merging a child into its parent, [Delegation]) off the
   // caller's thread; `done` runs exactly once, on an engine thread, or on the
   // caller's thread when no engine thread can take it.
   virtual void CloseSession(const CallerIdentity& caller, const std::string& session_id,
@@ -203,13 +208,13 @@ class Engine {
   virtual absl::StatusOr<Json> GetState(const CallerIdentity& caller,
                                         const std::string& session_id,
                                         const std::vector<std::string>& keys) = 0;
-  // Subscribes `listener` to the session's messages (S5) until the returned
+  // Subscribes `listener` to the session's messages [Context] until the returned
   // subscription is destroyed; OnSessionClosed comes at once if it closed.
   virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       const CallerIdentity& caller, const std::string& session_id,
       std::shared_ptr<SessionListener> listener) = 0;
 
-  // Artifacts (S10), in the scope of `session_id` (required).
+  // Artifacts [Artifacts], in the scope of `session_id` (required).
   // Saves off the caller's thread (a store on disk syncs each version);
   // `done` runs exactly once with the new version, like CloseSession's.
   virtual void SaveArtifact(const CallerIdentity& caller, const std::string& session_id,
@@ -235,13 +240,23 @@ class Engine {
     return absl::OkStatus();
   }
 
-  // Answers a PermissionRequest a batch waits on (S12, core/policy.h).
+  // Answers a PermissionRequest a batch waits on ([Deciding what runs], core/policy.h).
   // NOT_FOUND when it is not pending.
   virtual absl::Status RespondPermission(const CallerIdentity& /*caller*/,
                                          const std::string& /*request_id*/,
                                          PermissionAnswer /*answer*/,
                                          const std::string& /*reason*/) {
     return absl::UnimplementedError("this engine asks no permission");
+  }
+
+  // The session's recording (open, closed, or from before a restart) as it
+  // is (kNative) or as a provider transcript (core/recording_export.h).
+  // NOT_FOUND when there is none for this caller; FAILED_PRECONDITION when
+  // the daemon records nothing.
+  virtual absl::StatusOr<std::string> ExportRecording(const CallerIdentity& /*caller*/,
+                                                      const std::string& /*session_id*/,
+                                                      RecordingFormat /*format*/) {
+    return absl::FailedPreconditionError("this engine records no sessions");
   }
 
   // Refuses new batches and sessions with UNAVAILABLE from now on, waits for

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "core/policy.h"
 #include "core/hooks.h"
+#include "core/recorder.h"
 #include "tools/builtin.h"
 #include "mcp/client/options.h"
 #include "tools/runtime/metrics.h"
@@ -22,7 +23,7 @@
 
 namespace toolexec {
 
-// A named subagent from the config (S7): either list, or neither (then the
+// A named subagent from the config [Subagents]: either list, or neither (then the
 // read_only set).
 struct SubagentOptions {
   std::string name;
@@ -79,11 +80,14 @@ struct EngineOptions {
   // null = not measured.
   std::shared_ptr<MetricsSink> metrics;
 
-  // What runs (S12): rules, profiles, the ask timeout. Empty: everything.
+  // What runs [Deciding what runs]: rules, profiles, the ask timeout. Empty: everything.
   PolicyOptions policy;
 
   // Pre-call, on-error and post-call hooks and the audit log (core/hooks.h).
   HookOptions hooks;
+
+  // Session recordings (core/recorder.h); off while recording.dir is "".
+  RecordingOptions recording;
 };
 
 }  // namespace toolexec

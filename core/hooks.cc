@@ -91,7 +91,7 @@ class HookSet::Batch final : public CallInterceptor {
       Record(index, {AuditDecision::Kind::kDenied, by});
       return ToolError(ErrorCode::kDenied, message);
     };
-    // A rewrite, validated against the tool's schema at once (S4 again).
+    // A rewrite, validated against the tool's schema at once ([Arguments] again).
     auto rewrite = [&](const std::string& hook, Json next) -> absl::Status {
       if (absl::Status s = tool.schema->Prepare(next); !s.ok()) {
         Record(index, {AuditDecision::Kind::kDenied, absl::StrCat("hook ", hook)});

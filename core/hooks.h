@@ -9,7 +9,7 @@
 // Design
 // ------
 // State: a hook owns its own state. It never sees a session's tool state
-// (S5: tool state and hook state are separate stores); what it learns of a
+// ([Context]: tool state and hook state are separate stores); what it learns of a
 // call is a HookCall and the arguments and result, by const reference. The
 // HookSet is immutable once created and shared by every batch.
 //

@@ -1,4 +1,4 @@
-// Permissions (S12, agent-air's model): what a call needs and what a grant
+// Permissions ([Deciding what runs], agent-air's model): what a call needs and what a grant
 // covers. Transport-free and stateless except GrantSet.
 //
 // Levels: None < Read < Write < Execute < Admin; a grant at a level covers a

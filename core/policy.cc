@@ -38,6 +38,18 @@ absl::string_view PolicyDecisionName(PolicyDecision d) {
   return "unknown";
 }
 
+absl::string_view PermissionAnswerName(PermissionAnswer answer) {
+  switch (answer) {
+    case PermissionAnswer::kAllowOnce:
+      return "allow_once";
+    case PermissionAnswer::kAllowSession:
+      return "allow_session";
+    case PermissionAnswer::kDeny:
+      return "deny";
+  }
+  return "unknown";
+}
+
 std::string PolicyVerdict::Explain() const {
   if (rule.empty()) return absl::StrCat("the default decision of policy '", policy, "'");
   std::string out = absl::StrCat("rule '", rule, "' of policy '", policy, "'");
@@ -541,6 +553,7 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
       waiting_.erase(it);
       all_allowed = waiting_.empty();
     }
+    observer_->OnPermissionAnswer(request_id, PermissionAnswerName(answer), reason);
     if (answer == PermissionAnswer::kDeny) {
       std::string message = "Permission denied by user";
       if (!reason.empty()) absl::StrAppend(&message, ": ", reason);
@@ -561,6 +574,7 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
     BatchRequest batch;
     StartFn start;
     TimerQueue::TimerId timer = 0;
+    std::vector<std::string> unanswered;
     {
       absl::MutexLock lock(&mu_);
       if (resolved_) return;
@@ -568,7 +582,11 @@ class PolicyEngine::PendingAsk final : public BatchHandle,
       batch = std::move(batch_);
       start = std::move(start_);
       timer = timer_;
+      if (outcome == Outcome::kTimedOut) {
+        for (const auto& [id, target] : waiting_) unanswered.push_back(id);
+      }
     }
+    for (const std::string& id : unanswered) observer_->OnPermissionAnswer(id, "timeout", "");
     shared_->Forget(request_ids_);
     shared_->CancelTimer(timer);
     if (outcome != Outcome::kCancelled) {

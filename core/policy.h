@@ -1,4 +1,4 @@
-// Policies and asking (S12): which calls of a batch run, which are DENIED, and
+// Policies and asking [Deciding what runs]: which calls of a batch run, which are DENIED, and
 // which wait for a person's answer.
 //
 // Design
@@ -163,6 +163,9 @@ absl::Status ValidatePolicyOptions(const PolicyOptions& options);
 
 // What the person answered (mirrors toolexec.v1.PermissionDecision).
 enum class PermissionAnswer { kAllowOnce, kAllowSession, kDeny };
+
+// "allow_once", "allow_session" or "deny".
+absl::string_view PermissionAnswerName(PermissionAnswer answer);
 
 class Policy;
 using PolicyChain = std::vector<std::shared_ptr<const Policy>>;

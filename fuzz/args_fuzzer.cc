@@ -1,4 +1,4 @@
-// Fuzzes what every call's arguments go through before a tool sees them (S4):
+// Fuzzes what every call's arguments go through before a tool sees them [Arguments]:
 // JSON text parsed with the depth limit, then coerced, validated and given
 // defaults against the schema of a built-in tool, as the runner does.
 // Input: one byte choosing the tool (built-in or example), then the arguments as JSON text.

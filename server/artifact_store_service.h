@@ -1,4 +1,4 @@
-// The toolexec.v1.ArtifactStore gRPC service (S10): converts each request,
+// The toolexec.v1.ArtifactStore gRPC service [Artifacts]: converts each request,
 // calls the Engine's artifact calls (scoped by the request's session: its
 // conversation, or its user for "user:" names) and finishes with the status
 // converted once. A bad name is INVALID_ARGUMENT, a missing artifact or

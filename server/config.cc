@@ -551,10 +551,17 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   // --- hooks and the audit log (core/hooks.h) ---
   if (absl::Status s = ApplyHooks(config, &options->hooks); !s.ok()) return s;
   // --- end hooks ---
+  // --- session recordings (core/recorder.h) ---
+  if (!config.recording().dir().empty()) options->recording.dir = config.recording().dir();
+  options->recording.all_sessions = config.recording().all_sessions();
+  if (config.recording().max_bytes_per_session()) {
+    options->recording.max_bytes_per_session = config.recording().max_bytes_per_session();
+  }
+  // --- end session recordings ---
   return absl::OkStatus();
 }
 
-// ---- policy (S12) ----
+// ---- policy [Deciding what runs] ----
 namespace {
 
 absl::StatusOr<std::optional<PolicyDecision>> DecisionOf(v1::Decision d) {
@@ -798,6 +805,8 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       {"run_command.rlimit_processes", b.rlimit_processes, 0, 1 << 22, ""},
       {"shell_idle_timeout_ms", ToMs(b.shell_idle_timeout), 0, kMaxMilliseconds, kMsUnit},
       {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
+      {"recording.max_bytes_per_session", o.recording.max_bytes_per_session, 4096,
+       uint64_t{1} << 40, " bytes (1 TiB)"},
   };
 }
 

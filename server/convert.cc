@@ -403,6 +403,7 @@ OpenSessionSpec FromProto(const v1::OpenSessionRequest& request) {
   spec.disabled_tools.assign(request.disabled_tools().begin(), request.disabled_tools().end());
   spec.workspaces.assign(request.workspaces().begin(), request.workspaces().end());
   spec.policy_profile = request.policy_profile();
+  spec.record = request.record();
   return spec;
 }
 
@@ -436,6 +437,7 @@ void ToProto(const SessionInfo& s, v1::Session* out) {
   out->set_parent_session_id(s.parent_session_id);
   for (const auto& w : s.workspaces) out->add_workspaces(w);
   for (const auto& t : s.tools) out->add_tools(t);
+  out->set_recording(s.recording);
 }
 
 void ToProto(const MergeResult& merged, v1::EventActions* out) {

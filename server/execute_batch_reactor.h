@@ -1,4 +1,4 @@
-// The ExecuteBatch stream (S2). One reactor per call, per STYLE.md habit 3:
+// The ExecuteBatch stream [Batches]. One reactor per call, per STYLE.md habit 3:
 //
 // - Producers: the ToolRunner calls OnResult (in call order) and OnProgress
 //   from its threads; each converts the event to a response and queues it.
@@ -59,7 +59,7 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // BatchObserver (runner threads).
   void OnProgress(ProgressEvent event) override;
   void OnResult(ToolCallResult result) override;
-  // S12: written like a result (never dropped), before any result.
+  // [Deciding what runs]: written like a result (never dropped), before any result.
   void OnPermissionRequest(const PermissionRequestEvent& event) override;
   // Writes the last result and the status in one step (StartWriteAndFinish).
   void OnLastResult(ToolCallResult result) override;

@@ -352,6 +352,7 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level, bool check_on
   DaemonOptions options;
   EngineOptions& engine = options.engine;
   ServerOptions& server = options.server;
+  engine.recording.producer = VersionLine("toolexecd");
   *log_level = absl::GetFlag(FLAGS_log_level);
   if (std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
     auto config = LoadConfigFile(path);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
 #include "server/execute_batch_reactor.h"
+#include "server/export_recording_reactor.h"
 #include "server/unary.h"
 #include "server/watch_session_reactor.h"
 #include "tools/runtime/provider_format.h"
@@ -58,7 +59,9 @@ static_assert(static_cast<int>(DeclarationFormat::kNative) == v1::DECLARATION_FO
               static_cast<int>(DeclarationFormat::kOpenAiStrict) ==
                   v1::DECLARATION_FORMAT_OPENAI_STRICT &&
               static_cast<int>(DeclarationFormat::kAnthropic) == v1::DECLARATION_FORMAT_ANTHROPIC &&
-              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI,
+              static_cast<int>(DeclarationFormat::kGemini) == v1::DECLARATION_FORMAT_GEMINI &&
+              static_cast<int>(DeclarationFormat::kOpenAiResponses) ==
+                  v1::DECLARATION_FORMAT_OPENAI_RESPONSES,
               "DeclarationFormat mirrors toolexec.v1.DeclarationFormat");
 
 absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
@@ -76,8 +79,16 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
     // An MCP tool whose server is down says so (the cache holds what is fixed).
     if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
   }
-  response->set_provider_tools_json(
-      ProviderToolsJson(static_cast<DeclarationFormat>(request.format()), tools->tools()));
+  if (request.format() != v1::DECLARATION_FORMAT_NATIVE) {
+    // Names the providers reject are rewritten over the whole snapshot, as
+    // the engine resolves them when the calls come back.
+    const ProviderNames names(*tools->registry());
+    DeclarationOptions options;
+    options.native_tools = request.native_tools();
+    options.names = &names;
+    response->set_provider_tools_json(ProviderToolsJson(
+        static_cast<DeclarationFormat>(request.format()), tools->tools(), options));
+  }
   // A server not ready has no tools to mark: it is listed itself.
   for (const mcp::McpServerStatus& server : engine_->mcp_servers()) {
     v1::McpServerStatus* out = response->add_mcp_servers();
@@ -186,6 +197,12 @@ grpc::ServerUnaryReactor* ToolExecutorService::RespondPermission(
   }
   return ReplyUnary(context, "RespondPermission", *caller, status,
                     absl::StrCat("request=", request->request_id()));
+}
+
+grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ToolExecutorService::ExportRecording(
+    grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) {
+  return ExportRecordingReactor::Start(engine_, context, AuthenticateCall(auth_, *context),
+                                       *request);
 }
 
 }  // namespace toolexec

@@ -58,6 +58,8 @@ class ToolExecutorService final
   grpc::ServerUnaryReactor* RespondPermission(grpc::CallbackServerContext* context,
                                               const v1::RespondPermissionRequest* request,
                                               v1::RespondPermissionResponse* response) override;
+  grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ExportRecording(
+      grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) override;
 
  private:
   absl::Status ListDeclarations(const CallerIdentity& caller, const v1::ListToolsRequest& request,

@@ -1,5 +1,5 @@
-// The WatchSession stream: messages tools send() to the agent (S5) and the
-// permission requests its batches wait on (S12), in order,
+// The WatchSession stream: messages tools send() to the agent [Context] and the
+// permission requests its batches wait on [Deciding what runs], in order,
 // until the session closes (then the stream ends OK) or the client cancels.
 //
 // Ownership: the engine's subscription holds a Bridge (shared_ptr

@@ -1,6 +1,6 @@
 // The built-in workspace tools and their options. Each group registers itself
 // through its own function; RegisterBuiltinTools registers every group in the
-// order the model sees them (S1):
+// order the model sees them [Names and order]:
 //   view_file, create_file, edit_file, str_replace_based_edit_tool,
 //   apply_patch                                            (RegisterFileTools)
 //   list_directory, find_file, search_directory, grep_search (RegisterSearchTools)
@@ -54,7 +54,7 @@ struct BuiltinOptions {
   // --- control tools ---
   // JSON Schema text the output of finish must satisfy ("" = any output).
   std::string finish_output_schema;
-  // S9 tools declared here but run elsewhere, by name: ask_question,
+  // [Tools run elsewhere] tools declared here but run elsewhere, by name: ask_question,
   // start_subagent, search_web, read_url_content, generate_image (the
   // harness), google_search, url_context, web_search (the model provider).
   std::vector<std::string> declared_tools;
@@ -96,7 +96,7 @@ absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& 
 absl::Status RegisterMemoryTool(ToolRegistry& registry, const BuiltinOptions& options);
 // finish, exit_loop, load_artifacts.
 absl::Status RegisterControlTools(ToolRegistry& registry, const BuiltinOptions& options);
-// The options.declared_tools, in the order given (S9).
+// The options.declared_tools, in the order given [Tools run elsewhere].
 absl::Status RegisterDeclaredTools(ToolRegistry& registry, const BuiltinOptions& options);
 // The names RegisterDeclaredTools accepts.
 const std::vector<std::string>& DeclarableToolNames();

@@ -4,7 +4,7 @@
     scripts/setup.sh python && /usr/bin/python3 -m venv --system-site-packages .venv
     .venv/bin/pip install ./client/python                          # once (README, "Python client")
     scripts/run.sh --config=examples/python/toolexecd.textproto   # the daemon, in one shell
-    .venv/bin/python examples/python/agent_loop.py                 # openai, anthropic, gemini
+    .venv/bin/python examples/python/agent_loop.py                 # every provider below
     .venv/bin/python examples/python/agent_loop.py anthropic --target 127.0.0.1:50051
 
 The loop is what a harness does with a real model: list the tools in the
@@ -12,9 +12,12 @@ provider's form, send them with the conversation, run the tool calls of each
 reply as one batch (the daemon's tools on the daemon, ask_question here in the
 harness), append the results as the provider's tool-result messages, and repeat
 until the model answers in text. Only the model is fake: FakeModel plays a fixed
-script and speaks each provider's wire format (OpenAI Chat Completions,
-Anthropic Messages, Gemini generateContent), checking what it is sent as the
-real API would need it. Exit status 0 when every provider's round trip worked.
+script and speaks each provider's wire format (OpenAI Chat Completions, OpenAI
+Responses, Anthropic Messages, Gemini generateContent), checking what it is sent
+as the real API would need it. With the Responses API the tools that have a
+native form are declared in it (native_tools): the model edits a file with an
+apply_patch_call, answered by an apply_patch_call_output. Exit status 0 when
+every provider's round trip worked.
 """
 
 import argparse
@@ -28,7 +31,7 @@ except ImportError:  # run from a source checkout without installing
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
     import toolexec
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = ("openai", "openai_responses", "anthropic", "gemini")
 MAX_TURNS = 5
 
 
@@ -42,14 +45,18 @@ def ask_user(args):
 
 def run_agent(client, model, provider, prompt, log=print):
     """Runs the conversation to the model's final text answer, and returns it."""
-    tools = client.list_tools(provider)  # the declarations in this provider's form
+    # The declarations in this provider's form; the Responses API's native tools as such.
+    tools = client.list_tools(provider, native_tools=provider == "openai_responses")
     if provider == "gemini":  # Gemini takes function declarations inside a Tool
         tools = [{"functionDeclarations": [t for t in tools if "name" in t]},
                  *(t for t in tools if "name" not in t)]
     conversation = [model.user_message(prompt)]
     for _ in range(MAX_TURNS):
         reply = model.respond(conversation, tools)
-        conversation.append(reply)
+        if provider == "openai_responses":  # a response's output items join the input
+            conversation.extend(reply["output"])
+        else:
+            conversation.append(reply)
         calls = toolexec.tool_calls_in(reply, provider)
         if not calls:
             return model.text_of(reply)
@@ -74,7 +81,8 @@ class FakeModel:
     Turn 1: asks the user a question (ask_question, run by the harness) and lists
     the workspace (list_directory, run by the daemon), in one batch.
     Turn 2: echoes the user's answer with run_command and reads a missing file
-    (view_file fails: the failure goes back to the model as a tool result).
+    (view_file fails: the failure goes back to the model as a tool result); with
+    the Responses API it also creates hello.txt with a native apply_patch_call.
     Turn 3: answers in text, quoting what the command printed.
     """
 
@@ -98,8 +106,14 @@ class FakeModel:
         outputs = self._tool_outputs(conversation)
         if self.turn == 2:
             answer = json.loads(outputs["ask_question"])["answers"][0]
-            return self._calls([("run_command", {"command_line": f"echo '{answer}'"}),
-                                ("view_file", {"file_path": "no-such-file.txt"})])
+            calls = [("run_command", {"command_line": f"echo '{answer}'"}),
+                     ("view_file", {"file_path": "no-such-file.txt"})]
+            if self.provider == "openai_responses":
+                calls.append(("apply_patch_call", {"type": "create_file", "path": "hello.txt",
+                                                   "diff": f"+{answer}\n"}))
+            return self._calls(calls)
+        if self.provider == "openai_responses" and "A hello.txt" not in outputs["apply_patch"]:
+            raise AssertionError(f"apply_patch's output is not codex's: {outputs['apply_patch']}")
         if "hello from the user" not in outputs["run_command"]:
             raise AssertionError(f"run_command's result lacks the echo: {outputs['run_command']}")
         if "no-such-file.txt" not in outputs["view_file"]:
@@ -109,6 +123,9 @@ class FakeModel:
     def text_of(self, reply):
         if self.provider == "openai":
             return reply["content"]
+        if self.provider == "openai_responses":
+            return "".join(c["text"] for item in reply["output"] if item["type"] == "message"
+                           for c in item["content"] if c["type"] == "output_text")
         if self.provider == "anthropic":
             return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
         return "".join(p.get("text", "") for p in reply["parts"])
@@ -121,6 +138,13 @@ class FakeModel:
             return {"role": "assistant", "content": None, "tool_calls": [
                 {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
                 for i, (n, a) in zip(ids, calls)]}
+        if self.provider == "openai_responses":
+            return {"output": [
+                {"type": "apply_patch_call", "id": f"apc_{i}", "call_id": i,
+                 "status": "completed", "operation": a} if n == "apply_patch_call" else
+                {"type": "function_call", "id": f"fc_{i}", "call_id": i, "name": n,
+                 "arguments": json.dumps(a)}
+                for i, (n, a) in zip(ids, calls)]}
         if self.provider == "anthropic":
             return {"role": "assistant", "content": [
                 {"type": "tool_use", "id": i, "name": n, "input": a}
@@ -131,6 +155,9 @@ class FakeModel:
     def _text(self, text):
         if self.provider == "openai":
             return {"role": "assistant", "content": text}
+        if self.provider == "openai_responses":
+            return {"output": [{"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": text}]}]}
         if self.provider == "anthropic":
             return {"role": "assistant", "content": [{"type": "text", "text": text}]}
         return {"role": "model", "parts": [{"text": text}]}
@@ -141,6 +168,11 @@ class FakeModel:
         if self.provider == "openai":
             names = {t["function"]["name"] for t in tools if t.get("type") == "function"}
             assert all("parameters" in t["function"] for t in tools if "function" in t)
+        elif self.provider == "openai_responses":  # flat function tools, and native ones
+            names = {t["name"] for t in tools if t.get("type") == "function"}
+            assert all("parameters" in t for t in tools if t.get("type") == "function")
+            if {"type": "apply_patch"} not in tools:
+                raise AssertionError("the Responses tools lack the native apply_patch")
         elif self.provider == "anthropic":
             names = {t["name"] for t in tools if "input_schema" in t}
         else:
@@ -151,6 +183,17 @@ class FakeModel:
 
     def _tool_outputs(self, conversation):
         """Tool name -> the text of its latest result, checking every call got one."""
+        if self.provider == "openai_responses":
+            calls = {i["call_id"]: i.get("name", "apply_patch") for i in conversation
+                     if i.get("type") in ("function_call", "apply_patch_call")}
+            outputs = {}
+            for item in conversation:
+                if item.get("type") == "function_call_output":
+                    outputs[calls[item["call_id"]]] = item["output"]
+                elif item.get("type") == "apply_patch_call_output":
+                    assert item["status"] == "completed", item
+                    outputs["apply_patch"] = item["output"]
+            return outputs
         last_call = max(i for i, m in enumerate(conversation)
                         if m["role"] in ("assistant", "model"))
         calls = toolexec.tool_calls_in(conversation[last_call], self.provider)

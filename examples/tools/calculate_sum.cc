@@ -38,12 +38,12 @@ CalculateSumTool::CalculateSumTool()
     : Tool(ToolSpec("calculate_sum", "Adds up a list of numbers and returns the sum.", kSchema).Quick()) {}
 
 absl::StatusOr<Json> CalculateSumTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  // Validation (S4) guarantees an array of numbers; GetDouble() reads both
+  // Validation [Arguments] guarantees an array of numbers; GetDouble() reads both
   // integers and doubles.
   double total = 0;
   for (const JsonValue& n : args["numbers"].GetArray()) total += n.GetDouble();
 
-  // A bare string, not an object: the runner sends it as {"result": "Sum: 6"} (S3).
+  // A bare string, not an object: the runner sends it as {"result": "Sum: 6"} [Failures are results].
   Json result;
   const std::string text = absl::StrCat("Sum: ", FormatNumber(total));
   result.SetString(text.data(), text.size(), result.GetAllocator());

@@ -31,7 +31,7 @@ void CheckInventoryTool::SetCount(absl::string_view item, int64_t count) {
 }
 
 absl::StatusOr<Json> CheckInventoryTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  // Validation (S4) guarantees `item` is present and a string.
+  // Validation [Arguments] guarantees `item` is present and a string.
   const std::string item(args["item"].GetString(), args["item"].GetStringLength());
   int64_t count = 0;
   {

@@ -2,9 +2,9 @@
 // custom C++ tool (see README). Each is one class in its own .cc file:
 //
 //   get_weather      a stateless, read-only tool returning an object
-//   counter          a tool that needs a session (NeedsContext) and keeps its state (S5)
+//   counter          a tool that needs a session (NeedsContext) and keeps its state [Context]
 //   check_inventory  a tool with shared state of its own, guarded by a mutex
-//   calculate_sum    a tool returning a non-object value (sent as {"result": v}, S3)
+//   calculate_sum    a tool returning a non-object value (sent as {"result": v}, [Failures are results])
 //   wait             a long-running tool that honours cancellation
 //
 // Thread safety: the runtime calls one instance of each tool from many threads
@@ -35,12 +35,12 @@ class GetWeatherTool final : public Tool {
  public:
   GetWeatherTool();
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
-  // S13: "Weather in <city>".
+  // [Display]: "Weather in <city>".
   std::string display_title(const JsonValue& input) const override;
 };
 
 // counter{} -> {"count": n}: increments the session's state key "count"
-// (absent counts as 0) and returns the new value. Needs a session (S5): without
+// (absent counts as 0) and returns the new value. Needs a session [Context]: without
 // one the runner fails the call with NO_CONTEXT before Call() runs. A "count"
 // that holds something other than an integer is left alone and fails the call.
 class CounterTool final : public Tool {
@@ -69,7 +69,7 @@ class CheckInventoryTool final : public Tool {
 };
 
 // calculate_sum{numbers: number[]} -> "Sum: <total>", a string, which the
-// runner sends as {"result": "Sum: 6"} (S3). Whole totals print without ".0".
+// runner sends as {"result": "Sum: 6"} [Failures are results]. Whole totals print without ".0".
 class CalculateSumTool final : public Tool {
  public:
   CalculateSumTool();

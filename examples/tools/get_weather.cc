@@ -40,7 +40,7 @@ std::string GetWeatherTool::display_title(const JsonValue& input) const {
 
 absl::StatusOr<Json> GetWeatherTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const std::string city = CityOf(args);
-  // An object result is sent to the model as-is (S3).
+  // An object result is sent to the model as-is [Failures are results].
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
   result.AddMember("temperature", 22, alloc);

@@ -6,7 +6,7 @@
 namespace toolexec::examples {
 
 absl::Status RegisterExampleTools(ToolRegistry& registry) {
-  // Registration order is the order the model sees (S1).
+  // Registration order is the order the model sees [Names and order].
   std::unique_ptr<Tool> tools[] = {
       std::make_unique<GetWeatherTool>(),     std::make_unique<CounterTool>(),
       std::make_unique<CheckInventoryTool>(), std::make_unique<CalculateSumTool>(),

@@ -33,11 +33,11 @@ WaitTool::WaitTool()
                     kSchema)) {}
 
 absl::StatusOr<Json> WaitTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  // Validation (S4) guarantees an integer in [0, 3600000].
+  // Validation [Arguments] guarantees an integer in [0, 3600000].
   const int64_t ms = args["ms"].GetInt64();
 
   // Sleep on the cancellation token, never a plain sleep: a cancelled or
-  // timed-out call must free its executor thread at once (S2).
+  // timed-out call must free its executor thread at once [Batches].
   const auto start = std::chrono::steady_clock::now();  // monotonic
   if (ctx.cancellation().WaitFor(absl::Milliseconds(ms))) {
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -19,7 +19,7 @@ using builtin::StringField;
 // One tool of an MCP server: its call goes to the server.
 class McpTool final : public Tool {
  public:
-  McpTool(ToolSpec spec, std::shared_ptr<McpServer> server, std::string remote_name,
+  McpTool(ToolSpec spec, std::shared_ptr<RemoteMcpServer> server, std::string remote_name,
           bool retryable)
       : Tool(std::move(spec)),
         server_(std::move(server)),
@@ -33,7 +33,7 @@ class McpTool final : public Tool {
   std::string unavailable_reason() const override { return server_->unavailable_reason(); }
 
  private:
-  std::shared_ptr<McpServer> server_;
+  std::shared_ptr<RemoteMcpServer> server_;
   const std::string remote_name_;
   const bool retryable_;
 };
@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<McpServers>> McpServers::Start(
   McpServers* self = out.get();
   out->logged_refusals_.resize(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
-    auto server = std::make_shared<McpServer>(std::move(servers[i]), base_env);
+    auto server = std::make_shared<RemoteMcpServer>(std::move(servers[i]), base_env);
     // The servers stop (joining their supervisors) before `self` goes.
     server->set_on_listed([self, i] {
       absl::MutexLock lock(&self->publish_mu_);
@@ -128,7 +128,7 @@ absl::Status McpServers::Attach(LiveToolRegistry* registry) {
 }
 
 absl::Status McpServers::Publish(size_t index, bool strict) {
-  const std::shared_ptr<McpServer>& server = servers_[index];
+  const std::shared_ptr<RemoteMcpServer>& server = servers_[index];
   std::vector<std::shared_ptr<Tool>> tools;
   for (const Json& tool : server->tools()) {
     ToolSpec spec = SpecOf(server->options(), tool);

@@ -40,7 +40,7 @@
 
 namespace toolexec::mcp {
 
-class McpServer;
+class RemoteMcpServer;
 
 // What health reports of one server.
 struct McpServerStatus {
@@ -83,7 +83,7 @@ class McpServers final {
   // Publishes server `index`'s current list (under publish_mu_).
   absl::Status Publish(size_t index, bool strict) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
 
-  std::vector<std::shared_ptr<McpServer>> servers_;
+  std::vector<std::shared_ptr<RemoteMcpServer>> servers_;
   mutable absl::Mutex publish_mu_;
   // Null until Attach: listings before it are published by Attach itself.
   LiveToolRegistry* registry_ ABSL_GUARDED_BY(publish_mu_) = nullptr;

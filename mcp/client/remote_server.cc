@@ -15,21 +15,21 @@
 
 namespace toolexec::mcp {
 
-McpServer::McpServer(McpServerOptions options, std::vector<std::string> base_env)
+RemoteMcpServer::RemoteMcpServer(McpServerOptions options, std::vector<std::string> base_env)
     : options_(std::move(options)),
       base_env_(std::move(base_env)),
       log_(std::make_shared<ServerLog>(options_.name)) {}
 
-McpServer::~McpServer() { Stop(); }
+RemoteMcpServer::~RemoteMcpServer() { Stop(); }
 
-absl::Status McpServer::Start() {
+absl::Status RemoteMcpServer::Start() {
   auto thread = StartThread([this] { Supervise(); });
   if (!thread.ok()) return thread.status();
   supervisor_ = std::move(*thread);
   return absl::OkStatus();
 }
 
-bool McpServer::WaitReady(absl::Time deadline) {
+bool RemoteMcpServer::WaitReady(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   while (connection_ == nullptr && !stopping_) {
     if (changed_.WaitWithDeadline(&mu_, deadline)) break;
@@ -37,34 +37,34 @@ bool McpServer::WaitReady(absl::Time deadline) {
   return connection_ != nullptr;
 }
 
-std::vector<Json> McpServer::tools() const {
+std::vector<Json> RemoteMcpServer::tools() const {
   absl::MutexLock lock(&mu_);
   std::vector<Json> out;
   for (const Json& t : tools_) out.push_back(CopyJson(t));
   return out;
 }
 
-size_t McpServer::tools_left_out() const {
+size_t RemoteMcpServer::tools_left_out() const {
   absl::MutexLock lock(&mu_);
   return tools_left_out_;
 }
 
-uint64_t McpServer::list_generation() const {
+uint64_t RemoteMcpServer::list_generation() const {
   absl::MutexLock lock(&mu_);
   return list_generation_;
 }
 
-std::string McpServer::unavailable_reason() const {
+std::string RemoteMcpServer::unavailable_reason() const {
   absl::MutexLock lock(&mu_);
   return connection_ != nullptr ? "" : unavailable_;
 }
 
-uint64_t McpServer::connections() const {
+uint64_t RemoteMcpServer::connections() const {
   absl::MutexLock lock(&mu_);
   return connections_;
 }
 
-void McpServer::Stop() {
+void RemoteMcpServer::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -74,14 +74,14 @@ void McpServer::Stop() {
   if (supervisor_.joinable()) supervisor_.join();
 }
 
-bool McpServer::Allowed(const std::string& tool) const {
+bool RemoteMcpServer::Allowed(const std::string& tool) const {
   const auto& on = options_.enabled_tools;
   const auto& off = options_.disabled_tools;
   if (!on.empty()) return std::find(on.begin(), on.end(), tool) != on.end();
   return std::find(off.begin(), off.end(), tool) == off.end();
 }
 
-std::unique_ptr<Transport> McpServer::MakeTransport() const {
+std::unique_ptr<Transport> RemoteMcpServer::MakeTransport() const {
   if (!options_.url.empty()) {
     HttpOptions o;
     o.server_name = options_.name;
@@ -99,7 +99,7 @@ std::unique_ptr<Transport> McpServer::MakeTransport() const {
   return std::make_unique<StdioTransport>(std::move(o));
 }
 
-absl::Status McpServer::Relist(Connection& connection) {
+absl::Status RemoteMcpServer::Relist(Connection& connection) {
   auto listed = connection.ListTools(
       absl::Now() + ConnectTimeout(), &stopping_token_, [this](const JsonValue& t) {
         std::string name = builtin::StringField(t, "name");
@@ -122,7 +122,7 @@ absl::Status McpServer::Relist(Connection& connection) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Connection>> McpServer::Connect(absl::Time deadline) {
+absl::StatusOr<std::shared_ptr<Connection>> RemoteMcpServer::Connect(absl::Time deadline) {
   auto connection = std::make_shared<Connection>(options_.name, MakeTransport(), log_);
   Connection::Callbacks callbacks;
   callbacks.on_notification = [this](const std::string& method) {
@@ -148,7 +148,7 @@ absl::StatusOr<std::shared_ptr<Connection>> McpServer::Connect(absl::Time deadli
   return connection;
 }
 
-void McpServer::Supervise() {
+void RemoteMcpServer::Supervise() {
   absl::Duration backoff = kMinRestartBackoff;
   mu_.Lock();
   while (!stopping_) {
@@ -166,7 +166,7 @@ void McpServer::Supervise() {
       changed_.SignalAll();
       while (true) {
         mu_.Await(absl::Condition(
-            +[](McpServer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+            +[](RemoteMcpServer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
               return s->stopping_ || s->relist_ || s->connection_ended_;
             },
             this));
@@ -202,7 +202,7 @@ void McpServer::Supervise() {
   mu_.Unlock();
 }
 
-absl::StatusOr<std::shared_ptr<Connection>> McpServer::CurrentConnection(
+absl::StatusOr<std::shared_ptr<Connection>> RemoteMcpServer::CurrentConnection(
     absl::Time deadline, const CancellationToken& cancel, bool wait) {
   absl::MutexLock lock(&mu_);
   while (true) {
@@ -216,7 +216,7 @@ absl::StatusOr<std::shared_ptr<Connection>> McpServer::CurrentConnection(
                        : unavailable_);
 }
 
-absl::StatusOr<Json> McpServer::CallTool(const std::string& tool, const JsonValue& args,
+absl::StatusOr<Json> RemoteMcpServer::CallTool(const std::string& tool, const JsonValue& args,
                                          ToolContext& ctx, bool retryable) {
   absl::Time deadline = ctx.info().deadline;
   if (options_.call_timeout > absl::ZeroDuration()) {

@@ -49,13 +49,13 @@ inline constexpr absl::Duration kMaxRestartBackoff = absl::Seconds(30);
 // but a slower server still gets this long to come up in the background.
 inline constexpr absl::Duration kMinConnectTimeout = absl::Seconds(30);
 
-class McpServer final {
+class RemoteMcpServer final {
  public:
   // `base_env` is the scrubbed environment a stdio server starts from.
-  McpServer(McpServerOptions options, std::vector<std::string> base_env);
-  ~McpServer();
-  McpServer(const McpServer&) = delete;
-  McpServer& operator=(const McpServer&) = delete;
+  RemoteMcpServer(McpServerOptions options, std::vector<std::string> base_env);
+  ~RemoteMcpServer();
+  RemoteMcpServer(const RemoteMcpServer&) = delete;
+  RemoteMcpServer& operator=(const RemoteMcpServer&) = delete;
 
   const McpServerOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }

@@ -254,7 +254,7 @@ absl::StatusOr<std::vector<v1::ToolDeclaration>> McpDispatcher::FetchTools() {
   std::vector<v1::ToolDeclaration> tools;
   std::set<std::string> names;
   for (v1::ToolDeclaration& tool : *all) {
-    // Tools the harness or the model provider runs fail here (S9): an MCP
+    // Tools the harness or the model provider runs fail here [Tools run elsewhere]: an MCP
     // client has nobody to run them.
     if (tool.executor() != v1::EXECUTOR_DAEMON) continue;
     names.insert(tool.name());

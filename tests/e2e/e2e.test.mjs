@@ -11,8 +11,8 @@
 //
 // Each daemon listens on 127.0.0.1:0 in a fresh temporary workspace, reports its
 // address through --address_file, and is killed in an after() hook whatever
-// happens. Behaviours: S1 (order), S2 (batches), S3 (failures on the wire),
-// S4 (argument validation), S5 (context), S12 (asking), S13 (display), plus
+// happens. Behaviours: [Names and order] (order), [Batches] (batches), [Failures are results] (failures on the wire),
+// [Arguments] (argument validation), [Context] (context), [Deciding what runs] (asking), [Display] (display), plus
 // the RPC status codes of API.md and the SIGTERM drain.
 
 import { after, before, describe, test } from 'node:test';
@@ -128,7 +128,7 @@ function assertNoRpcError(outcome) {
   }
 }
 
-// The fields every successful result carries (S3).
+// The fields every successful result carries [Failures are results].
 function assertSuccess(r, { index, id, name, payload }) {
   assert.equal(r.index, index, `index of ${id}`);
   assert.equal(r.id, id);
@@ -139,7 +139,7 @@ function assertSuccess(r, { index, id, name, payload }) {
   assert.equal(r.exception, null, `exception of ${id}`);
 }
 
-// The fields every failed result carries (S3).
+// The fields every failed result carries [Failures are results].
 function assertFailure(r, { index, id, name, code, step_id = '' }) {
   assert.equal(r.index, index, `index of ${id}`);
   assert.equal(r.id, id);
@@ -225,7 +225,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     await stopDaemon(d);
   });
 
-  test('reflection lists the services; ListTools is in registration order (S1)', async () => {
+  test('reflection lists the services; ListTools is in registration order [Names and order]', async () => {
     for (const s of ['toolexec.v1.ToolExecutor', 'grpc.health.v1.Health',
       'grpc.reflection.v1alpha.ServerReflection']) {
       assert.ok(env.services.includes(s), `${s} in ${JSON.stringify(env.services)}`);
@@ -259,7 +259,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     }
   });
 
-  test('ExecuteBatch: concurrent, streamed in call order, failures as results (S2, S3)', async () => {
+  test('ExecuteBatch: concurrent, streamed in call order, failures as results [Batches] [Failures are results]', async () => {
     const { codec } = env;
     const request = {
       calls: [
@@ -298,7 +298,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     assertSuccess(r[4], { index: 4, id: 'c4', name: 'get_weather',
       payload: { temperature: 22, condition: 'sunny', city: 'Rome' } });
 
-    // S13: every result carries display and compact_summary.
+    // [Display]: every result carries display and compact_summary.
     for (const x of r) {
       assert.ok(x.display, `display of ${x.id}`);
       assert.notEqual(x.compact_summary, '', `compact_summary of ${x.id}`);
@@ -306,7 +306,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     assert.equal(r[1].display.title, 'Weather in Paris');
   });
 
-  test('invalid arguments and a missing session are error results (S4, S5)', async (t) => {
+  test('invalid arguments and a missing session are error results [Arguments] [Context]', async (t) => {
     const { codec } = env;
     const request = {
       calls: [
@@ -332,7 +332,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
 
   // A harness on OpenAI's strict mode: declarations from ListTools{format},
   // then calls as such a model makes them, every optional argument null.
-  test('OpenAI strict declarations; null optional arguments are absent (S4)', async () => {
+  test('OpenAI strict declarations; null optional arguments are absent [Arguments]', async () => {
     const { codec } = env;
     const listed = await unary(env.client, 'ListTools', { format: 'DECLARATION_FORMAT_OPENAI_STRICT' });
     const tools = JSON.parse(listed.provider_tools_json);
@@ -371,7 +371,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     assert.match(JSON.stringify(viewed.results[0].payload), /two/);
   });
 
-  test('sessions: state across batches, GetState, CloseSession, then NOT_FOUND (S5)', async () => {
+  test('sessions: state across batches, GetState, CloseSession, then NOT_FOUND [Context]', async () => {
     const { client, codec } = env;
     const session = await unary(client, 'OpenSession', { conversation_id: 'c1' });
     assert.notEqual(session.session_id, '');
@@ -406,7 +406,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
 });
 
 // ---------------------------------------------------------------------------
-// Artifacts (S10) and a delegated child session's merge (S11), from a client
+// Artifacts [Artifacts] and a delegated child session's merge [Delegation], from a client
 // that found both services by reflection only.
 
 describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, () => {
@@ -425,7 +425,7 @@ describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, (
     await stopDaemon(d);
   });
 
-  test('save, list, version, load by a tool in the S10 shapes', async () => {
+  test('save, list, version, load by a tool in the [Artifacts] shapes', async () => {
     const { client, codec } = env;
     const { session_id } = await unary(client, 'OpenSession', { conversation_id: 'art', user_id: 'u1' });
     const v1 = await unary(artifacts, 'SaveArtifact',
@@ -484,7 +484,7 @@ describe('toolexecd artifacts and child sessions', { skip: Boolean(missing) }, (
 });
 
 // ---------------------------------------------------------------------------
-// A daemon whose policy asks before get_weather (S12): the batch streams a
+// A daemon whose policy asks before get_weather [Deciding what runs]: the batch streams a
 // PermissionRequest and waits; RespondPermission decides what happens.
 
 describe('toolexecd with a policy that asks', { skip: Boolean(missing) }, () => {

@@ -13,7 +13,7 @@
 // unchanged; real: the diff, the new sha256, the file changed on disk),
 // grep_search (content and files_with_matches), and escape attempts ('..',
 // an absolute path outside, symlinks pointing out) which must be DENIED with
-// a clear message while nothing outside is read or written (S3, S12, S13).
+// a clear message while nothing outside is read or written [Failures are results] [Deciding what runs] [Display].
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,7 +69,7 @@ async function run1(env, name, args, id = `${name}-1`, extra = {}) {
   return r;
 }
 
-// The fields every successful result carries (S3, S13); returns the payload.
+// The fields every successful result carries [Failures are results] [Display]; returns the payload.
 function assertSuccess(r) {
   assert.equal(r.status, 'RESULT_STATUS_SUCCESS', `${r.id}: ${r.error_message}`);
   assert.equal(r.error_message, '', `error_message of ${r.id}`);
@@ -79,7 +79,7 @@ function assertSuccess(r) {
   return r.payload;
 }
 
-// The fields every failed result carries (S3).
+// The fields every failed result carries [Failures are results].
 function assertFailure(r, { status, code }) {
   assert.equal(r.status, status, `status of ${r.id}: ${JSON.stringify(r.payload)}`);
   assert.notEqual(r.error_message, '', `error_message of ${r.id}`);
@@ -412,7 +412,7 @@ describe('toolexecd file tools', { skip: Boolean(missing) }, () => {
   ];
   // Writers aimed at a workspace symlink whose target is outside: the write
   // must be refused as an escape too (DENIED), like view_file of the same path
-  // (DESIGN "Built-in tools": symlinks that point out are refused; S12). The
+  // (DESIGN "Built-in tools": symlinks that point out are refused; [Deciding what runs]). The
   // daemon currently refuses these writes (nothing is written) but as
   // TOOL_FAILED "is a symbolic link ... edit the file it points to", which
   // hides the escape from DENIED accounting and sends the model outside.

@@ -1,5 +1,5 @@
-// The agent-control tools through a real daemon: artifacts (S10), finish/exit_loop (S8),
-// declared tools (S9), subagents (S7) and child sessions (S11).
+// The agent-control tools through a real daemon: artifacts [Artifacts], finish/exit_loop [Actions],
+// declared tools [Tools run elsewhere], subagents [Subagents] and child sessions [Delegation].
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -124,7 +124,7 @@ TEST_F(AgentControlTest, ArtifactRpcs) {
     v1::LoadArtifactResponse resp;
     EXPECT_EQ(artifacts_->LoadArtifact(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   }
-  // A tool sees them, in the S10 shapes, and a "user:" artifact in another session.
+  // A tool sees them, in the [Artifacts] shapes, and a "user:" artifact in another session.
   ASSERT_TRUE(Save(s, "user:avatar", std::string("\0\1\2", 3), nullptr, true).ok());
   std::string other = OpenSession("conv-b", "alice");
   auto r = Call("load_artifacts", R"({"artifact_names":["user:avatar","notes.md"]})", other);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # toolexecd refuses to start on a bad config: non-zero exit, the reason on
-# stderr (S1 duplicate names, S7 subagents, S9 declarations, bad values, a
+# stderr ([Names and order] duplicate names, [Subagents] subagents, [Tools run elsewhere] declarations, bad values, a
 # config path that is not a small regular file, a number out of its range).
 set -u
 toolexecd="$1"

@@ -1,5 +1,5 @@
 // A real daemon on 127.0.0.1:0, driven through the client library: the gRPC
-// adapter, the reactors, sessions, drain and the error contract (S1-S5, S13).
+// adapter, the reactors, sessions, drain and the error contract ([Names and order] [Batches] [Failures are results] [Arguments] [Context] [Display]).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -128,7 +128,7 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<std::string> names;
   for (const auto& t : r->tools()) names.push_back(t.name());
-  // Built-ins, then the example tools, then the test's own (S1).
+  // Built-ins, then the example tools, then the test's own [Names and order].
   EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file",
                                  "str_replace_based_edit_tool", "apply_patch", "list_directory",
                                  "find_file", "search_directory", "grep_search", "run_command",
@@ -204,7 +204,7 @@ TEST_F(DaemonTest, ListToolsRejectsUnknownSet) {
   auto r = client_->ListTools(req);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("read_only"));
-  req.set_tool_set("read_only");  // S6, exactly, in registration order
+  req.set_tool_set("read_only");  // [Tool sets], exactly, in registration order
   auto read_only = client_->ListTools(req);
   ASSERT_TRUE(read_only.ok());
   std::vector<std::string> names;

@@ -1,4 +1,4 @@
-// S12 over gRPC: a policy from the config denies by rule, and an ask rule
+// [Deciding what runs] over gRPC: a policy from the config denies by rule, and an ask rule
 // puts a PermissionRequest on the ExecuteBatch stream that RespondPermission
 // answers; the example config's profiles do what it says of them.
 #include <gmock/gmock.h>

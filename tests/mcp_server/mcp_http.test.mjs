@@ -160,7 +160,7 @@ describe('toolexecd MCP over streamable HTTP', () => {
     const { client } = await connect();
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    assert.equal(tools[0].name, 'view_file', 'registration order (S1)');
+    assert.equal(tools[0].name, 'view_file', 'registration order [Names and order]');
     assert.deepEqual(byName.view_file.inputSchema.required, ['file_path']);
     assert.equal(byName.view_file.annotations.readOnlyHint, true);
     assert.equal(byName.run_command.annotations.destructiveHint, true);
@@ -175,7 +175,7 @@ describe('toolexecd MCP over streamable HTTP', () => {
     assert.match(r.content[0].text, /second line/);
     assert.equal(r.structuredContent.total_lines, 2);
     const sum = await client.callTool({ name: 'calculate_sum', arguments: { numbers: [1, 2, '3'] } });
-    // S4 coercion ("3" -> 3), and a non-object result as {"result": v} (S3).
+    // [Arguments] coercion ("3" -> 3), and a non-object result as {"result": v} [Failures are results].
     assert.deepEqual(sum.structuredContent, { result: 'Sum: 6' });
 
     const bad = await client.callTool({ name: 'view_file', arguments: { file_path: 'missing.txt' } });

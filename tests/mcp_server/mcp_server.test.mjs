@@ -129,7 +129,7 @@ describe('toolexec mcp', { skip: false }, () => {
     const client = await connect();
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    assert.equal(tools[0].name, 'view_file', 'registration order (S1)');
+    assert.equal(tools[0].name, 'view_file', 'registration order [Names and order]');
     assert.deepEqual(byName.view_file.inputSchema.required, ['file_path']);
     assert.equal(byName.view_file.annotations.readOnlyHint, true);
     assert.equal(byName.run_command.annotations.readOnlyHint, false);
@@ -174,7 +174,7 @@ describe('toolexec mcp', { skip: false }, () => {
     const words = await client.callTool({ name: 'word_count', arguments: { text: 'one two\n\nthree' } });
     assert.ok(!words.isError, JSON.stringify(words));
     assert.deepEqual(words.structuredContent, { words: 3, lines: 3, characters: 14 });
-    // S4 for a command tool: "true" is coerced to the schema's boolean before
+    // [Arguments] for a command tool: "true" is coerced to the schema's boolean before
     // the program sees it; a wrong type never reaches it.
     const coerced = await client.callTool({ name: 'word_count',
       arguments: { text: 'one two\n\nthree', ignore_blank_lines: 'true' } });

@@ -129,7 +129,7 @@ class McpServerMessages : public ::testing::Test {
   McpServerMessages()
       : server_(nullptr, {"", "", "9.9"},
                 [this](absl::string_view m) { sent_.push_back(Parse(std::string(m))); }) {}
-  McpServer server_;
+  McpStdioServer server_;
   std::vector<Json> sent_;
 };
 
@@ -187,10 +187,10 @@ TEST(McpServerCalls, InFlightCallsAreCappedCancelledAndJoined) {
   std::unique_ptr<Client> client = Client::Create(daemon.target());
   absl::Mutex mu;
   std::vector<std::string> sent;
-  McpServer::Options options;
+  McpStdioServer::Options options;
   options.max_calls_in_flight = 2;
   {
-    McpServer server(client.get(), options, [&](absl::string_view m) {
+    McpStdioServer server(client.get(), options, [&](absl::string_view m) {
       absl::MutexLock lock(&mu);
       sent.emplace_back(m);
     });

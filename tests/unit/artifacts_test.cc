@@ -1,4 +1,4 @@
-// S10: artifact names, versions, scopes, and both backends.
+// [Artifacts]: artifact names, versions, scopes, and both backends.
 #include "tools/runtime/artifacts.h"
 
 #include <gmock/gmock.h>
@@ -112,7 +112,7 @@ TEST_P(ArtifactStoreTest, UserScopeIsSharedAcrossConversationsOfOneUser) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// A child's scope (S11): its "user:" saves stay in its own space; it reads
+// A child's scope [Delegation]: its "user:" saves stay in its own space; it reads
 // the user's versions of a name until it saves its own.
 TEST_P(ArtifactStoreTest, AStagedScopeKeepsItsUserSavesToItself) {
   ASSERT_TRUE(store_->Save(a_, "user:prefs", Text("shared")).ok());

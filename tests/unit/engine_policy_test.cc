@@ -1,4 +1,4 @@
-// S12 through the Engine, no transport: DENY rules, asking (allow once, for
+// [Deciding what runs] through the Engine, no transport: DENY rules, asking (allow once, for
 // the session, deny, timeout, cancel, drain), profiles and inheritance (each
 // only narrowing the config's policy), the caller's profile as it is now, and
 // waiting batches under max_pending_calls.

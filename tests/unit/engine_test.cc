@@ -178,3 +178,37 @@ TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
 
 }  // namespace
 }  // namespace toolexec
+
+namespace toolexec {
+namespace {
+
+// A tool name the providers reject ("acme.echo": a dot) is declared as
+// "acme_echo" (ProviderNames); a call by that name runs the tool under its
+// real name, which the result then carries.
+TEST(EngineProviderNamesTest, ACallByTheRewrittenNameRunsTheToolUnderItsRealName) {
+  testing::TempTree tree;
+  EngineOptions options;
+  options.workspace = tree.path();
+  CommandToolOptions echo;
+  echo.name = "acme.echo";
+  echo.description = "Echoes its arguments.";
+  echo.argv = {"/bin/cat"};
+  options.command_tools.push_back(echo);
+  auto engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Collector collector;
+  auto batch = (*engine)->StartBatch(
+      CallerIdentity(), Batch(Call("1", "acme_echo", R"({"x":1})"), Call("2", "acme_nope")),
+      &collector);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  collector.Wait();
+  ASSERT_EQ(collector.results.size(), 2u);
+  EXPECT_TRUE(collector.results[0].ok()) << collector.results[0].error_message;
+  EXPECT_EQ(collector.results[0].name, "acme.echo");
+  EXPECT_EQ(ToJsonString(collector.results[0].payload), R"({"x":1})");
+  ASSERT_TRUE(collector.results[1].error.has_value());
+  EXPECT_EQ(collector.results[1].error->code, ErrorCode::kUnknownTool);
+}
+
+}  // namespace
+}  // namespace toolexec

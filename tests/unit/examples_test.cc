@@ -31,7 +31,7 @@ class ExamplesTest : public ::testing::Test {
 TEST_F(ExamplesTest, RegisteredInOrder) {
   EXPECT_THAT(registry_.names(),
               ElementsAre("get_weather", "counter", "check_inventory", "calculate_sum", "wait"));
-  // Registering them twice is the S1 duplicate error.
+  // Registering them twice is the [Names and order] duplicate error.
   EXPECT_EQ(examples::RegisterExampleTools(registry_).code(), absl::StatusCode::kAlreadyExists);
 }
 

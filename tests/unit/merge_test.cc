@@ -1,4 +1,4 @@
-// S11: child sessions, their snapshot, the merge back into the parent, depth,
+// [Delegation]: child sessions, their snapshot, the merge back into the parent, depth,
 // and the idle TTL.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Numbers arrive two ways: as JSON text (args_json) and as a protobuf Struct
 // (args, doubles only). Both must give a tool the same exact value, and an
-// integral number is an integer on both (S4).
+// integral number is an integer on both [Arguments].
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

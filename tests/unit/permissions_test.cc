@@ -1,4 +1,4 @@
-// S12: permission coverage, grants, suggested grants, and policy evaluation
+// [Deciding what runs]: permission coverage, grants, suggested grants, and policy evaluation
 // (buckets, deny > ask > allow, conditions, profiles), without an engine.
 #include "core/permissions.h"
 

@@ -14,6 +14,7 @@
 #include "re2/re2.h"
 #include "tools/builtin.h"
 #include "examples/tools/examples.h"
+#include "tests/common/test_tools.h"
 #include "tools/runtime/schema.h"
 #include "tools/runtime/tool_registry.h"
 
@@ -352,6 +353,107 @@ TEST_F(ProviderFormatTest, FinishDeclaresItsConfiguredOutputSchema) {
     const JsonValue& strict = t["function"]["parameters"]["properties"]["output"];
     EXPECT_EQ(ToJsonString(strict["properties"]["score"]["enum"]), "[1,2,3,null]");
   }
+}
+
+// The Responses API's function tools are flat: {"type":"function", name,
+// description, parameters, strict} (no "function" wrapper, unlike Chat
+// Completions); strict is false, as the schema goes as declared.
+TEST_F(ProviderFormatTest, OpenAiResponsesToolsAreFlatFunctions) {
+  Json tools = Parse(DeclarationFormat::kOpenAiResponses);
+  auto functions = Functions();
+  ASSERT_EQ(tools.Size(), functions.size());
+  static const std::set<std::string> kFields = {"type", "name", "description", "parameters",
+                                                "strict"};
+  for (rapidjson::SizeType i = 0; i < tools.Size(); ++i) {
+    const JsonValue& t = tools[i];
+    for (const auto& m : t.GetObject()) EXPECT_TRUE(kFields.count(S(m.name))) << S(m.name);
+    EXPECT_EQ(S(t["type"]), "function");
+    EXPECT_EQ(S(t["name"]), functions[i]->name);
+    EXPECT_TRUE(OpenAiName(S(t["name"])));
+    EXPECT_FALSE(t["strict"].GetBool());
+    EXPECT_EQ(t["parameters"], functions[i]->schema->document()) << S(t["name"]);
+  }
+}
+
+// native_tools: the tools the providers train on, in the providers' own
+// declarations (Anthropic's text editor tool docs: {"type":
+// "text_editor_20250728", "name": "str_replace_based_edit_tool"}; OpenAI's
+// apply patch guide: tools=[{"type": "apply_patch"}]); every other tool, and
+// every tool without native_tools, stays a function.
+TEST_F(ProviderFormatTest, NativeToolsAreDeclaredInTheProvidersOwnForm) {
+  DeclarationOptions native;
+  native.native_tools = true;
+  auto find = [](const Json& tools, const std::string& name) -> std::string {
+    for (const auto& t : tools.GetArray()) {
+      if (t.HasMember("name") && S(t["name"]) == name) return ToJsonString(t);
+      if (!t.HasMember("name") && S(t["type"]) == name) return ToJsonString(t);
+    }
+    return "<absent>";
+  };
+  Json anthropic = *ParseJson(ProviderToolsJson(DeclarationFormat::kAnthropic, listed_, native));
+  EXPECT_EQ(find(anthropic, "str_replace_based_edit_tool"),
+            R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})");
+  EXPECT_THAT(find(anthropic, "apply_patch"), ::testing::HasSubstr("\"input_schema\""));
+  EXPECT_THAT(find(anthropic, "view_file"), ::testing::HasSubstr("\"input_schema\""));
+  Json responses =
+      *ParseJson(ProviderToolsJson(DeclarationFormat::kOpenAiResponses, listed_, native));
+  EXPECT_EQ(find(responses, "apply_patch"), R"({"type":"apply_patch"})");
+  EXPECT_THAT(find(responses, "str_replace_based_edit_tool"),
+              ::testing::HasSubstr(R"("type":"function")"));
+  EXPECT_EQ(responses.Size(), Functions().size());  // in place, nothing added or dropped
+  Json plain = Parse(DeclarationFormat::kOpenAiResponses);
+  EXPECT_THAT(find(plain, "apply_patch"), ::testing::HasSubstr(R"("type":"function")"));
+  // Only the built-ins that carry the provider tag: a plugin's "apply_patch" is its own.
+  ToolRegistry other;
+  ASSERT_TRUE(other.Register(testing::MakeTool("apply_patch", nullptr), "plugin").ok());
+  Json mine = *ParseJson(
+      ProviderToolsJson(DeclarationFormat::kOpenAiResponses, Listed(other), native));
+  EXPECT_THAT(ToJsonString(mine[0]), ::testing::HasSubstr(R"("type":"function")"));
+}
+
+// Names the providers reject (an MCP server's "docs.search") are declared
+// under a name all of them accept and resolved back to the tool; a rewrite
+// that would meet another name gets a hash of the real name instead.
+TEST(ProviderNamesTest, RejectedNamesAreRewrittenReversibly) {
+  ToolRegistry registry;
+  // A registered name has letters, digits, '_', '-' and '.', at most 64.
+  const std::string long_name = "9" + std::string(63, 'x');
+  for (const std::string& name : {std::string("docs.search"), std::string("docs.fetch"),
+                                  std::string("docs_fetch"), std::string("9lives"),
+                                  std::string("ok_name"), std::string("a.b_c"),
+                                  std::string("a_b.c"), long_name}) {
+    ASSERT_TRUE(registry.Register(testing::MakeTool(name, nullptr), "test").ok()) << name;
+  }
+  ProviderNames names(registry);
+  auto of = [&](const std::string& n) { return names.Of(*registry.Find(n)); };
+  EXPECT_EQ(of("docs.search"), "docs_search");
+  EXPECT_EQ(of("ok_name"), "ok_name");
+  EXPECT_EQ(of("docs_fetch"), "docs_fetch");  // a real name keeps itself
+  EXPECT_EQ(of("9lives"), "_9lives");
+  // "docs.fetch" would be "docs_fetch", which is taken; "a.b_c" and "a_b.c" meet.
+  EXPECT_THAT(of("docs.fetch"), ::testing::MatchesRegex("docs_fetch_[0-9a-f]{8}"));
+  EXPECT_THAT(of("a.b_c"), ::testing::MatchesRegex("a_b_c_[0-9a-f]{8}"));
+  EXPECT_THAT(of("a_b.c"), ::testing::MatchesRegex("a_b_c_[0-9a-f]{8}"));
+  EXPECT_NE(of("a.b_c"), of("a_b.c"));
+  EXPECT_EQ(of(long_name), "_9" + std::string(62, 'x'));
+  std::set<std::string> seen;
+  for (const auto& t : registry.tools()) {
+    const std::string& declared = names.Of(*t);
+    EXPECT_TRUE(OpenAiName(declared) && GeminiName(declared)) << declared;
+    EXPECT_TRUE(seen.insert(declared).second) << "declared twice: " << declared;
+    if (declared != t->name) {
+      EXPECT_EQ(names.Resolve(declared), t.get()) << declared;
+    }
+  }
+  EXPECT_EQ(names.Resolve("nope"), nullptr);
+  EXPECT_EQ(names.Resolve("ok_name"), nullptr);  // a real name is the registry's to find
+  // The declarations use them.
+  DeclarationOptions options;
+  options.names = &names;
+  Json tools = *ParseJson(ProviderToolsJson(DeclarationFormat::kAnthropic, Listed(registry), options));
+  EXPECT_EQ(S(tools[0]["name"]), "docs_search");
+  Json openai = *ParseJson(ProviderToolsJson(DeclarationFormat::kOpenAi, Listed(registry), options));
+  EXPECT_EQ(S(openai[0]["function"]["name"]), "docs_search");
 }
 
 // What schema generators write (pydantic, zod): local references, a lone

@@ -1,4 +1,4 @@
-// S1: unique names, registration order; S6 tool sets.
+// [Names and order]: unique names, registration order; [Tool sets] tool sets.
 #include "tools/runtime/tool_registry.h"
 
 #include <gmock/gmock.h>
@@ -50,7 +50,7 @@ TEST(RegistryTest, RejectsBadNames) {
   EXPECT_FALSE(r.Register(MakeTool(std::string(65, 'a'), Nothing), "test").ok());
 }
 
-// S6: a set is the tools with its tag, whoever registered them, in
+// [Tool sets]: a set is the tools with its tag, whoever registered them, in
 // registration order; the names of the tools play no part.
 TEST(ToolSetsTest, SetsComeFromTagsInRegistrationOrder) {
   ToolRegistry r;

@@ -1,5 +1,5 @@
-// S2 (concurrent batches, call order, streaming prefix), S3 (failures as
-// results), S5 (needs_context), S13 (display), timeouts and cancellation.
+// [Batches] (concurrent batches, call order, streaming prefix), [Failures are results] (failures as
+// results), [Context] (needs_context), [Display] (display), timeouts and cancellation.
 #include "tools/runtime/tool_runner.h"
 
 #include <gmock/gmock.h>

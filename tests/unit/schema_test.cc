@@ -1,4 +1,4 @@
-// S4: coercion, then validation, then defaults.
+// [Arguments]: coercion, then validation, then defaults.
 #include "tools/runtime/schema.h"
 
 #include <gmock/gmock.h>
@@ -66,7 +66,7 @@ TEST(CoerceTest, NullableType) {
   EXPECT_EQ(Coerced(kScalars, R"({"ni":null})"), R"({"ni":null})");
 }
 
-// An integral number is an integer however it is written (S4).
+// An integral number is an integer however it is written [Arguments].
 TEST(CoerceTest, IntegralNumbersAreIntegers) {
   EXPECT_EQ(Coerced(kScalars, R"({"i":1.0})"), R"({"i":1})");
   EXPECT_EQ(Coerced(kScalars, R"({"i":1e2,"a":[2.0]})"), R"({"i":100,"a":[2]})");

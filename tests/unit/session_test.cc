@@ -1,4 +1,4 @@
-// S5: sessions, state, the weak session handle, send.
+// [Context]: sessions, state, the weak session handle, send.
 #include "tools/runtime/session.h"
 
 #include <gmock/gmock.h>

@@ -52,7 +52,7 @@ class BashTool final : public PersistentShellTool {
                       kSchema)
                  .Type(ToolType::kBashCmd)
                  .NeedsContext()
-                 .Tags({kTagDestructive, "provider_tools"}),
+                 .Tags({kTagDestructive, kTagProvider}),
             std::move(config), std::move(shells)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {

@@ -6,7 +6,7 @@
 // its own supervisor and process group, the call's timeout fitted inside the
 // call's deadline, cancellation ending the process tree, bounded capture, the
 // daemon's rlimits and sandbox. The arguments (coerced, validated and
-// defaulted against the declared schema, S4) are written to stdin as one JSON
+// defaulted against the declared schema, [Arguments]) are written to stdin as one JSON
 // object; stderr streams out as progress while it runs.
 #include <cstdint>
 #include <memory>
@@ -71,7 +71,7 @@ class CommandTool final : public Tool {
     return Tool::model_content(input, result, budget);
   }
 
-  // S12: running it executes its program.
+  // [Deciding what runs]: running it executes its program.
   std::vector<PermissionRequirement> required_permissions(
       const JsonValue& /*input*/) const override {
     PermissionRequirement r;
@@ -155,9 +155,9 @@ absl::StatusOr<Json> CommandTool::Call(const JsonValue& args, ToolContext& ctx) 
         " bytes each); print less, or write the output to a file and return its path"));
   }
   absl::string_view text = absl::StripAsciiWhitespace(o.stdout_text);
-  if (text.empty()) return MakeObject();  // nothing: {} (S3)
+  if (text.empty()) return MakeObject();  // nothing: {} [Failures are results]
   // JSON: an object is the result as is; the runner sends any other value v
-  // as {"result": v} (S3).
+  // as {"result": v} [Failures are results].
   if (auto parsed = ParseJson(text); parsed.ok()) return *std::move(parsed);
   Json out = MakeObject();
   SetString(out, "result", text);

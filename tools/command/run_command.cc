@@ -140,7 +140,7 @@ class RunCommandTool final : public Tool {
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
 
-  // S13: the title is the command line; the content its combined output.
+  // [Display]: the title is the command line; the content its combined output.
   std::string display_title(const JsonValue& input) const override {
     return ShortCommand(CommandLineOf(input));
   }
@@ -151,7 +151,7 @@ class RunCommandTool final : public Tool {
   }
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
-  // S12: running a command needs Execute on that command line, with the
+  // [Deciding what runs]: running a command needs Execute on that command line, with the
   // variables it sets (judged with it: BASH_ENV makes bash run code). An env
   // the call will refuse sets nothing.
   std::vector<PermissionRequirement> required_permissions(const JsonValue& input) const override {

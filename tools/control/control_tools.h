@@ -1,5 +1,5 @@
 // Factories of the control tools (finish, exit_loop, load_artifacts) and of
-// the tools declared here but run by the harness or the model provider (S9).
+// the tools declared here but run by the harness or the model provider [Tools run elsewhere].
 #ifndef TOOLEXEC_TOOLS_CONTROL_CONTROL_TOOLS_H_
 #define TOOLEXEC_TOOLS_CONTROL_CONTROL_TOOLS_H_
 

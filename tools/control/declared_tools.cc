@@ -1,4 +1,4 @@
-// S9: tools declared by the daemon so the model sees one ordered list, but
+// [Tools run elsewhere]: tools declared by the daemon so the model sees one ordered list, but
 // executed by the harness (EXECUTOR_HARNESS) or natively by the model provider
 // (EXECUTOR_PROVIDER, with provider_config). Sent to the daemon, they fail
 // with NOT_EXECUTABLE_HERE saying who executes them.

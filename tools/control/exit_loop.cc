@@ -1,5 +1,5 @@
 // exit_loop{}: tells the agent loop to stop: escalate + skip_summarization,
-// with an empty result (S8).
+// with an empty result [Actions].
 #include "tools/control/control_tools.h"
 #include "tools/runtime/tool_context.h"
 

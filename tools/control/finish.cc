@@ -1,7 +1,7 @@
 // finish{output (any JSON value), output_string}: ends the agent's task with
 // its final output. When the config sets an output schema, the output goes
-// through the same coercion and validation as arguments (S4) and a mismatch
-// is INVALID_ARGUMENTS naming the path (S8).
+// through the same coercion and validation as arguments [Arguments] and a mismatch
+// is INVALID_ARGUMENTS naming the path [Actions].
 #include <memory>
 #include <string>
 
@@ -38,7 +38,7 @@ class FinishTool final : public Tool {
     }
     Json value = CopyJson(has_output ? output->value : text->value);
     if (output_schema_ == nullptr) return value;
-    // The same coercion and validation as arguments (S4), with errors naming
+    // The same coercion and validation as arguments [Arguments], with errors naming
     // the path from "output".
     if (absl::Status s = output_schema_->Prepare(value); !s.ok()) {
       return ToolError(ErrorCode::kInvalidArguments, std::string(s.message()));

@@ -1,5 +1,5 @@
 // load_artifacts{artifact_names}: the latest version of each named artifact of
-// the session, in input order, exactly in the S10 shapes:
+// the session, in input order, exactly in the [Artifacts] shapes:
 //   text    {"name": n, "content": "<the text>"}
 //   binary  {"name": n, "content": {"mime_type": m, "data": "<base64>", "size_bytes": k}}
 //   missing {"name": n, "error": "Artifact not found"} (also for an invalid name)

@@ -32,11 +32,21 @@
 // keep the file's text (a whitespace-insensitive match changes only the "-"
 // and "+" lines).
 //
-// What toolexec decides where the references differ or are silent: an Add
-// File or Move to onto an existing file is refused (nothing is overwritten
-// silently); a path may appear in one operation only; an Update File with a
-// Move to and no hunks renames the file; an updated file keeps its BOM, CRLF
-// line endings, mode and whether it ends with a newline.
+// As codex does (its apply_patch scenario suite): an Add File or a Move to
+// onto an existing file replaces it (keeping that file's mode), and an
+// updated file always ends with a newline. What toolexec decides where the
+// references differ or are silent: a path may appear in one operation only;
+// an Update File with a Move to and no hunks renames the file; an updated
+// file keeps its BOM, CRLF line endings and mode; and a patch applies whole
+// or not at all (below), where codex keeps the operations before a failing
+// one.
+//
+// The Responses API's native tool sends one operation per call instead of a
+// patch: {"operation": {"type": "create_file" | "update_file" |
+// "delete_file", "path": ..., "diff": ...}}, the diff in V4A form (hunks for
+// an update, "+" lines for a new file; a create diff without "+" prefixes is
+// taken as the file's content). It is applied as the one-operation patch it
+// stands for.
 //
 // All or nothing: the patch is parsed, every path resolved beneath the
 // workspace and every hunk located against the files as they are, before
@@ -69,6 +79,7 @@
 #include "tools/workspace/confined.h"
 #include "tools/workspace/text.h"
 #include "tools/workspace/write_lock.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -81,9 +92,19 @@ constexpr char kSchema[] = R"json({
     "input": {
       "type": "string",
       "description": "The apply_patch command that you wish to execute: a patch from '*** Begin Patch' to '*** End Patch'."
+    },
+    "operation": {
+      "type": "object",
+      "description": "Instead of input: one operation of the Responses API's apply_patch tool.",
+      "additionalProperties": false,
+      "properties": {
+        "type": {"type": "string", "enum": ["create_file", "update_file", "delete_file"]},
+        "path": {"type": "string"},
+        "diff": {"type": "string"}
+      },
+      "required": ["type", "path"]
     }
-  },
-  "required": ["input"]
+  }
 })json";
 
 // ---------------------------------------------------------------------------
@@ -290,6 +311,61 @@ absl::StatusOr<std::vector<Op>> ParsePatch(absl::string_view input) {
   return ops;
 }
 
+// The patch a call stands for: `input` as given, or the Responses API's
+// `operation` as the one-operation patch it means.
+absl::StatusOr<std::string> PatchText(const JsonValue& args) {
+  const bool has_input = args.IsObject() && args.HasMember("input");
+  const bool has_operation = args.IsObject() && args.HasMember("operation");
+  if (has_input == has_operation) {
+    return absl::InvalidArgumentError(
+        has_input ? "give either input (a patch) or operation, not both"
+                  : "input (the patch text, from '*** Begin Patch' to '*** End Patch') or "
+                    "operation ({type, path, diff}) is required");
+  }
+  if (has_input) {
+    auto input = StringArg(args, "input");
+    if (!input.has_value()) return absl::InvalidArgumentError("input must be a string");
+    return std::string(*input);
+  }
+  const JsonValue& op = args["operation"];
+  const std::string type = StringField(op, "type");
+  auto path = StringArg(op, "path");
+  if (!path.has_value() || absl::StripAsciiWhitespace(*path).empty()) {
+    return absl::InvalidArgumentError("operation.path (the file) is required");
+  }
+  std::optional<absl::string_view> diff = StringArg(op, "diff");
+  std::string patch = "*** Begin Patch\n";
+  if (type == "delete_file") {
+    absl::StrAppend(&patch, "*** Delete File: ", *path, "\n");
+  } else if (type == "update_file") {
+    if (!diff.has_value()) {
+      return absl::InvalidArgumentError("operation.diff (the V4A hunks) is required for update_file");
+    }
+    absl::StrAppend(&patch, "*** Update File: ", *path, "\n", *diff);
+    if (!diff->empty() && diff->back() != '\n') patch.push_back('\n');
+  } else if (type == "create_file") {
+    if (!diff.has_value()) {
+      return absl::InvalidArgumentError(
+          "operation.diff (the new file's lines, each prefixed '+') is required for create_file");
+    }
+    std::vector<absl::string_view> lines = absl::StrSplit(*diff, '\n');
+    if (!lines.empty() && lines.back().empty()) lines.pop_back();  // after the last "\n"
+    const bool v4a = std::all_of(lines.begin(), lines.end(), [](absl::string_view l) {
+      return absl::StartsWith(l, "+");
+    });
+    absl::StrAppend(&patch, "*** Add File: ", *path, "\n");
+    for (absl::string_view line : lines) {
+      absl::ConsumeSuffix(&line, "\r");
+      absl::StrAppend(&patch, v4a ? "" : "+", line, "\n");
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operation.type '", type, "' is not one of create_file, update_file, delete_file"));
+  }
+  absl::StrAppend(&patch, "*** End Patch\n");
+  return patch;
+}
+
 // ---------------------------------------------------------------------------
 // Locating hunks
 
@@ -345,8 +421,7 @@ struct Replacement {
 absl::StatusOr<std::string> ApplyHunks(const Op& op, const std::string& display,
                                        absl::string_view text, const CancellationToken& cancel) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  const bool final_newline = text.empty() || text.back() == '\n';
-  if (final_newline) lines.pop_back();  // the empty piece after the last "\n"
+  if (text.empty() || text.back() == '\n') lines.pop_back();  // the piece after the last "\n"
   std::vector<Replacement> replacements;
   size_t at = 0;
   for (size_t h = 0; h < op.hunks.size(); ++h) {
@@ -415,7 +490,7 @@ absl::StatusOr<std::string> ApplyHunks(const Op& op, const std::string& display,
     next = r.start + r.old_len;
   }
   for (; next < lines.size(); ++next) append(lines[next]);
-  if (any && (final_newline || text.empty())) out.push_back('\n');
+  if (any) out.push_back('\n');  // codex ends every updated file with one
   return out;
 }
 
@@ -431,23 +506,26 @@ struct Target {
 
 // What one operation does, computed from the files as they are.
 struct Planned {
-  std::optional<EditableText> before;  // Update and Delete: the file read
-  std::string after;                   // Add and Update: the bytes to write
+  std::optional<EditableText> before;    // Update and Delete: the file read
+  std::optional<EditableText> replaced;  // Add, Move to: the file already there
+  std::string after;                     // Add and Update: the bytes to write
   std::string diff;
 };
 
-absl::Status Exists(const Target& t, absl::string_view what) {
-  if (!t.dir.valid()) return absl::OkStatus();
-  struct stat st;
-  if (fstatat(t.dir.get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, " '", t.wp.display, "': it already exists",
-        S_ISDIR(st.st_mode) ? " (a directory)" : "",
-        "; change an existing file with '*** Update File:', or delete it first in another patch; "
-        "nothing was changed"));
+// The file an Add File or a Move to replaces, if there is one: read whole
+// (to put it back if a later write fails). A directory, symlink or special
+// file there is refused.
+absl::StatusOr<std::optional<EditableText>> Replaced(const Target& t, absl::string_view marker,
+                                                     const EditLimits& limits) {
+  if (!t.dir.valid()) return std::nullopt;
+  auto file = ReadEditable(t.dir.get(), t.wp, limits);
+  if (absl::IsNotFound(file.status())) return std::nullopt;
+  if (!file.ok()) {
+    return absl::Status(file.status().code(),
+                        absl::StrCat(marker, " '", t.wp.display, "': ", file.status().message(),
+                                     "; nothing was changed"));
   }
-  if (errno != ENOENT) return fs::ErrnoStatus(errno, t.wp.display);
-  return absl::OkStatus();
+  return std::optional<EditableText>(*std::move(file));
 }
 
 absl::Status Absent(const Target& t, absl::string_view marker) {
@@ -473,7 +551,8 @@ std::string Description() {
          "Show about 3 lines of context above and below each change; use @@ lines naming the "
          "enclosing class or function when context alone is not unique. Paths are relative to "
          "the workspace. All files change or none: a hunk that does not apply fails the whole "
-         "patch, naming the file and the hunk. Added files must not exist yet.";
+         "patch, naming the file and the hunk. An added or moved-to file replaces one that "
+         "exists.";
 }
 
 }  // namespace
@@ -481,12 +560,12 @@ std::string Description() {
 ApplyPatchTool::ApplyPatchTool(const BuiltinOptions& options)
     : Tool(ToolSpec("apply_patch", Description(), kSchema)
                .Type(ToolType::kTextEdit)
-               .Tags({kTagFile, kTagPathScoped})),
+               .Tags({kTagPathScoped, kTagProvider})),
       options_(options) {}
 
 absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  auto input = StringArg(args, "input");
-  if (!input.has_value()) return absl::InvalidArgumentError("input (the patch text) is required");
+  auto input = PatchText(args);
+  if (!input.ok()) return input.status();
   auto parsed = ParsePatch(*input);
   if (!parsed.ok()) return parsed.status();
   const std::vector<Op>& ops = *parsed;
@@ -548,14 +627,17 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
       Planned& p = planned[k];
       if (ctx.cancelled()) return absl::CancelledError("apply_patch was cancelled");
       if (op.kind == OpKind::kAdd) {
-        if (absl::Status s = Exists(t, "*** Add File"); !s.ok()) return s;
+        auto replaced = Replaced(t, "*** Add File", limits);
+        if (!replaced.ok()) return replaced.status();
+        p.replaced = *std::move(replaced);
         if (op.contents.size() > options_.max_file_bytes) {
           return absl::FailedPreconditionError(
               absl::StrCat("*** Add File '", t.wp.display, "' is ", op.contents.size(),
                            " bytes; apply_patch writes at most ", options_.max_file_bytes));
         }
         p.after = op.contents;
-        p.diff = UnifiedDiff("", p.after, t.wp.display, 3, nullptr, &ctx.cancellation(),
+        p.diff = UnifiedDiff(p.replaced.has_value() ? absl::string_view(p.replaced->raw) : "",
+                             p.after, t.wp.display, 3, nullptr, &ctx.cancellation(),
                              options_.view_max_bytes);
         continue;
       }
@@ -564,7 +646,9 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
       if (!file.ok()) return file.status();
       if (op.kind == OpKind::kUpdate) {
         if (dest[k] >= 0) {
-          if (absl::Status s = Exists(targets[dest[k]], "*** Move to"); !s.ok()) return s;
+          auto replaced = Replaced(targets[dest[k]], "*** Move to", limits);
+          if (!replaced.ok()) return replaced.status();
+          p.replaced = *std::move(replaced);
         }
         auto text = ApplyHunks(op, t.wp.display, file->text, ctx.cancellation());
         if (!text.ok()) return text.status();
@@ -660,11 +744,14 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
     Target& t = targets[source[k]];
     const Planned& p = (*planned)[k];
     if (op.kind == OpKind::kAdd) {
-      failure = write_new(t, p.after, nullptr);
-      if (failure.ok()) {
-        undo.push_back(remove(t));
-        added.PushBack(JsonValue(t.wp.display, a), a);
+      if (p.replaced.has_value()) {
+        failure = ReplaceFile(t.dir.get(), t.wp, *p.replaced, p.after);
+        if (failure.ok()) undo.push_back(restore(t, *p.replaced));
+      } else {
+        failure = write_new(t, p.after, nullptr);
+        if (failure.ok()) undo.push_back(remove(t));
       }
+      if (failure.ok()) added.PushBack(JsonValue(t.wp.display, a), a);
     } else if (op.kind == OpKind::kDelete) {
       failure = unlink_read(t, *p.before);
       if (failure.ok()) {
@@ -679,11 +766,14 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
       }
     } else {
       Target& d = targets[dest[k]];
-      failure = write_new(d, p.after, &*p.before);
-      if (failure.ok()) {
-        undo.push_back(remove(d));
-        failure = unlink_read(t, *p.before);
+      if (p.replaced.has_value()) {
+        failure = ReplaceFile(d.dir.get(), d.wp, *p.replaced, p.after);
+        if (failure.ok()) undo.push_back(restore(d, *p.replaced));
+      } else {
+        failure = write_new(d, p.after, &*p.before);
+        if (failure.ok()) undo.push_back(remove(d));
       }
+      if (failure.ok()) failure = unlink_read(t, *p.before);
       if (failure.ok()) {
         undo.push_back(restore(t, *p.before));
         modified.PushBack(JsonValue(d.wp.display, a), a);
@@ -727,6 +817,15 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
   return out;
 }
 
+std::string ApplyPatchTool::model_content(const JsonValue& /*input*/, const JsonValue& result,
+                                          const ModelContentBudget& budget) const {
+  // What codex's apply_patch prints; the diff and lists are for the harness.
+  if (result.IsObject() && result.HasMember("output") && result["output"].IsString()) {
+    return StringField(result, "output");
+  }
+  return DefaultModelContent(result, budget.max_chars);
+}
+
 DisplayResult ApplyPatchTool::display(const JsonValue& /*input*/, const JsonValue& result) const {
   return TextDisplay("apply_patch", ContentType::kPlainText, StringField(result, "diff"),
                      kFileDisplayMaxBytes);
@@ -746,7 +845,8 @@ std::string ApplyPatchTool::compact_summary(const JsonValue& /*input*/, const Js
 
 std::vector<PermissionRequirement> ApplyPatchTool::required_permissions(
     const JsonValue& input) const {
-  auto ops = ParsePatch(StringField(input, "input"));
+  auto text = PatchText(input);
+  auto ops = text.ok() ? ParsePatch(*text) : absl::StatusOr<std::vector<Op>>(text.status());
   // A patch that does not parse changes nothing, but its paths are unknown:
   // ask for the whole workspace rather than for nothing (fail closed).
   if (!ops.ok()) return PathPermission(".", PermissionLevel::kWrite, /*recursive=*/true);
@@ -762,7 +862,8 @@ std::vector<PermissionRequirement> ApplyPatchTool::required_permissions(
 }
 
 std::vector<std::string> ApplyPatchTool::resources(const JsonValue& input) const {
-  auto ops = ParsePatch(StringField(input, "input"));
+  auto text = PatchText(input);
+  auto ops = text.ok() ? ParsePatch(*text) : absl::StatusOr<std::vector<Op>>(text.status());
   if (!ops.ok()) return {};  // fails without touching a file
   std::vector<std::string> out;
   for (const Op& op : *ops) {

@@ -1,9 +1,10 @@
-// The file tools (S6 file_tools): view_file, create_file, edit_file, and the
+// The file tools ([Tool sets] file_tools: view_file, create_file, edit_file), and the
 // editing tools models are trained on, str_replace_based_edit_tool
-// (Anthropic) and apply_patch (OpenAI); one class per .cc file, and the
+// (Anthropic) and apply_patch (OpenAI), which are in the provider_tools set
+// instead (both in path_scoped); one class per .cc file, and the
 // helpers they share (SHA-256, unified diff, argument access). The editing
 // ones share the edit engine of edit_engine.h. Paths go through the confined path layer (tools/workspace), so
-// every path is resolved beneath the call's workspace in the kernel (S12).
+// every path is resolved beneath the call's workspace in the kernel [Deciding what runs].
 //
 // Errors follow fs/confined.h: INVALID_ARGUMENTS for bad arguments, DENIED for
 // a path outside the workspace, TOOL_FAILED (NotFound / FailedPrecondition)
@@ -44,7 +45,7 @@ typedef struct evp_md_ctx_st EVP_MD_CTX;
 
 namespace toolexec::builtin {
 
-// How much of a result the display (S13) carries before it is cut.
+// How much of a result the display [Display] carries before it is cut.
 inline constexpr size_t kFileDisplayMaxBytes = 16 * 1024;
 
 // view_file{file_path*, start_line=1, end_line}: the lines start_line..end_line
@@ -136,8 +137,9 @@ class EditFileTool final : public Tool {
   BuiltinOptions options_;
 };
 
-// str_replace_based_edit_tool{command*, path*, view_range, file_text, old_str,
-// new_str, insert_line}: Anthropic's text editor tool (text_editor_20250728),
+// str_replace_based_edit_tool{command*, path*, view_range, max_characters,
+// file_text, old_str, new_str, insert_line, insert_text}: Anthropic's text
+// editor tool (text_editor_20250728),
 // executed here. Its provider_config is Anthropic's provider-defined form,
 // {"type":"text_editor_20250728","name":"str_replace_based_edit_tool"}, so a
 // harness may declare it that way; the parameters schema is the same tool as
@@ -149,16 +151,23 @@ class EditFileTool final : public Tool {
 //     refused, as in Anthropic's reference implementation.
 //   str_replace: old_str must occur exactly once; none or several is an error
 //     saying how many and on which lines.
-//   insert: new_str as whole lines after line insert_line (0 = at the start,
-//     the line count = at the end).
+//   insert: insert_text (what Claude 4 models send; new_str, what earlier
+//     versions send, is taken too) as whole lines after line insert_line
+//     (0 = at the start, the line count = at the end).
+// A view shows whole lines within max_characters (when given) and the
+// call's model_content budget; when lines are left out, the text ends with a
+// note naming the lines shown and the view_range to continue from.
 // Writes go through the edit engine (edit_engine.h): atomic, one writer per
 // file, line endings, BOM and mode kept. Result: {path, output (the text for
 // the model, in the shape Anthropic's documentation and reference
-// implementation give), ...command-specific fields}.
+// implementation give), ...command-specific fields}; model_content is
+// `output` alone, the plain text the reference tool answers.
 class StrReplaceBasedEditTool final : public Tool {
  public:
   explicit StrReplaceBasedEditTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   std::string display_title(const JsonValue& input) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
@@ -170,19 +179,24 @@ class StrReplaceBasedEditTool final : public Tool {
   BuiltinOptions options_;
 };
 
-// apply_patch{input*}: OpenAI's apply_patch tool in its function form, the
-// patch text in V4A format as `input` (optionally wrapped in the
-// `%%bash` / `apply_patch <<"EOF"` ... `EOF` heredoc of OpenAI's examples).
+// apply_patch{input | operation}: OpenAI's apply_patch tool in its function
+// form, the patch text in V4A format as `input` (optionally wrapped in the
+// `%%bash` / `apply_patch <<"EOF"` ... `EOF` heredoc of OpenAI's examples), or
+// one operation of the Responses API's native tool, {"operation": {"type":
+// "create_file" | "update_file" | "delete_file", "path", "diff"}}.
 // See apply_patch.cc for the grammar and how hunks are located. All files of
 // a patch change or none: the whole patch is parsed, every path confined and
 // every hunk located before anything is written; the files' write locks are
 // held together; a write that fails undoes the ones before it.
 // Result: {output ("Success. Updated the following files:\nA x\nM y\nD z\n"),
-// added[], modified[], deleted[], diff}.
+// added[], modified[], deleted[], diff}; model_content is `output`, as codex
+// prints it.
 class ApplyPatchTool final : public Tool {
  public:
   explicit ApplyPatchTool(const BuiltinOptions& options);
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override;
+  std::string model_content(const JsonValue& input, const JsonValue& result,
+                            const ModelContentBudget& budget) const override;
   DisplayResult display(const JsonValue& input, const JsonValue& result) const override;
   std::string compact_summary(const JsonValue& input, const JsonValue& result,
                               bool ok) const override;
@@ -204,6 +218,29 @@ class ApplyPatchTool final : public Tool {
 // there is refused. True when the file was created, false when replaced.
 absl::StatusOr<bool> WriteWholeFile(const fs::WorkspacePath& wp, absl::string_view contents,
                                     bool overwrite, absl::string_view tool, ToolContext& ctx);
+
+// What ViewLines read: `result` is view_file's payload without its hint
+// (content, start_line, end_line, total_lines, truncated, [next_start_line],
+// size_bytes, sha256, line_endings, ...), or {path, binary:true, size_bytes,
+// mime_type, message} for a binary file. A start beyond the end is not an
+// error here: end_line is start - 1 and content "" (each tool says it in its
+// own words).
+struct ViewedLines {
+  Json result;
+  bool more_lines = false;  // lines after end_line were wanted but left out
+  bool cut_line = false;    // the last line shown was cut short
+  bool char_limit = false;  // the character limit cut it (else bytes or lines)
+  std::string limit;        // "the 30000-character budget", "the 2000-line limit", ...
+};
+
+// The core of view_file: lines start..end (end absent: to the end of the
+// file) of `wp`, numbered like `cat -n`, at most options.view_max_lines
+// lines, options.view_max_bytes bytes and `max_chars` characters. Fails for
+// what is not a regular file. `tool` names the caller in messages.
+absl::StatusOr<ViewedLines> ViewLines(const fs::WorkspacePath& wp, int64_t start,
+                                      std::optional<int64_t> end, size_t max_chars,
+                                      const BuiltinOptions& options, ToolContext& ctx,
+                                      absl::string_view tool);
 
 // Appends "<number right-aligned in 6 columns>\t", as `cat -n` numbers a line.
 void AppendLineNumber(std::string* out, int64_t number);

@@ -139,7 +139,7 @@ class MemoryTool final : public Tool {
                       kSchema)
                  .Type(ToolType::kTextEdit)
                  .NeedsContext()
-                 .Tags({kTagDestructive, "provider_tools"})),
+                 .Tags({kTagDestructive, kTagProvider})),
         dir_(std::move(dir)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {

@@ -1,5 +1,5 @@
 // RegisterFileTools: view_file, create_file, edit_file, str_replace_based_edit_tool,
-// apply_patch, in that order (S1, S6 file_tools).
+// apply_patch, in that order ([Names and order], [Tool sets] file_tools).
 #include <memory>
 
 #include "tools/builtin.h"

@@ -25,6 +25,7 @@
 #include "tools/workspace/text.h"
 #include "tools/workspace/write_lock.h"
 #include "tools/search/search_tools.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::builtin {
@@ -50,7 +51,7 @@ constexpr char kSchema[] = R"json({
       "items": {"type": "integer"},
       "minItems": 2,
       "maxItems": 2,
-      "description": "view of a file only: [start_line, end_line], 1-based and inclusive; end_line -1 shows to the end of the file. Without it the whole file is shown (up to the output limit)."
+      "description": "view of a file only: [first, last] line numbers, 1-based and inclusive, e.g. [11, 12] shows lines 11 and 12; [first, -1] shows from line first to the end of the file. Without it the whole file is shown (up to the output limit)."
     },
     "file_text": {
       "type": "string",
@@ -62,11 +63,20 @@ constexpr char kSchema[] = R"json({
     },
     "new_str": {
       "type": "string",
-      "description": "str_replace: the text to put in place of old_str (absent: old_str is deleted). insert: the text to insert."
+      "description": "str_replace: the text to put in place of old_str (absent: old_str is deleted). insert: the text to insert, when insert_text is not given."
     },
     "insert_line": {
       "type": "integer",
-      "description": "insert: the line after which new_str is inserted; 0 inserts at the start of the file."
+      "description": "insert: the line after which the text is inserted; 0 inserts at the start of the file."
+    },
+    "insert_text": {
+      "type": "string",
+      "description": "insert: the text to insert after line insert_line."
+    },
+    "max_characters": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "view of a file: show at most this many characters of numbered lines (whole lines; the rest is named with the view_range to continue from)."
     }
   },
   "required": ["command", "path"]
@@ -142,18 +152,19 @@ std::string Description(const BuiltinOptions& options) {
       " bytes per call), or a directory's files and directories up to 2 levels deep, hidden "
       "ones left out. create: a new file with file_text (an existing file is refused). "
       "str_replace: replaces old_str, which must occur exactly once, with new_str. insert: "
-      "inserts new_str after line insert_line (0 = at the start). Edits are atomic and keep "
-      "the file's line endings, BOM and permissions.");
+      "inserts insert_text after line insert_line (0 = at the start). Edits are atomic and "
+      "keep the file's line endings, BOM and permissions.");
 }
 
 }  // namespace
 
-// The file tools' tags (file_tools, path_scoped), and Anthropic's
+// In path_scoped and provider_tools (not file_tools, which [Tool sets] fixes as
+// view_file, create_file and edit_file), with Anthropic's
 // provider-defined form of the tool for a harness that declares it that way.
 StrReplaceBasedEditTool::StrReplaceBasedEditTool(const BuiltinOptions& options)
     : Tool(ToolSpec(kName, Description(options), kSchema)
                .Type(ToolType::kTextEdit)
-               .Tags({kTagFile, kTagPathScoped})
+               .Tags({kTagPathScoped, kTagProvider})
                .ProviderConfig(
                    R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})")),
       options_(options) {}
@@ -203,6 +214,7 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
     }
     int64_t start = 1;
     std::optional<int64_t> end;
+    std::string range_text;  // as given, for messages
     if (args.HasMember("view_range")) {
       const JsonValue& range = args["view_range"];
       if (!range.IsArray() || range.Size() != 2 || !range[0].IsInt64() || !range[1].IsInt64()) {
@@ -211,55 +223,75 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
       }
       start = range[0].GetInt64();
       const int64_t last = range[1].GetInt64();
-      auto bad = [&](absl::string_view why) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Invalid `view_range`: [", start, ", ", last, "]. ", why));
-      };
-      if (start < 1) return bad(absl::StrCat("Its first element `", start, "` should be at least 1."));
+      range_text = absl::StrCat("[", start, ", ", last, "]");
+      if (start < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("Invalid `view_range`: ", range_text,
+                                                       ". Its first element `", start,
+                                                       "` should be at least 1."));
+      }
       if (last != -1 && last < start) {
-        return bad(absl::StrCat("Its second element `", last,
-                                "` should be larger or equal than its first `", start,
-                                "`, or -1 for the end of the file."));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Invalid `view_range`: ", range_text, ". Its second element `", last,
+            "` should be larger or equal than its first `", start,
+            "`, or -1 for the end of the file."));
       }
       if (last != -1) end = last;
     }
-    ViewFileTool view(options_);
-    Json view_args = PathArgs("file_path", *path);
-    view_args.AddMember("start_line", start, view_args.GetAllocator());
-    if (end.has_value()) {
-      view_args.AddMember("end_line", JsonValue(*end), view_args.GetAllocator());
+    // What the text around the lines may take: the header names the path,
+    // the note the range to continue from.
+    const std::string header =
+        absl::StrCat("Here's the result of running `cat -n` on ", *path, ":\n");
+    const size_t reserve = 500 + Utf8Chars(header);
+    size_t max_chars = ctx.info().model_content.TextChars(reserve);
+    const bool limited = args.HasMember("max_characters") && args["max_characters"].IsInt64();
+    if (limited) {
+      max_chars = std::min<size_t>(
+          max_chars, static_cast<size_t>(std::max<int64_t>(1, args["max_characters"].GetInt64())));
     }
-    auto viewed = view.Call(view_args, ctx);
-    if (!viewed.ok()) {
-      if (absl::IsInvalidArgument(viewed.status()) && args.HasMember("view_range")) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Invalid `view_range`: ", viewed.status().message()));
-      }
-      return viewed.status();
+    auto viewed = ViewLines(*wp, start, end, max_chars, options_, ctx, kName);
+    if (!viewed.ok()) return viewed.status();
+    const Json& lines = viewed->result;
+    if (BoolField(lines, "binary")) return Result(*wp, StringField(lines, "message"));
+    const int64_t total = IntArg(lines, "total_lines", 0);
+    if (start > std::max<int64_t>(total, 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Invalid `view_range`: ", range_text, ". Its first element `", start,
+          "` should be within the range of lines of the file: [1, ", total, "]."));
     }
-    if (BoolField(*viewed, "binary")) return Result(*wp, StringField(*viewed, "message"));
-    const int64_t total = IntArg(*viewed, "total_lines", 0);
     if (end.has_value() && *end > total) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Invalid `view_range`: [", start, ", ", *end, "]. Its second element `", *end,
+          "Invalid `view_range`: ", range_text, ". Its second element `", *end,
           "` should be smaller than the number of lines in the file: `", total,
           "` (or -1 for the end of the file)."));
     }
-    std::string text = absl::StrCat("Here's the result of running `cat -n` on ", *path, ":\n",
-                                    StringField(*viewed, "content"));
+    const int64_t shown_end = IntArg(lines, "end_line", 0);
+    std::string text = absl::StrCat(header, StringField(lines, "content"));
     if (!text.empty() && text.back() != '\n') text.push_back('\n');
-    if (BoolField(*viewed, "truncated")) {
-      absl::StrAppend(&text, "<response clipped><NOTE>", StringField(*viewed, "hint"),
-                      " (view_range [", IntArg(*viewed, "next_start_line", 0),
-                      ", -1]).</NOTE>\n");
+    if (BoolField(lines, "truncated")) {
+      const bool by_request = viewed->char_limit && limited &&
+                              static_cast<int64_t>(max_chars) == args["max_characters"].GetInt64();
+      const std::string why =
+          by_request ? absl::StrCat("max_characters ", max_chars) : viewed->limit;
+      absl::StrAppend(&text, "<response clipped><NOTE>To save on context only part of this file "
+                             "has been shown to you: lines ",
+                      start, "-", shown_end, " of ", total, " (cut at ", why, ").");
+      if (viewed->cut_line) {
+        absl::StrAppend(&text, " Line ", shown_end,
+                        " is longer than that and was cut; search it with `grep -n`.");
+      }
+      if (viewed->more_lines) {
+        absl::StrAppend(&text, " View the rest with view_range [", shown_end + 1,
+                        ", -1], or search the file with `grep -n` for the lines you need.");
+      }
+      absl::StrAppend(&text, "</NOTE>\n");
     }
     Json out = Result(*wp, text);
     auto& a = out.GetAllocator();
-    out.AddMember("start_line", IntArg(*viewed, "start_line", start), a);
-    out.AddMember("end_line", IntArg(*viewed, "end_line", 0), a);
+    out.AddMember("start_line", start, a);
+    out.AddMember("end_line", shown_end, a);
     out.AddMember("total_lines", total, a);
-    out.AddMember("truncated", BoolField(*viewed, "truncated"), a);
-    out.AddMember("sha256", JsonValue(StringField(*viewed, "sha256"), a), a);
+    out.AddMember("truncated", BoolField(lines, "truncated"), a);
+    out.AddMember("sha256", JsonValue(StringField(lines, "sha256"), a), a);
     return out;
   }
 
@@ -321,11 +353,20 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
       return absl::InvalidArgumentError("Parameter `insert_line` is required for command: insert");
     }
     insert_line = args["insert_line"].GetInt64();
+    // Claude 4 models send insert_text (text_editor_20250728); earlier tool
+    // versions, new_str.
+    auto text = StringArg(args, "insert_text");
     auto n = StringArg(args, "new_str");
-    if (!n.has_value()) {
-      return absl::InvalidArgumentError("Parameter `new_str` is required for command: insert");
+    if (text.has_value() && n.has_value() && *text != *n) {
+      return absl::InvalidArgumentError(
+          "Parameters `insert_text` and `new_str` differ; give the text to insert once, as "
+          "`insert_text`.");
     }
-    new_str = std::string(*n);
+    if (!text.has_value()) text = n;
+    if (!text.has_value()) {
+      return absl::InvalidArgumentError("Parameter `insert_text` is required for command: insert");
+    }
+    new_str = std::string(*text);
   }
 
   auto dir = fs::OpenDirectory(wp->Parent());
@@ -437,6 +478,17 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
   out.AddMember("line_endings", JsonValue(file->line_endings(), a), a);
   if (file->bom) out.AddMember("bom", true, a);
   return out;
+}
+
+std::string StrReplaceBasedEditTool::model_content(const JsonValue& /*input*/,
+                                                   const JsonValue& result,
+                                                   const ModelContentBudget& budget) const {
+  // The reference tool's answer is its text; the payload's other fields are
+  // for the harness.
+  if (result.IsObject() && result.HasMember("output") && result["output"].IsString()) {
+    return StringField(result, "output");
+  }
+  return DefaultModelContent(result, budget.max_chars);
 }
 
 std::string StrReplaceBasedEditTool::display_title(const JsonValue& input) const {

@@ -155,34 +155,15 @@ ViewFileTool::ViewFileTool(const BuiltinOptions& options)
                .Tags({kTagReadOnly, kTagFile, kTagPathScoped, kTagMinimal})),
       options_(options) {}
 
-absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
-  auto file_path = StringArg(args, "file_path");
-  if (!file_path.has_value()) return absl::InvalidArgumentError("file_path is required");
-  int64_t start = IntArg(args, "start_line", 1);
-  std::optional<int64_t> end;
-  if (args.HasMember("end_line") && args["end_line"].IsInt64()) end = args["end_line"].GetInt64();
-  if (start < 1) return absl::InvalidArgumentError("start_line must be at least 1");
-  if (end.has_value() && *end < start) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("end_line (", *end, ") is before start_line (", start, ")"));
-  }
+absl::StatusOr<ViewedLines> ViewLines(const fs::WorkspacePath& wp, int64_t start,
+                                      std::optional<int64_t> end, size_t max_chars,
+                                      const BuiltinOptions& options, ToolContext& ctx,
+                                      absl::string_view tool) {
+  auto file = fs::OpenRegularFile(wp);
+  if (!file.ok()) return file.status();
 
-  auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, *file_path, "file_path");
-  if (!wp.ok()) return wp.status();
-  auto file = fs::OpenRegularFile(*wp);
-  if (!file.ok()) {
-    if (absl::IsFailedPrecondition(file.status()) &&
-        absl::StrContains(file.status().message(), "is a directory")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "'", wp->display, "' is a directory; use list_directory to see what it holds"));
-    }
-    return file.status();
-  }
-
-  const uint32_t max_lines = std::max<uint32_t>(1, options_.view_max_lines);
-  const size_t max_bytes = std::max<uint64_t>(64, options_.view_max_bytes);
-  // The model_content budget, less room for the continuation marker.
-  const size_t max_chars = ctx.info().model_content.TextChars(200);
+  const uint32_t max_lines = std::max<uint32_t>(1, options.view_max_lines);
+  const size_t max_bytes = std::max<uint64_t>(64, options.view_max_bytes);
   int64_t last_wanted = start + max_lines - 1;
   if (end.has_value()) last_wanted = std::min(last_wanted, *end);
   Scanner scan(start, last_wanted, max_bytes);
@@ -194,30 +175,32 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   // A file that keeps growing (a log being written) is read up to its size at
   // open plus max_file_bytes, so the call ends.
   uint64_t budget = static_cast<uint64_t>(std::max<off_t>(file->st.st_size, 0)) +
-                    std::max<uint64_t>(options_.max_file_bytes, kChunk);
+                    std::max<uint64_t>(options.max_file_bytes, kChunk);
+  ViewedLines viewed;
   while (budget > 0) {
-    if (ctx.cancelled()) return absl::CancelledError("view_file was cancelled");
+    if (ctx.cancelled()) return absl::CancelledError(absl::StrCat(tool, " was cancelled"));
     auto got = ReadSome(file->fd.get(), buf.data(),
-                        static_cast<size_t>(std::min<uint64_t>(buf.size(), budget)), wp->display);
+                        static_cast<size_t>(std::min<uint64_t>(buf.size(), budget)), wp.display);
     if (!got.ok()) return got.status();
     absl::string_view chunk(buf.data(), *got);
     if (first) {
       first = false;
       if (fs::LooksBinary(chunk.substr(0, fs::kBinarySniffBytes))) {
-        std::string mime = fs::GuessMimeType(chunk, wp->display);
-        Json out = MakeObject();
+        std::string mime = fs::GuessMimeType(chunk, wp.display);
+        Json& out = viewed.result;
+        out.SetObject();
         auto& a = out.GetAllocator();
-        out.AddMember("path", JsonValue(wp->display, a), a);
+        out.AddMember("path", JsonValue(wp.display, a), a);
         out.AddMember("binary", true, a);
         out.AddMember("size_bytes", static_cast<uint64_t>(file->st.st_size), a);
         out.AddMember("mime_type", JsonValue(mime, a), a);
         out.AddMember("message",
-                      JsonValue(absl::StrCat("'", wp->display, "' is a binary file (", mime, ", ",
+                      JsonValue(absl::StrCat("'", wp.display, "' is a binary file (", mime, ", ",
                                              HumanSize(file->st.st_size),
                                              "); its content is not shown"),
                                 a),
                       a);
-        return out;
+        return viewed;
       }
       if (buf.size() < kChunk && *got == buf.size()) buf.resize(kChunk);  // it grew
     }
@@ -227,16 +210,6 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   }
 
   const int64_t total = scan.total_lines();
-  if (total == 0 && start > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "start_line ", start, " is beyond the end of '", wp->display, "': the file is empty"));
-  }
-  if (total > 0 && start > total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "start_line ", start, " is beyond the end of '", wp->display, "', which has ", total,
-        total == 1 ? " line" : " lines", "; use start_line between 1 and ", total));
-  }
-
   // Format the kept lines within the byte budget, straight into `content`.
   std::string content;
   const std::string& kept = scan.kept();
@@ -245,7 +218,7 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   int64_t shown_end = start - 1;
   const int64_t wanted_end = end.has_value() ? std::min(*end, total) : total;
   bool byte_limit = false;  // else the line limit cut the output
-  bool char_limit = false;  // the model_content budget cut it
+  bool char_limit = false;  // the character budget cut it
   size_t chars = 0;
   for (size_t i = 0; i < scan.lines().size(); ++i) {
     const KeptLine& l = scan.lines()[i];
@@ -284,34 +257,24 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
     break;
   }
   // A line cut short is truncated output too, even when it is the last one.
-  const bool more_lines = shown_end < wanted_end;
-  const bool truncated = more_lines || cut_line;
+  viewed.more_lines = shown_end < wanted_end;
+  viewed.cut_line = cut_line;
+  viewed.limit = char_limit   ? absl::StrCat("the ", max_chars, "-character budget")
+                 : byte_limit ? absl::StrCat("the ", max_bytes, "-byte limit")
+                              : absl::StrCat("the ", max_lines, "-line limit");
+  viewed.char_limit = char_limit;
+  const bool truncated = viewed.more_lines || cut_line;
 
-  Json out = MakeObject();
+  Json& out = viewed.result;
+  out.SetObject();
   auto& a = out.GetAllocator();
-  out.AddMember("path", JsonValue(wp->display, a), a);
+  out.AddMember("path", JsonValue(wp.display, a), a);
   out.AddMember("content", JsonValue(content, a), a);
   out.AddMember("start_line", start, a);
   out.AddMember("end_line", shown_end, a);
   out.AddMember("total_lines", total, a);
   out.AddMember("truncated", truncated, a);
-  if (truncated) {
-    std::string why = char_limit   ? absl::StrCat("the ", max_chars, "-character budget")
-                      : byte_limit ? absl::StrCat("the ", max_bytes, "-byte limit")
-                                   : absl::StrCat("the ", max_lines, "-line limit");
-    std::string hint = absl::StrCat("Showing lines ", start, "-", shown_end, " of ", total,
-                                    " (cut at ", why, ").");
-    if (more_lines) {
-      out.AddMember("next_start_line", shown_end + 1, a);
-      absl::StrAppend(&hint, " Call view_file with start_line=", shown_end + 1, " to continue.");
-    }
-    if (cut_line) {
-      absl::StrAppend(&hint, " Line ", shown_end, " is longer than ",
-                      char_limit ? "the character budget" : "the byte limit",
-                      " and was cut; search it with grep_search.");
-    }
-    out.AddMember("hint", JsonValue(hint, a), a);
-  }
+  if (viewed.more_lines) out.AddMember("next_start_line", shown_end + 1, a);
   out.AddMember("size_bytes", scan.size(), a);
   out.AddMember("sha256", JsonValue(scan.sha256(), a), a);
   const char* endings = scan.crlf() == 0 ? (scan.lf() == 0 ? "none" : "lf")
@@ -321,7 +284,69 @@ absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx)
   if (bom) out.AddMember("bom", true, a);
   if (total > 0 && !scan.final_newline()) out.AddMember("final_newline", false, a);
   if (invalid_utf8) out.AddMember("invalid_utf8", true, a);
-  return out;
+  return viewed;
+}
+
+absl::StatusOr<Json> ViewFileTool::Call(const JsonValue& args, ToolContext& ctx) const {
+  auto file_path = StringArg(args, "file_path");
+  if (!file_path.has_value()) return absl::InvalidArgumentError("file_path is required");
+  int64_t start = IntArg(args, "start_line", 1);
+  std::optional<int64_t> end;
+  if (args.HasMember("end_line") && args["end_line"].IsInt64()) end = args["end_line"].GetInt64();
+  if (start < 1) return absl::InvalidArgumentError("start_line must be at least 1");
+  if (end.has_value() && *end < start) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("end_line (", *end, ") is before start_line (", start, ")"));
+  }
+
+  auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, *file_path, "file_path");
+  if (!wp.ok()) return wp.status();
+  // The model_content budget, less room for the continuation marker.
+  auto viewed = ViewLines(*wp, start, end, ctx.info().model_content.TextChars(200), options_, ctx,
+                          "view_file");
+  if (!viewed.ok()) {
+    if (absl::IsFailedPrecondition(viewed.status()) &&
+        absl::StrContains(viewed.status().message(), "is a directory")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "'", wp->display, "' is a directory; use list_directory to see what it holds"));
+    }
+    return viewed.status();
+  }
+  Json& out = viewed->result;
+  if (BoolField(out, "binary")) return std::move(out);
+  const int64_t total = IntArg(out, "total_lines", 0);
+  if (total == 0 && start > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_line ", start, " is beyond the end of '", wp->display, "': the file is empty"));
+  }
+  if (total > 0 && start > total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_line ", start, " is beyond the end of '", wp->display, "', which has ", total,
+        total == 1 ? " line" : " lines", "; use start_line between 1 and ", total));
+  }
+  if (BoolField(out, "truncated")) {
+    const int64_t shown_end = IntArg(out, "end_line", 0);
+    std::string hint = absl::StrCat("Showing lines ", start, "-", shown_end, " of ", total,
+                                    " (cut at ", viewed->limit, ").");
+    if (viewed->more_lines) {
+      absl::StrAppend(&hint, " Call view_file with start_line=", shown_end + 1, " to continue.");
+    }
+    if (viewed->cut_line) {
+      absl::StrAppend(&hint, " Line ", shown_end, " is longer than ",
+                      viewed->char_limit ? "the character budget" : "the byte limit",
+                      " and was cut; search it with grep_search.");
+    }
+    // Where the payload has always had it: after truncated and next_start_line.
+    Json ordered = MakeObject();
+    auto& a = ordered.GetAllocator();
+    for (auto& m : out.GetObject()) {
+      const bool after = absl::string_view(m.name.GetString()) == "size_bytes";
+      if (after) ordered.AddMember("hint", JsonValue(hint, a), a);
+      ordered.AddMember(JsonValue(m.name, a), JsonValue(m.value, a), a);
+    }
+    return ordered;
+  }
+  return std::move(out);
 }
 
 std::string ViewFileTool::display_title(const JsonValue& input) const { return PathOf(input); }

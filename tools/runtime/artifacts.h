@@ -1,4 +1,4 @@
-// Versioned artifacts (S10): named blobs (text, or bytes with a MIME type)
+// Versioned artifacts [Artifacts]: named blobs (text, or bytes with a MIME type)
 // that tools and the harness save and load. Each save makes a new version,
 // numbered from 1. A name starting with "user:" is shared by every session of
 // one user; any other name belongs to one conversation (its conversation_id,
@@ -10,7 +10,7 @@
 // conversation. Nothing can reach it once the session closes, so the session
 // manager deletes it then (DeleteScope). A child also stages its "user:"
 // saves there (ArtifactScope::UserNames::kStaged): they reach the user only
-// when the child's close merges them under its artifact_prefixes (S11).
+// when the child's close merges them under its artifact_prefixes [Delegation].
 //
 // Backends: in-memory (default) and a directory on disk (atomic writes:
 // temp file + fsync + rename, so a crash leaves a whole version or none).
@@ -67,7 +67,7 @@ struct ArtifactUsage {
   int64_t bytes = 0;  // content and MIME type of every version
 };
 
-// S10 names: not empty, no '/', '\' or NUL, not "." or "..", no "..", at most
+// [Artifacts] names: not empty, no '/', '\' or NUL, not "." or "..", no "..", at most
 // 256 bytes. InvalidArgument saying which rule.
 absl::Status ValidateArtifactName(absl::string_view name);
 

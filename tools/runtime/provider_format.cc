@@ -1,5 +1,7 @@
 #include "tools/runtime/provider_format.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "rapidjson/pointer.h"
 
@@ -476,8 +479,100 @@ Json OpenAiStrictSchema(const JsonValue& schema) { return ConvertRoot(Converter:
 
 Json GeminiSchema(const JsonValue& schema) { return ConvertRoot(Converter::Dialect::kGemini, schema); }
 
+namespace {
+
+// The provider-native declarations, by format and tool name, of the tools
+// tagged kTagProvider (from the providers' documentation of each tool).
+const char* NativeForm(DeclarationFormat format, absl::string_view tool) {
+  struct Native {
+    DeclarationFormat format;
+    absl::string_view tool;
+    const char* json;
+  };
+  static constexpr Native kNative[] = {
+      {DeclarationFormat::kAnthropic, "str_replace_based_edit_tool",
+       R"({"type":"text_editor_20250728","name":"str_replace_based_edit_tool"})"},
+      {DeclarationFormat::kAnthropic, "bash", R"({"type":"bash_20250124","name":"bash"})"},
+      {DeclarationFormat::kAnthropic, "memory", R"({"type":"memory_20250818","name":"memory"})"},
+      {DeclarationFormat::kOpenAiResponses, "apply_patch", R"({"type":"apply_patch"})"},
+      {DeclarationFormat::kOpenAiResponses, "shell", R"({"type":"shell"})"},
+  };
+  for (const Native& n : kNative) {
+    if (n.format == format && n.tool == tool) return n.json;
+  }
+  return nullptr;
+}
+
+bool NameChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+
+constexpr size_t kMaxNameChars = 64;
+
+std::string Sanitized(absl::string_view name) {
+  std::string out;
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0])) || name[0] == '-') {
+    out.push_back('_');
+  }
+  for (char c : name) out.push_back(NameChar(c) ? c : '_');
+  if (out.size() > kMaxNameChars) out.resize(kMaxNameChars);
+  return out;
+}
+
+// FNV-1a, 32 bits: stable across runs and builds (std::hash is not).
+std::string HashSuffix(absl::string_view name) {
+  uint32_t h = 2166136261u;
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "_";
+  for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(h >> shift) & 15]);
+  return out;
+}
+
+}  // namespace
+
+bool ProviderNames::Accepted(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxNameChars) return false;
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(name[0])) && name[0] != '_') return false;
+  for (char c : name) {
+    if (!NameChar(c)) return false;
+  }
+  return true;
+}
+
+ProviderNames::ProviderNames(const ToolRegistry& registry) {
+  // How many tools each plain rewrite would name (real names count too).
+  absl::flat_hash_map<std::string, int> taken;
+  for (const auto& t : registry.tools()) {
+    ++taken[Accepted(t->name) ? t->name : Sanitized(t->name)];
+  }
+  for (const auto& t : registry.tools()) {
+    if (Accepted(t->name)) continue;
+    std::string name = Sanitized(t->name);
+    if (taken[name] > 1) {
+      const std::string suffix = HashSuffix(t->name);
+      name.resize(std::min(name.size(), kMaxNameChars - suffix.size()));
+      name += suffix;
+    }
+    by_rewritten_.emplace(name, t.get());
+    rewritten_.emplace(t.get(), std::move(name));
+  }
+}
+
+const std::string& ProviderNames::Of(const RegisteredTool& tool) const {
+  auto it = rewritten_.find(&tool);
+  return it == rewritten_.end() ? tool.name : it->second;
+}
+
+const RegisteredTool* ProviderNames::Resolve(absl::string_view provider_name) const {
+  auto it = by_rewritten_.find(provider_name);
+  return it == by_rewritten_.end() ? nullptr : it->second;
+}
+
 std::string ProviderToolsJson(DeclarationFormat format,
-                              const std::vector<const RegisteredTool*>& tools) {
+                              const std::vector<const RegisteredTool*>& tools,
+                              const DeclarationOptions& options) {
   if (format == DeclarationFormat::kNative) return "";
   Json out;
   out.SetArray();
@@ -485,11 +580,28 @@ std::string ProviderToolsJson(DeclarationFormat format,
   for (const RegisteredTool* tool : tools) {
     const ToolSpec& spec = tool->tool->spec();
     if (spec.executor == ToolExecutor::kProvider) continue;  // not a function; see the header
+    if (options.native_tools && spec.HasTag(kTagProvider)) {
+      if (const char* native = NativeForm(format, tool->name)) {
+        auto parsed = ParseJson(native);
+        if (parsed.ok()) {
+          out.PushBack(JsonValue(*parsed, a), a);
+          continue;
+        }
+      }
+    }
     const JsonValue* parameters = &tool->schema->document();
     JsonValue entry(rapidjson::kObjectType);
-    Add(entry, "name", Text(tool->name, a), a);
+    if (format == DeclarationFormat::kOpenAiResponses) Add(entry, "type", Text("function", a), a);
+    Add(entry, "name",
+        Text(options.names != nullptr ? options.names->Of(*tool) : tool->name, a), a);
     Add(entry, "description", Text(spec.description, a), a);
     switch (format) {
+      case DeclarationFormat::kOpenAiResponses:
+        // Responses function tools are strict unless told otherwise; the
+        // schema goes as declared, like kOpenAi's.
+        Add(entry, "parameters", Schema(parameters, a), a);
+        Add(entry, "strict", JsonValue(false), a);
+        break;
       case DeclarationFormat::kOpenAi:
       case DeclarationFormat::kOpenAiStrict: {
         bool strict = format == DeclarationFormat::kOpenAiStrict;
@@ -522,6 +634,293 @@ std::string ProviderToolsJson(DeclarationFormat format,
     out.PushBack(entry, a);
   }
   return ToJsonString(out);
+}
+
+// ---- Conversations -------------------------------------------------------------
+
+namespace {
+
+void AppendPythonString(absl::string_view s, std::string* out) {
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(out, absl::StrFormat("\\u%04x", static_cast<unsigned char>(c)));
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// repr(float): the shortest digits that read back as `d`, in fixed notation
+// for exponents -4..15 (with ".0" when whole), else d.ddde+XX.
+std::string PythonFloat(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  std::string sci;
+  for (int precision = 0; precision <= 16; ++precision) {
+    sci = absl::StrFormat("%.*e", precision, d);
+    if (std::strtod(sci.c_str(), nullptr) == d) break;
+  }
+  // sci: [-]D[.DDD]e±XX
+  const bool negative = sci[0] == '-';
+  const size_t e = sci.find('e');
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e; ++i) {
+    if (sci[i] != '.') digits.push_back(sci[i]);
+  }
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  const int exp = std::atoi(sci.c_str() + e + 1);
+  std::string out = negative ? "-" : "";
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) {
+      absl::StrAppend(&out, "0.", std::string(static_cast<size_t>(-exp - 1), '0'), digits);
+    } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
+      absl::StrAppend(&out, digits, std::string(static_cast<size_t>(exp) + 1 - digits.size(), '0'),
+                      ".0");
+    } else {
+      absl::StrAppend(&out, digits.substr(0, exp + 1), ".", digits.substr(exp + 1));
+    }
+    return out;
+  }
+  absl::StrAppend(&out, digits.substr(0, 1));
+  if (digits.size() > 1) absl::StrAppend(&out, ".", digits.substr(1));
+  absl::StrAppend(&out, absl::StrFormat("e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp));
+  return out;
+}
+
+void AppendPythonJson(const JsonValue& v, std::string* out) {
+  if (v.IsNull()) {
+    out->append("null");
+  } else if (v.IsBool()) {
+    out->append(v.GetBool() ? "true" : "false");
+  } else if (v.IsInt64()) {
+    absl::StrAppend(out, v.GetInt64());
+  } else if (v.IsUint64()) {
+    absl::StrAppend(out, v.GetUint64());
+  } else if (v.IsNumber()) {
+    if (auto whole = IntegralValue(v.GetDouble())) {
+      absl::StrAppend(out, *whole);
+    } else {
+      out->append(PythonFloat(v.GetDouble()));
+    }
+  } else if (v.IsString()) {
+    AppendPythonString(Str(v), out);
+  } else if (v.IsArray()) {
+    out->push_back('[');
+    bool first = true;
+    for (const auto& item : v.GetArray()) {
+      if (!first) out->append(", ");
+      first = false;
+      AppendPythonJson(item, out);
+    }
+    out->push_back(']');
+  } else {
+    out->push_back('{');
+    bool first = true;
+    for (auto m = v.MemberBegin(); m != v.MemberEnd(); ++m) {
+      if (!first) out->append(", ");
+      first = false;
+      AppendPythonString(Str(m->name), out);
+      out->append(": ");
+      AppendPythonJson(m->value, out);
+    }
+    out->push_back('}');
+  }
+}
+
+std::string StringMember(const JsonValue& o, absl::string_view key) {
+  const JsonValue* v = Member(o, key);
+  return v != nullptr && v->IsString() ? std::string(Str(*v)) : std::string();
+}
+
+bool IsError(const JsonValue& result) {
+  return StringMember(result, "status") != "RESULT_STATUS_SUCCESS";
+}
+
+JsonValue Copy(const JsonValue* v, Alloc& a) {
+  JsonValue out;
+  if (v != nullptr) {
+    out.CopyFrom(*v, a);
+  } else {
+    out.SetObject();
+  }
+  return out;
+}
+
+// A call's arguments as text (OpenAI's "arguments") and as an object.
+std::string ArgumentsText(const JsonValue& call) {
+  if (const JsonValue* args = Member(call, "args")) return ToJsonString(*args);
+  return StringMember(call, "args_json");
+}
+JsonValue ArgumentsObject(const JsonValue& call, Alloc& a) {
+  const JsonValue* args = Member(call, "args");
+  return Copy(args != nullptr && args->IsObject() ? args : nullptr, a);
+}
+
+}  // namespace
+
+std::string PythonJsonText(const JsonValue& value) {
+  std::string out;
+  AppendPythonJson(value, &out);
+  return out;
+}
+
+std::string ResultText(const JsonValue& result) {
+  std::string text = StringMember(result, "model_content");
+  if (!text.empty()) return text;
+  const JsonValue* payload = Member(result, "payload");
+  if (payload == nullptr) return "{}";
+  return PythonJsonText(*payload);
+}
+
+void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonValue*>& calls,
+                        JsonValue& out, Alloc& a) {
+  switch (format) {
+    case TranscriptFormat::kOpenAi: {
+      JsonValue message(rapidjson::kObjectType);
+      Add(message, "role", Text("assistant", a), a);
+      Add(message, "content", JsonValue(), a);
+      JsonValue list(rapidjson::kArrayType);
+      for (const JsonValue* call : calls) {
+        JsonValue fn(rapidjson::kObjectType);
+        Add(fn, "name", Text(StringMember(*call, "name"), a), a);
+        Add(fn, "arguments", Text(ArgumentsText(*call), a), a);
+        JsonValue item(rapidjson::kObjectType);
+        Add(item, "id", Text(StringMember(*call, "id"), a), a);
+        Add(item, "type", Text("function", a), a);
+        Add(item, "function", std::move(fn), a);
+        list.PushBack(item, a);
+      }
+      Add(message, "tool_calls", std::move(list), a);
+      out.PushBack(message, a);
+      return;
+    }
+    case TranscriptFormat::kOpenAiResponses:
+      for (const JsonValue* call : calls) {
+        JsonValue item(rapidjson::kObjectType);
+        Add(item, "type", Text("function_call", a), a);
+        Add(item, "call_id", Text(StringMember(*call, "id"), a), a);
+        Add(item, "name", Text(StringMember(*call, "name"), a), a);
+        Add(item, "arguments", Text(ArgumentsText(*call), a), a);
+        out.PushBack(item, a);
+      }
+      return;
+    case TranscriptFormat::kAnthropic: {
+      JsonValue blocks(rapidjson::kArrayType);
+      for (const JsonValue* call : calls) {
+        JsonValue block(rapidjson::kObjectType);
+        Add(block, "type", Text("tool_use", a), a);
+        Add(block, "id", Text(StringMember(*call, "id"), a), a);
+        Add(block, "name", Text(StringMember(*call, "name"), a), a);
+        Add(block, "input", ArgumentsObject(*call, a), a);
+        blocks.PushBack(block, a);
+      }
+      JsonValue message(rapidjson::kObjectType);
+      Add(message, "role", Text("assistant", a), a);
+      Add(message, "content", std::move(blocks), a);
+      out.PushBack(message, a);
+      return;
+    }
+    case TranscriptFormat::kGemini: {
+      JsonValue parts(rapidjson::kArrayType);
+      for (const JsonValue* call : calls) {
+        JsonValue fn(rapidjson::kObjectType);
+        Add(fn, "name", Text(StringMember(*call, "name"), a), a);
+        Add(fn, "args", ArgumentsObject(*call, a), a);
+        if (std::string id = StringMember(*call, "id"); !id.empty()) Add(fn, "id", Text(id, a), a);
+        JsonValue part(rapidjson::kObjectType);
+        Add(part, "functionCall", std::move(fn), a);
+        parts.PushBack(part, a);
+      }
+      JsonValue content(rapidjson::kObjectType);
+      Add(content, "role", Text("model", a), a);
+      Add(content, "parts", std::move(parts), a);
+      out.PushBack(content, a);
+      return;
+    }
+  }
+}
+
+void AppendToolResultMessages(TranscriptFormat format,
+                              const std::vector<const JsonValue*>& results, JsonValue& out,
+                              Alloc& a) {
+  switch (format) {
+    case TranscriptFormat::kOpenAi:
+      for (const JsonValue* r : results) {
+        JsonValue message(rapidjson::kObjectType);
+        Add(message, "role", Text("tool", a), a);
+        Add(message, "tool_call_id", Text(StringMember(*r, "id"), a), a);
+        Add(message, "content", Text(ResultText(*r), a), a);
+        out.PushBack(message, a);
+      }
+      return;
+    case TranscriptFormat::kOpenAiResponses:
+      for (const JsonValue* r : results) {
+        JsonValue item(rapidjson::kObjectType);
+        Add(item, "type", Text("function_call_output", a), a);
+        Add(item, "call_id", Text(StringMember(*r, "id"), a), a);
+        Add(item, "output", Text(ResultText(*r), a), a);
+        out.PushBack(item, a);
+      }
+      return;
+    case TranscriptFormat::kAnthropic: {
+      JsonValue blocks(rapidjson::kArrayType);
+      for (const JsonValue* r : results) {
+        JsonValue block(rapidjson::kObjectType);
+        Add(block, "type", Text("tool_result", a), a);
+        Add(block, "tool_use_id", Text(StringMember(*r, "id"), a), a);
+        Add(block, "content", Text(ResultText(*r), a), a);
+        Add(block, "is_error", JsonValue(IsError(*r)), a);
+        blocks.PushBack(block, a);
+      }
+      JsonValue message(rapidjson::kObjectType);
+      Add(message, "role", Text("user", a), a);
+      Add(message, "content", std::move(blocks), a);
+      out.PushBack(message, a);
+      return;
+    }
+    case TranscriptFormat::kGemini: {
+      JsonValue parts(rapidjson::kArrayType);
+      for (const JsonValue* r : results) {
+        JsonValue response;
+        if (std::string text = StringMember(*r, "model_content"); !text.empty()) {
+          response.SetObject();
+          Add(response, IsError(*r) ? "error" : "output", Text(text, a), a);
+        } else {
+          const JsonValue* payload = Member(*r, "payload");
+          if (payload == nullptr || payload->IsObject()) {
+            response = Copy(payload, a);
+          } else {
+            response.SetObject();
+            Add(response, "output", Copy(payload, a), a);
+          }
+        }
+        JsonValue body(rapidjson::kObjectType);
+        Add(body, "name", Text(StringMember(*r, "name"), a), a);
+        Add(body, "response", std::move(response), a);
+        if (std::string id = StringMember(*r, "id"); !id.empty()) Add(body, "id", Text(id, a), a);
+        JsonValue part(rapidjson::kObjectType);
+        Add(part, "functionResponse", std::move(body), a);
+        parts.PushBack(part, a);
+      }
+      JsonValue content(rapidjson::kObjectType);
+      Add(content, "role", Text("user", a), a);
+      Add(content, "parts", std::move(parts), a);
+      out.PushBack(content, a);
+      return;
+    }
+  }
 }
 
 }  // namespace toolexec

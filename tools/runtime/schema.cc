@@ -65,7 +65,7 @@ WantedTypes TypesOf(const JsonValue& schema) {
 absl::string_view StringOf(const JsonValue& v) { return {v.GetString(), v.GetStringLength()}; }
 
 // Converts `value` in place to the single type the schema wants, where the
-// conversion is unambiguous (S4). Anything else is left untouched so the
+// conversion is unambiguous [Arguments]. Anything else is left untouched so the
 // validator reports the real type error.
 void CoerceScalar(const WantedTypes& wanted, JsonValue& value, Allocator& alloc) {
   absl::string_view want = wanted.single();

@@ -1,5 +1,5 @@
 // A tool's argument schema, parsed and compiled once at registration, and the
-// S4 pipeline every call's arguments go through: coerce, validate, default.
+// [Arguments] pipeline every call's arguments go through: coerce, validate, default.
 // Regular expressions in a schema are matched with RE2, never std::regex
 // (schema_regex.h).
 // Thread safety: immutable after Compile(); Prepare() may run concurrently.
@@ -38,7 +38,7 @@ class CompiledSchema final {
       absl::string_view schema_text, absl::string_view value_name);
   ~CompiledSchema();
 
-  // S4 in order: Coerce, Validate, ApplyDefaults. InvalidArgument naming the
+  // [Arguments] in order: Coerce, Validate, ApplyDefaults. InvalidArgument naming the
   // JSON path and the rule broken when validation fails. Arguments must be a
   // JSON object; a value schema's value may be anything.
   absl::Status Prepare(Json& args) const;

@@ -1,4 +1,4 @@
-// Sessions (S5): a conversation's context. A session owns the tool state store
+// Sessions [Context]: a conversation's context. A session owns the tool state store
 // (and a separate hook state store), its workspaces, the subset of tools it may
 // call, and the listeners (WatchSession streams) that receive what tools send().
 //
@@ -53,7 +53,7 @@ class LiveToolRegistry;
 // sessions a client forgot do not fill the session table for good.
 inline constexpr absl::Duration kDefaultSessionIdleTtl = absl::Hours(1);
 
-// S8 key rules: non-empty, at most 256 bytes, no '/', '\', ".." or NUL.
+// [Actions] key rules: non-empty, at most 256 bytes, no '/', '\', ".." or NUL.
 absl::Status ValidateStateKey(absl::string_view key);
 
 // A thread-safe map from key to JSON value.
@@ -70,7 +70,7 @@ class StateStore final {
 
   // A logical clock: every write ticks it. VersionOf(key) is the clock value
   // of the key's last write (0 if never written), so "changed since T" is
-  // VersionOf(key) > T (S11 conflict detection).
+  // VersionOf(key) > T ([Delegation] conflict detection).
   uint64_t clock() const;
   uint64_t VersionOf(absl::string_view key) const;
 
@@ -96,7 +96,7 @@ class SessionListener {
   virtual void OnMessage(const ContextMessage& message) = 0;
   // The session closed (or the daemon is stopping); no more calls follow.
   virtual void OnSessionClosed() = 0;
-  // S12: a batch of this session waits for this answer. Default: ignored.
+  // [Deciding what runs]: a batch of this session waits for this answer. Default: ignored.
   virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
 };
 
@@ -115,7 +115,7 @@ struct SessionOptions {
   // may call a tool that every one of them and `tools` choose.
   std::vector<ToolSelection> selections;
   std::string parent_session_id;
-  // With a parent: the parent keys copied into the child's state at open (S11).
+  // With a parent: the parent keys copied into the child's state at open [Delegation].
   std::vector<std::string> state_keys;
   // Warnings to return to the caller (e.g. a dropped start_subagent).
   std::vector<std::string> warnings;
@@ -125,7 +125,7 @@ struct SessionOptions {
   std::string owner;
 };
 
-// S11: how a child's writes merge back into its parent on close.
+// [Delegation]: how a child's writes merge back into its parent on close.
 struct MergeOptions {
   std::vector<std::string> output_state_keys;
   bool reject_conflicts = false;
@@ -156,10 +156,10 @@ class Session final {
   const std::string& owner() const { return options_.owner; }
   // 0 for a top-level session, parent's depth + 1 for a child.
   int depth() const { return depth_; }
-  // Whose artifacts this session sees (S10): a top-level session with a
+  // Whose artifacts this session sees [Artifacts]: a top-level session with a
   // conversation_id shares its conversation's; one without, and every child,
   // has a space of its own, freed when it closes. A child stages its "user:"
-  // saves there too until they merge into the parent on close (S11). The
+  // saves there too until they merge into the parent on close [Delegation]. The
   // conversations and users of an owned session are its owner's alone.
   ArtifactScope artifact_scope() const;
   // Saves in this session's scope and notes the save for a child's merge.
@@ -174,7 +174,7 @@ class Session final {
   void EndBatch();  // also touches
   bool busy() const;
 
-  // S11 bookkeeping of what this session wrote, for a child's merge.
+  // [Delegation] bookkeeping of what this session wrote, for a child's merge.
   void NoteStateWrite(absl::string_view key);
   void NoteArtifactSave(absl::string_view name, int64_t version);
   // Whether the session may call `tool` (one of `registry`'s, the registry
@@ -190,7 +190,7 @@ class Session final {
   bool closed() const;
 
   StateStore& tool_state() { return tool_state_; }
-  // Hooks keep their state apart from tools' state (S5).
+  // Hooks keep their state apart from tools' state [Context].
   StateStore& hook_state() { return hook_state_; }
 
   // Delivers to every listener; FailedPrecondition once the session is closed.
@@ -212,7 +212,7 @@ class Session final {
   const std::string id_;
   const SessionOptions options_;
   int depth_ = 0;
-  // The parent's state clock when this child opened (S11).
+  // The parent's state clock when this child opened [Delegation].
   uint64_t parent_clock_at_open_ = 0;
   std::vector<ToolSelection> selections_;  // options_.tools included
   // Held by SessionManager::Close from its check that the session is open
@@ -239,7 +239,7 @@ class SessionManager final {
     size_t max_sessions = 10000;
     // Open sessions per non-empty owner (children included).
     size_t max_sessions_per_owner = 1000;
-    int max_depth = 5;  // S11: how deep child sessions may nest
+    int max_depth = 5;  // [Delegation]: how deep child sessions may nest
     // Sessions unused this long are closed by SweepIdle (0 = never).
     absl::Duration idle_ttl = kDefaultSessionIdleTtl;
   };
@@ -267,7 +267,7 @@ class SessionManager final {
                                                absl::string_view owner) const;
   // Closes a session: its children first (without merging), then every
   // tool's cleanup_session, then its listeners. A child's state writes and
-  // artifacts merge into its parent under `merge` (S11); any violation merges
+  // artifacts merge into its parent under `merge` [Delegation]; any violation merges
   // nothing, leaves the child open and fails with FailedPrecondition naming
   // each write and how to allow it or discard it. With `merge.discard` the
   // session closes merging nothing. Of concurrent closes of one session, at

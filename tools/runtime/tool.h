@@ -36,7 +36,7 @@ enum class ToolExecutor { kDaemon, kHarness, kProvider };
 // Mirrors toolexec.v1.ContentType.
 enum class ContentType { kPlainText, kJson, kMarkdown, kYaml, kXml, kAuto };
 
-// Mirrors toolexec.v1.ErrorCode (S3).
+// Mirrors toolexec.v1.ErrorCode [Failures are results].
 enum class ErrorCode {
   kToolFailed,
   kUnknownTool,
@@ -50,7 +50,7 @@ enum class ErrorCode {
   kInternal,
 };
 
-// S12: None < Read < Write < Execute < Admin.
+// [Deciding what runs]: None < Read < Write < Execute < Admin.
 enum class PermissionLevel { kNone, kRead, kWrite, kExecute, kAdmin };
 
 // What a call needs permission for: a path, a domain, a command or a tool.
@@ -67,11 +67,11 @@ struct PermissionRequirement {
   std::vector<std::string> env;
 };
 
-// What a tool that touches one workspace path needs (S12).
+// What a tool that touches one workspace path needs [Deciding what runs].
 std::vector<PermissionRequirement> PathPermission(std::string path, PermissionLevel level,
                                                   bool recursive = false);
 
-// S12: a question to the person behind the harness, sent on the batch stream
+// [Deciding what runs]: a question to the person behind the harness, sent on the batch stream
 // and to the session's watchers before any call of the batch starts
 // (mirrors toolexec.v1.PermissionRequest). `target` is the suggested grant.
 struct PermissionRequestEvent {
@@ -96,7 +96,7 @@ std::string NormalizePath(absl::string_view path);
 std::string PathResource(absl::string_view path);
 std::string CommandResource(absl::string_view process_id);
 
-// S13: how a result is shown to a person.
+// [Display]: how a result is shown to a person.
 struct DisplayResult {
   std::string title;
   std::string content;
@@ -118,7 +118,7 @@ absl::Status ToolError(ErrorCode code, absl::string_view message);
 ErrorCode ErrorCodeOf(const absl::Status& status);
 absl::string_view ErrorCodeName(ErrorCode code);
 
-// Tags a tool may carry. A named tool set (S6, tool_sets.h) is the tools with
+// Tags a tool may carry. A named tool set ([Tool sets], tool_sets.h) is the tools with
 // its tag, so any tool (built-in, example or a plugin's) joins a set by
 // declaring the tag; the runtime never lists tools by name. Other tags are
 // free-form and sent with the declaration (ToolDeclaration.tags).
@@ -126,6 +126,9 @@ inline constexpr absl::string_view kTagReadOnly = "read_only";      // set read_
 inline constexpr absl::string_view kTagFile = "file";               // set file_tools
 inline constexpr absl::string_view kTagPathScoped = "path_scoped";  // set path_scoped
 inline constexpr absl::string_view kTagMinimal = "minimal";         // set minimal
+// The tools in the shapes the providers train their models on
+// (str_replace_based_edit_tool, apply_patch, bash, shell, memory).
+inline constexpr absl::string_view kTagProvider = "provider";       // set provider_tools
 // Not in nondestructive (which is every tool without this tag).
 inline constexpr absl::string_view kTagDestructive = "destructive";
 
@@ -144,9 +147,9 @@ struct ToolSpec {
   // registration; an invalid schema is a start-up error.
   std::string parameters_schema;
   ToolType type = ToolType::kCustom;
-  // Who runs it; a tool run elsewhere fails here with NOT_EXECUTABLE_HERE (S9).
+  // Who runs it; a tool run elsewhere fails here with NOT_EXECUTABLE_HERE [Tools run elsewhere].
   ToolExecutor executor = ToolExecutor::kDaemon;
-  // Only run with a session; without one the call is a NO_CONTEXT error (S5).
+  // Only run with a session; without one the call is a NO_CONTEXT error [Context].
   bool needs_context = false;
   // The tool changes nothing (ToolDeclaration.read_only). The read_only tag
   // implies it; a tool may be read-only without being in the read_only set.
@@ -156,7 +159,7 @@ struct ToolSpec {
   // that starts them instead of handing each to a worker (ToolRunner).
   bool quick = false;
   std::vector<std::string> tags;
-  // S13: the name shown to a person; "" means `name`.
+  // [Display]: the name shown to a person; "" means `name`.
   std::string display_name;
   // "" for built-ins and in-process tools; the MCP server's name for MCP tools.
   std::string server_name;
@@ -215,21 +218,21 @@ class Tool {
   const ToolSpec& spec() const { return spec_; }
   const std::string& name() const { return spec_.name; }
 
-  // Runs the call. `args` are already coerced, validated and defaulted (S4).
+  // Runs the call. `args` are already coerced, validated and defaulted [Arguments].
   // Return any JSON value: an object is sent as-is, any other value v as
-  // {"result": v}, null as {} (S3). Return a non-OK status to fail the call;
+  // {"result": v}, null as {} [Failures are results]. Return a non-OK status to fail the call;
   // a thrown exception fails it too, and never takes the daemon down.
   // Long calls should honour ctx.cancellation() (see ToolContext).
   virtual absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const = 0;
 
   // --- optional, with defaults ---
 
-  // S9: why a tool that spec().executor says runs elsewhere fails when sent here
+  // [Tools run elsewhere]: why a tool that spec().executor says runs elsewhere fails when sent here
   // (NOT_EXECUTABLE_HERE). Default: "<name> is executed by the harness" or
   // "<name> is handled internally by the model provider".
   virtual std::string not_executable_message() const;
 
-  // S13. Default: spec().display_name.
+  // [Display]. Default: spec().display_name.
   virtual std::string display_title(const JsonValue& /*input*/) const { return spec_.display_name; }
   // The content shown for a finished call. Default: the result as JSON,
   // cut to kDefaultDisplayBytes with is_truncated and full_length set.
@@ -247,7 +250,7 @@ class Tool {
   virtual std::string model_content(const JsonValue& input, const JsonValue& result,
                                     const ModelContentBudget& budget) const;
 
-  // S12: what this call needs permission for. Default: nothing.
+  // [Deciding what runs]: what this call needs permission for. Default: nothing.
   virtual std::vector<PermissionRequirement> required_permissions(
       const JsonValue& /*input*/) const {
     return {};

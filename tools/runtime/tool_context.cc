@@ -95,7 +95,7 @@ absl::StatusOr<int64_t> ToolContext::save_artifact(absl::string_view name,
   auto s = LiveSession();
   if (!s.ok()) return s.status();
   if (auto scope = Scope(**s); !scope.ok()) return scope.status();
-  // A child's saves, "user:" names included, are staged for its merge (S11).
+  // A child's saves, "user:" names included, are staged for its merge [Delegation].
   auto version = (*s)->SaveArtifact(*info_.artifacts, name, artifact);
   if (!version.ok()) return version.status();
   absl::MutexLock lock(&delta_mu_);

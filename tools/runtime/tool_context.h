@@ -1,6 +1,6 @@
 // What a running call can see and do besides its arguments: cancellation and
-// deadline, progress output, the actions it reports (S8), and, for tools that
-// spec().needs_context, the session (S5).
+// deadline, progress output, the actions it reports [Actions], and, for tools that
+// spec().needs_context, the session [Context].
 //
 // Ownership: created by the ToolRunner for one call and passed to Tool::Call;
 // valid only during that call. It holds a weak handle to the session, so once
@@ -45,7 +45,7 @@ class ConfinedRoot;  // tools/workspace/confined.h
 // runtime only carries them; the confined-path layer opens and uses them.
 using WorkspaceRoots = std::vector<std::shared_ptr<const fs::ConfinedRoot>>;
 
-// S8: what a call asks of the agent loop besides its result.
+// [Actions]: what a call asks of the agent loop besides its result.
 struct EventActions {
   Json state_delta = MakeObject();  // keys written during the call -> new values
   std::map<std::string, int64_t> artifact_delta;
@@ -90,7 +90,7 @@ class ToolContext final {
   ToolContext(CallInfo info, std::weak_ptr<Session> session, const CancellationToken* cancellation,
               ProgressFn progress);
 
-  // --- S5: the session ---
+  // --- [Context]: the session ---
   std::optional<std::string> conversation_id() const;
   std::optional<bool> is_idle() const;
   // Delivered to the session's WatchSession subscribers.
@@ -102,7 +102,7 @@ class ToolContext final {
   absl::StatusOr<Json> update_state(absl::string_view key,
                                     const std::function<Json(const JsonValue* current)>& fn);
 
-  // --- S10: artifacts of the session (its conversation; "user:" names are the
+  // --- [Artifacts]: artifacts of the session (its conversation; "user:" names are the
   // user's). A save is reported as the result's actions.artifact_delta.
   absl::StatusOr<int64_t> save_artifact(absl::string_view name, const Artifact& artifact);
   // version 0 = latest.

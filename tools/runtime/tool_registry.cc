@@ -56,7 +56,7 @@ std::string DuplicateMessage(absl::string_view name, absl::string_view first,
 
 absl::Status ToolRegistry::Register(std::shared_ptr<Tool> tool, absl::string_view source) {
   if (tool == nullptr) return absl::InvalidArgumentError("cannot register a null tool");
-  // S1: a duplicate is a start-up error naming both sources; never a silent replace.
+  // [Names and order]: a duplicate is a start-up error naming both sources; never a silent replace.
   if (auto it = by_name_.find(tool->name()); it != by_name_.end()) {
     return absl::AlreadyExistsError(DuplicateMessage(tool->name(), it->second->source, source));
   }

@@ -1,4 +1,4 @@
-// The registry of tools (S1): names are unique and registration order is kept,
+// The registry of tools [Names and order]: names are unique and registration order is kept,
 // because that is the order the model sees.
 //
 // ToolRegistry is one fixed list. Built by Register() (not thread-safe), then

@@ -76,7 +76,7 @@ ResultStatus StatusForCode(ErrorCode code) {
   }
 }
 
-// S3: an object is sent as-is, null (nothing) as {}, any other v as {"result": v}.
+// [Failures are results]: an object is sent as-is, null (nothing) as {}, any other v as {"result": v}.
 Json ShapePayload(Json out) {
   if (out.IsObject()) return out;
   Json payload = MakeObject();
@@ -533,7 +533,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                         absl::StrJoin(callable, ", "));
   }
 
-  // The S3/S4/S5 pipeline for one call. May throw (from tool code); the caller catches.
+  // The [Failures are results]/[Arguments]/[Context] pipeline for one call. May throw (from tool code); the caller catches.
   ToolCallResult Execute(uint32_t i, Call& c, const RegisteredTool* rt) {
     const CallRequest& req = c.request;
     if (rt == nullptr) {
@@ -546,7 +546,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                   session_->id(), "; its tools are: ",
                                   absl::StrJoin(session_->ToolNames(*registry_), ", ")));
     }
-    // S9: declared here, run elsewhere; say who runs it before anything else.
+    // [Tools run elsewhere]: declared here, run elsewhere; say who runs it before anything else.
     if (rt->tool->spec().executor != ToolExecutor::kDaemon) {
       return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
     }
@@ -558,7 +558,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
     }
     const Tool& tool = *rt->tool;
-    // S5: never fall back to running without the context the tool asked for.
+    // [Context]: never fall back to running without the context the tool asked for.
     if (tool.spec().needs_context && session_ == nullptr) {
       return Failure(i, rt, ErrorCode::kNoContext,
                      absl::StrCat("tool '", req.name,
@@ -623,7 +623,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       if (absl::Status s = CheckUniqueKeys(*req.args, "args"); !s.ok()) return s;
       return CopyJson(*req.args);
     }
-    // S4: missing, empty or whitespace args_json means {}.
+    // [Arguments]: missing, empty or whitespace args_json means {}.
     if (!has_text) return MakeObject();
     auto parsed = ParseJson(req.args_json);
     if (parsed.ok()) {
@@ -661,7 +661,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     r.model_content = FailureModelContent(r.error->code, r.name, message, budget_.max_chars);
   }
 
-  // A failed result (S3): payload {"error": msg}, error_message, structured error.
+  // A failed result [Failures are results]: payload {"error": msg}, error_message, structured error.
   ToolCallResult Failure(uint32_t i, const RegisteredTool* rt, ErrorCode code,
                          absl::string_view message, const JsonValue* args = nullptr) {
     // An unknown tool's name is the caller's text: echoed cut.

@@ -1,4 +1,4 @@
-// Runs tool calls (S2, S3, S4, S5, S13).
+// Runs tool calls [Batches] [Failures are results] [Arguments] [Context] [Display].
 //
 // Concurrency design
 // ------------------
@@ -132,7 +132,7 @@ enum class ResultStatus { kSuccess, kError, kTimeout, kCancelled, kDenied };
 // audit log, hooks' events and metric labels name it.
 absl::string_view ResultStatusName(ResultStatus status);
 
-// S3: the structured error on a failed result.
+// [Failures are results]: the structured error on a failed result.
 struct ToolCallError {
   std::string message;
   std::string tool_name;
@@ -172,7 +172,7 @@ struct CallRequest {
   std::optional<Json> args;
   std::string args_json;
   absl::Status args_error;
-  // Set by whoever decides what runs (the engine's policy, S12): the call
+  // Set by whoever decides what runs (the engine's policy, [Deciding what runs]): the call
   // fails with this status (its ErrorCode and message) without running.
   absl::Status refusal;
   // What decided that the call runs or is refused, for the audit log
@@ -198,7 +198,7 @@ struct CallRequest {
 class CallInterceptor {
  public:
   virtual ~CallInterceptor() = default;
-  // After the arguments are prepared (S4) and the context checked, right
+  // After the arguments are prepared [Arguments] and the context checked, right
   // before Tool::Call. May replace `args` (and then validates them itself).
   // A non-OK status fails the call with that status's ErrorCode and message.
   // `cancel` is the call's own token (client cancel, timeout, shutdown).
@@ -258,10 +258,17 @@ class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
   virtual void OnProgress(ProgressEvent event) = 0;
-  // S12: a question the batch waits on before any of its calls starts (from
+  // [Deciding what runs]: a question the batch waits on before any of its calls starts (from
   // the engine, not the runner: always before the first result, on the thread
   // that started the batch). Default: ignored.
   virtual void OnPermissionRequest(const PermissionRequestEvent& /*event*/) {}
+  // S12: the answer to one of those questions ("allow_once", "allow_session",
+  // "deny", or "timeout" when none came in time), before the batch goes on;
+  // on the thread that answered (or the policy's timeout thread). Default:
+  // ignored.
+  virtual void OnPermissionAnswer(const std::string& /*request_id*/,
+                                  absl::string_view /*decision*/,
+                                  const std::string& /*reason*/) {}
   // In call order, each exactly once, except the batch's last result, which
   // comes through OnLastResult.
   virtual void OnResult(ToolCallResult result) = 0;

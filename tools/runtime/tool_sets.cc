@@ -8,7 +8,7 @@
 namespace toolexec {
 namespace {
 
-// S6: each set is the tools with its tag (nondestructive: without its tag).
+// [Tool sets]: each set is the tools with its tag (nondestructive: without its tag).
 bool InSet(const Tool& tool, absl::string_view set) {
   const ToolSpec& spec = tool.spec();
   if (set == "all") return true;
@@ -17,6 +17,7 @@ bool InSet(const Tool& tool, absl::string_view set) {
   if (set == "file_tools") return spec.HasTag(kTagFile);
   if (set == "path_scoped") return spec.HasTag(kTagPathScoped);
   if (set == "minimal") return spec.HasTag(kTagMinimal);
+  if (set == "provider_tools") return spec.HasTag(kTagProvider);
   return false;
 }
 
@@ -24,7 +25,8 @@ bool InSet(const Tool& tool, absl::string_view set) {
 
 const std::vector<absl::string_view>& ToolSetNames() {
   static const auto* names = new std::vector<absl::string_view>{
-      "all", "read_only", "file_tools", "path_scoped", "nondestructive", "minimal"};
+      "all",           "read_only", "file_tools", "path_scoped", "nondestructive",
+      "minimal",       "provider_tools"};
   return *names;
 }
 
@@ -51,7 +53,7 @@ absl::StatusOr<ToolSelection> ToolSelection::Create(const ToolRegistry& registry
                                                     const std::vector<std::string>& enabled,
                                                     const std::vector<std::string>& disabled,
                                                     absl::string_view what) {
-  // S7: never a silent precedence rule between the two lists.
+  // [Subagents]: never a silent precedence rule between the two lists.
   if (!enabled.empty() && !disabled.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": give enabled_tools or disabled_tools, not both (which should win is ambiguous)"));

@@ -1,4 +1,4 @@
-// S6: the named tool sets, usable in ListTools{tool_set} and in config.
+// [Tool sets]: the named tool sets, usable in ListTools{tool_set} and in config.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_TOOL_SETS_H_
 #define TOOLEXEC_TOOLS_RUNTIME_TOOL_SETS_H_
 
@@ -12,10 +12,14 @@
 namespace toolexec {
 
 // The set names: "all", "read_only", "file_tools", "path_scoped",
-// "nondestructive", "minimal". Membership comes from the tools' tags (tool.h):
-// read_only, file_tools, path_scoped and minimal are the tools tagged
-// kTagReadOnly, kTagFile, kTagPathScoped and kTagMinimal; nondestructive is
-// every tool not tagged kTagDestructive; all is every tool.
+// "nondestructive", "minimal", "provider_tools". Membership comes from the
+// tools' tags (tool.h): read_only, file_tools, path_scoped, minimal and
+// provider_tools are the tools tagged kTagReadOnly, kTagFile, kTagPathScoped,
+// kTagMinimal and kTagProvider; nondestructive is every tool not tagged
+// kTagDestructive; all is every tool. [Tool sets] fixes read_only (list_directory,
+// search_directory, find_file, view_file, finish) and file_tools (view_file,
+// create_file, edit_file) exactly; the provider-shaped tools are in
+// provider_tools, and in path_scoped where they take paths.
 const std::vector<absl::string_view>& ToolSetNames();
 bool IsToolSetName(absl::string_view name);
 

@@ -7,7 +7,7 @@
 namespace toolexec {
 
 absl::Status RegisterSearchTools(ToolRegistry& registry, const BuiltinOptions& options) {
-  // Registration order is the order the model sees (S1).
+  // Registration order is the order the model sees [Names and order].
   std::unique_ptr<Tool> tools[] = {
       std::make_unique<builtin::ListDirectoryTool>(options),
       std::make_unique<builtin::FindFileTool>(options),

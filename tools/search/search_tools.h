@@ -1,7 +1,7 @@
 // The search tools (the README's "The built-in tools"): list_directory, find_file,
 // search_directory and grep_search, one class per .cc file in tools/builtin/,
 // registered by RegisterSearchTools in that order. All four are path-scoped
-// (S6, S12): their path is opened beneath the call's workspace by
+// [Tool sets] [Deciding what runs]: their path is opened beneath the call's workspace by
 // search::OpenConfined, and the walk below it never follows a symlink.
 //
 // The walks of find_file, search_directory and grep_search leave out the
@@ -37,7 +37,7 @@ struct GrepResult;
 
 namespace toolexec::builtin {
 
-// How much of a result the display (S13) carries before it is cut.
+// How much of a result the display [Display] carries before it is cut.
 inline constexpr size_t kSearchDisplayMaxBytes = 16 * 1024;
 
 // list_directory{directory_path=".", depth=1, include_hidden=false}: the
@@ -122,7 +122,7 @@ class SearchDirectoryTool final : public Tool {
 //   count: {counts:[{file, count}], num_matches, num_files, truncated}
 // each with {pattern, path, output_mode}, and when notable: binary_files_skipped,
 // unreadable, hint. grep_search does not write (spec().read_only), though it
-// has no read_only tag: S6's read_only set does not include it.
+// has no read_only tag: [Tool sets]'s read_only set does not include it.
 class GrepSearchTool final : public Tool {
  public:
   explicit GrepSearchTool(const BuiltinOptions& options);

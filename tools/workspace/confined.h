@@ -1,4 +1,4 @@
-// Confined paths: every path-scoped tool (S6 path_scoped, S12 workspace_only)
+// Confined paths: every path-scoped tool ([Tool sets] path_scoped, [Deciding what runs] workspace_only)
 // opens files only beneath a workspace root, with the check done by the kernel
 // at open time, so there is no check-then-open race.
 //

@@ -46,12 +46,14 @@ def test_readme_example_runs_as_written(daemon, tmp_path):
 
 def test_agent_loop_example_round_trips_in_every_provider_format(daemon, tmp_path):
     out = run_python([EXAMPLE, "--target", daemon.address], daemon, tmp_path)
-    for provider in ("openai", "anthropic", "gemini"):
+    for provider in ("openai", "openai_responses", "anthropic", "gemini"):
         transcript = out.split(f"== {provider}\n", 1)[1].split("\n== ", 1)[0]
+        # The Responses API's model also patches a file with a native apply_patch_call.
+        patch = ["  apply_patch -> success"] if provider == "openai_responses" else []
         assert transcript.splitlines() == [
             "  ask_question -> success", "  list_directory -> success",
             "  [stdout] hello from the user", "  run_command -> success",
-            "  view_file -> error",
+            "  view_file -> error", *patch,
             "  model: The command printed 'hello from the user'; no-such-file.txt is missing."]
 
 

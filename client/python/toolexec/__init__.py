@@ -26,8 +26,9 @@ from .errors import (AuthenticationError, HarnessCallError, InvalidArgumentsErro
                      ServerUnavailableError,
                      ToolCallError, ToolCancelledError, ToolDeniedError, ToolexecError,
                      ToolTimeoutError, UnknownToolError)
+from .replay import replay
 from .providers import (anthropic_tool_result, gemini_function_response, is_error,
-                        openai_tool_message, result_text, tool_calls_in,
+                        openai_tool_message, responses_output_item, result_text, tool_calls_in,
                         tool_result_messages)
 
 __version__ = "0.1.0"
@@ -39,6 +40,6 @@ __all__ = [
     "ToolCallError", "UnknownToolError",
     "InvalidArgumentsError", "NoContextError", "ToolDeniedError", "ToolTimeoutError",
     "ToolCancelledError", "NotExecutableHereError", "ServerUnavailableError",
-    "anthropic_tool_result", "gemini_function_response", "openai_tool_message",
-    "tool_calls_in", "tool_result_messages", "result_text", "is_error",
+    "anthropic_tool_result", "gemini_function_response", "openai_tool_message", "responses_output_item",
+    "tool_calls_in", "tool_result_messages", "result_text", "is_error", "replay",
 ]

@@ -40,17 +40,35 @@ def normalize_call(obj):
     Accepts toolexec's own form ({"name", "args" | "args_json", "id", "step_id"}),
     an OpenAI Chat Completions tool call ({"id", "function": {"name", "arguments"}}),
     an OpenAI Responses function_call item ({"type": "function_call", "call_id", "name",
-    "arguments"}), an Anthropic tool_use block ({"type": "tool_use", "id", "name", "input"})
-    and a Gemini function call, bare ({"name", "args"}) or as a part ({"functionCall": {...}}).
+    "arguments"}), the Responses API's native apply_patch_call ({"type":
+    "apply_patch_call", "call_id", "operation"}: the apply_patch tool with that
+    operation) and shell_call ({"type": "shell_call", "call_id", "action": {"commands",
+    "timeout_ms", "max_output_length"}}: the shell tool with those arguments), an
+    Anthropic tool_use block ({"type": "tool_use", "id", "name", "input"}) and a Gemini
+    function call, bare ({"name", "args"}) or as a part ({"functionCall": {...}}).
     Arguments given as JSON text are passed on as text, so the daemon reports bad JSON
-    as an INVALID_ARGUMENTS result like any other argument error.
+    as an INVALID_ARGUMENTS result like any other argument error. A Responses item's
+    type is kept as ``item_type`` (and put on its result), so tool_result_messages
+    answers it with the matching output item.
     """
     obj = _as_mapping(obj)
     call_id, step_id = obj.get("id"), obj.get("step_id", "")
+    item_type = None
     if isinstance(obj.get("function"), dict):  # OpenAI Chat Completions
         name, args = obj["function"].get("name"), obj["function"].get("arguments")
     elif obj.get("type") == "function_call":  # OpenAI Responses
         name, args, call_id = obj.get("name"), obj.get("arguments"), obj.get("call_id", call_id)
+        item_type = "function_call"
+    elif obj.get("type") == "apply_patch_call":  # OpenAI Responses, native apply_patch
+        name, args, call_id = "apply_patch", {"operation": obj.get("operation")}, obj.get(
+            "call_id", call_id)
+        item_type = "apply_patch_call"
+    elif obj.get("type") == "shell_call":  # OpenAI Responses, native shell
+        action = _as_mapping(obj.get("action") or {})
+        name, call_id = "shell", obj.get("call_id", call_id)
+        args = {k: action[k] for k in ("commands", "timeout_ms", "max_output_length")
+                if action.get(k) is not None}
+        item_type = "shell_call"
     elif obj.get("type") == "tool_use":  # Anthropic
         name, args = obj.get("name"), obj.get("input")
     elif isinstance(obj.get("functionCall") or obj.get("function_call"), dict):  # Gemini part
@@ -64,6 +82,8 @@ def normalize_call(obj):
         raise ValueError(f"a tool call without a name: {obj!r}")
     call = {"id": "" if call_id is None else str(call_id), "name": name,
             "step_id": step_id or ""}
+    if item_type is not None:
+        call["item_type"] = item_type
     if isinstance(args, str):
         call["args_json"] = args
     elif args is None or isinstance(args, dict):
@@ -141,16 +161,21 @@ class BatchPlan:
     def remap(self, response):
         """An ExecuteBatchResponse as an event dict, its index the caller's position."""
         event = message_to_py(response)
-        for body in event.values():
+        for kind, body in event.items():
             index = body.get("index")
             if isinstance(index, int) and 0 <= index < len(self.daemon_positions):
                 body["index"] = self.daemon_positions[index]
+                item_type = self.calls[body["index"]].get("item_type")
+                if kind == "result" and item_type:
+                    body["item_type"] = item_type
         return event
 
     def harness_call(self, position):
         call = self.calls[position]
         out = {"index": position, "id": call["id"], "name": call["name"],
                "step_id": call["step_id"]}
+        if call.get("item_type"):
+            out["item_type"] = call["item_type"]
         try:
             out["args"] = call_args(call)
         except ValueError as e:
@@ -176,6 +201,8 @@ def harness_result(call, value=None, *, error=None, duration=None,
     """
     base = {"index": call.get("index", 0), "id": call.get("id", ""), "name": call["name"],
             "step_id": call.get("step_id", ""), "model_content": ""}
+    if call.get("item_type"):
+        base["item_type"] = call["item_type"]
     if duration is not None:
         base["duration"] = duration
     if error is None:

@@ -24,6 +24,7 @@ FORMATS = {
     "openai_strict": pb.DECLARATION_FORMAT_OPENAI_STRICT,
     "anthropic": pb.DECLARATION_FORMAT_ANTHROPIC,
     "gemini": pb.DECLARATION_FORMAT_GEMINI,
+    "openai_responses": pb.DECLARATION_FORMAT_OPENAI_RESPONSES,
 }
 
 
@@ -194,13 +195,13 @@ class SessionBase:
         return f"{type(self).__name__}({self.session_id!r})"
 
 
-def list_tools_request(fmt, tool_set, session_id):
+def list_tools_request(fmt, tool_set, session_id, native_tools=False):
     if fmt is None:
         fmt = "native"
     if fmt not in FORMATS:
         raise ValueError(f"unknown declaration format {fmt!r}; one of {', '.join(FORMATS)}")
     return pb.ListToolsRequest(session_id=session_id or "", tool_set=tool_set or "",
-                               format=FORMATS[fmt])
+                               format=FORMATS[fmt], native_tools=bool(native_tools))
 
 
 def declaration_to_py(decl):
@@ -250,6 +251,21 @@ def close_session_request(session_id, fields):
         fields["merge_policy"] = _enum_value(pb.StateMergePolicy, "STATE_MERGE_POLICY_",
                                              fields["merge_policy"])
     return pb.CloseSessionRequest(session_id=session_id, **fields)
+
+
+def export_recording_request(session_id, fmt):
+    return pb.ExportRecordingRequest(
+        session_id=session_id,
+        format=_enum_value(pb.RecordingFormat, "RECORDING_FORMAT_", fmt or "native"))
+
+
+def export_result(chunks, fmt):
+    """A recording's chunks, joined and parsed: the native form as a list of its
+    lines' objects (the header first), a transcript as its list of messages."""
+    text = b"".join(chunks).decode("utf-8")
+    if (fmt or "native").lower() in ("native", "recording_format_native"):
+        return [json.loads(line) for line in text.splitlines() if line]
+    return json.loads(text)
 
 
 def respond_permission_request(request_id, decision, reason):

@@ -58,8 +58,8 @@ class AsyncClient(_core.Connection):
 
     # ---- tools -----------------------------------------------------------------
 
-    async def list_tools(self, format=None, *, tool_set="", session_id=None):
-        request = _core.list_tools_request(format, tool_set, session_id)
+    async def list_tools(self, format=None, *, tool_set="", session_id=None, native_tools=False):
+        request = _core.list_tools_request(format, tool_set, session_id, native_tools)
         response = await self._unary(self._tools.ListTools, request, "ListTools")
         if not session_id and not tool_set:
             self._executors = _core.executors(response)
@@ -187,6 +187,16 @@ class AsyncClient(_core.Connection):
         request = _core.respond_permission_request(request_id, decision, reason)
         await self._unary(self._tools.RespondPermission, request, "RespondPermission")
 
+    async def export_recording(self, session_id, format=None):
+        """See Client.export_recording."""
+        request = _core.export_recording_request(session_id, format)
+        try:
+            chunks = [r.chunk async for r in self._tools.ExportRecording(
+                request, timeout=self._timeout, metadata=self._metadata)]
+        except grpc.RpcError as e:
+            raise rpc_error(e, "ExportRecording") from None
+        return _core.export_result(chunks, format)
+
     # ---- artifacts ----------------------------------------------------------------
 
     async def save_artifact(self, session_id, name, content, mime_type=""):
@@ -266,9 +276,10 @@ class AsyncSession(_core.SessionBase):
     def open_child(self, **fields):
         return self.client.open_session(parent_session_id=self.session_id, **fields)
 
-    async def list_tools(self, format=None, *, tool_set=""):
+    async def list_tools(self, format=None, *, tool_set="", native_tools=False):
         return await self.client.list_tools(format, tool_set=tool_set,
-                                            session_id=self.session_id)
+                                            session_id=self.session_id,
+                                            native_tools=native_tools)
 
     def execute(self, calls, **options):
         return self.client.execute(calls, self.session_id, **options)
@@ -287,6 +298,9 @@ class AsyncSession(_core.SessionBase):
 
     def watch(self):
         return self.client.watch(self.session_id)
+
+    async def export(self, format=None):
+        return await self.client.export_recording(self.session_id, format)
 
     async def save_artifact(self, name, content, mime_type=""):
         return await self.client.save_artifact(self.session_id, name, content, mime_type)

@@ -47,11 +47,13 @@ class Client(_core.Connection):
 
     # ---- tools -----------------------------------------------------------------
 
-    def list_tools(self, format=None, *, tool_set="", session_id=None):
+    def list_tools(self, format=None, *, tool_set="", session_id=None, native_tools=False):
         """Declarations as dicts (format None), or the tools in a provider's form:
-        "openai", "openai_strict", "anthropic" or "gemini" (a list ready to hand to
-        that provider's API)."""
-        request = _core.list_tools_request(format, tool_set, session_id)
+        "openai", "openai_strict", "openai_responses", "anthropic" or "gemini" (a list
+        ready to hand to that provider's API). ``native_tools`` declares the tools that
+        have a provider-native form in it (Anthropic's text_editor_20250728,
+        bash_20250124 and memory_20250818; the Responses API's apply_patch and shell)."""
+        request = _core.list_tools_request(format, tool_set, session_id, native_tools)
         response = self._unary(self._tools.ListTools, request, "ListTools")
         if not session_id and not tool_set:
             self._executors = _core.executors(response)
@@ -198,6 +200,20 @@ class Client(_core.Connection):
         request = _core.respond_permission_request(request_id, decision, reason)
         self._unary(self._tools.RespondPermission, request, "RespondPermission")
 
+    def export_recording(self, session_id, format=None):
+        """The session's recording (OpenSession's ``record``, or a daemon recording
+        every session): with format None (or "native") a list of its events as
+        dicts, the header line first; with "openai", "openai_responses",
+        "anthropic" or "gemini" the conversation as that provider's messages (per
+        batch the model's tool calls, then what tool_result_messages builds)."""
+        request = _core.export_recording_request(session_id, format)
+        try:
+            chunks = [r.chunk for r in self._tools.ExportRecording(
+                request, timeout=self._timeout, metadata=self._metadata)]
+        except grpc.RpcError as e:
+            raise rpc_error(e, "ExportRecording") from None
+        return _core.export_result(chunks, format)
+
     # ---- artifacts ----------------------------------------------------------------
 
     def save_artifact(self, session_id, name, content, mime_type=""):
@@ -268,8 +284,9 @@ class Session(_core.SessionBase):
         the keys it starts with)."""
         return self.client.open_session(parent_session_id=self.session_id, **fields)
 
-    def list_tools(self, format=None, *, tool_set=""):
-        return self.client.list_tools(format, tool_set=tool_set, session_id=self.session_id)
+    def list_tools(self, format=None, *, tool_set="", native_tools=False):
+        return self.client.list_tools(format, tool_set=tool_set, session_id=self.session_id,
+                                      native_tools=native_tools)
 
     def execute(self, calls, **options):
         return self.client.execute(calls, self.session_id, **options)
@@ -289,6 +306,10 @@ class Session(_core.SessionBase):
 
     def watch(self):
         return self.client.watch(self.session_id)
+
+    def export(self, format=None):
+        """This session's recording: see Client.export_recording."""
+        return self.client.export_recording(self.session_id, format)
 
     def save_artifact(self, name, content, mime_type=""):
         return self.client.save_artifact(self.session_id, name, content, mime_type)

@@ -33,6 +33,26 @@ std::vector<std::string> Strings(const JsonValue& result, const char* key) {
   return out;
 }
 
+// RLIMIT_FSIZE for one scope: a write beyond it fails (EFBIG) even as root.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old_;
+    small.rlim_cur = bytes;
+    if (setrlimit(RLIMIT_FSIZE, &small) != 0) ADD_FAILURE() << "setrlimit failed";
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  struct rlimit old_;
+  sighandler_t old_handler_;
+};
+
 class ApplyPatchTest : public ::testing::Test {
  protected:
   absl::StatusOr<Json> Apply(const std::string& patch) {
@@ -165,10 +185,13 @@ TEST_F(ApplyPatchTest, EndOfFileAndPureAdditions) {
   auto tail = Apply("*** Begin Patch\n*** Update File: f.txt\n@@\n+last\n*** End Patch");
   ASSERT_TRUE(tail.ok()) << tail.status();
   EXPECT_EQ(t_.Read("f.txt"), "a\nafter a\nx\nb\ny\nlast\n");
-  // A file without a final newline keeps it that way.
+  // An updated file ends with a newline, as codex writes it, even when it had none.
   t_.Write("g.txt", "1\n2");
   ASSERT_TRUE(Apply("*** Begin Patch\n*** Update File: g.txt\n@@\n-2\n+two\n*** End Patch").ok());
-  EXPECT_EQ(t_.Read("g.txt"), "1\ntwo");
+  EXPECT_EQ(t_.Read("g.txt"), "1\ntwo\n");
+  t_.Write("h.txt", "1\n2");
+  ASSERT_TRUE(Apply("*** Begin Patch\n*** Update File: h.txt\n@@\n-1\n+one\n*** End Patch").ok());
+  EXPECT_EQ(t_.Read("h.txt"), "one\n2\n");
 }
 
 TEST_F(ApplyPatchTest, ASecondFileThatFailsLeavesTheFirstUntouched) {
@@ -203,19 +226,15 @@ TEST_F(ApplyPatchTest, AFailedWriteUndoesTheWritesBeforeIt) {
   t_.Write("a.txt", "one\n", 0640);
   t_.Write("gone.txt", "keep me\n", 0600);
   const std::string big(64 * 1024, 'x');
-  struct rlimit old_limit;
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  auto old_handler = signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = old_limit;
-  small.rlim_cur = 16 * 1024;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  auto r = Apply(absl::StrCat("*** Begin Patch\n"
-                              "*** Update File: a.txt\n@@\n-one\n+ONE\n"
-                              "*** Delete File: gone.txt\n"
-                              "*** Add File: big.txt\n+",
-                              big, "\n*** End Patch"));
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  signal(SIGXFSZ, old_handler);
+  absl::StatusOr<Json> r = absl::UnknownError("not run");
+  {
+    FileSizeLimit limit(16 * 1024);
+    r = Apply(absl::StrCat("*** Begin Patch\n"
+                           "*** Update File: a.txt\n@@\n-one\n+ONE\n"
+                           "*** Delete File: gone.txt\n"
+                           "*** Add File: big.txt\n+",
+                           big, "\n*** End Patch"));
+  }
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("restored: nothing was changed"));
   EXPECT_EQ(t_.Read("a.txt"), "one\n");
@@ -226,12 +245,50 @@ TEST_F(ApplyPatchTest, AFailedWriteUndoesTheWritesBeforeIt) {
   for (const std::string& p : t_.ListAll()) EXPECT_EQ(p.find(".tmp-"), std::string::npos) << p;
 }
 
-TEST_F(ApplyPatchTest, AddOverAnExistingFileDeleteOfAMissingOneAndDuplicatesAreRefused) {
-  t_.Write("a.txt", "a\n");
+// As codex does (its scenarios 010 and 011): Add File and Move to onto an
+// existing file replace it, keeping that file's mode.
+TEST_F(ApplyPatchTest, AddAndMoveOntoAnExistingFileReplaceIt) {
+  t_.Write("a.txt", "a\n", 0640);
   auto add = Apply("*** Begin Patch\n*** Add File: a.txt\n+b\n*** End Patch");
-  ASSERT_FALSE(add.ok());
-  EXPECT_THAT(add.status().message(), HasSubstr("'a.txt': it already exists"));
-  EXPECT_EQ(t_.Read("a.txt"), "a\n");
+  ASSERT_TRUE(add.ok()) << add.status();
+  EXPECT_EQ(t_.Read("a.txt"), "b\n");
+  EXPECT_EQ(t_.Mode("a.txt"), 0640u);
+  EXPECT_THAT(Strings(*add, "added"), ElementsAre("a.txt"));
+  EXPECT_THAT(Str(*add, "diff"), HasSubstr("-a\n+b\n"));
+  t_.Write("old/name.txt", "from\n");
+  t_.Write("renamed/name.txt", "existing\n", 0600);
+  auto move = Apply(
+      "*** Begin Patch\n*** Update File: old/name.txt\n*** Move to: renamed/name.txt\n@@\n"
+      "-from\n+new\n*** End Patch");
+  ASSERT_TRUE(move.ok()) << move.status();
+  EXPECT_EQ(t_.Read("renamed/name.txt"), "new\n");
+  EXPECT_FALSE(t_.Exists("old/name.txt"));
+  // A directory there is not replaced.
+  t_.Mkdir("d");
+  auto dir = Apply("*** Begin Patch\n*** Add File: d\n+x\n*** End Patch");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.status().message(), HasSubstr("nothing was changed"));
+}
+
+// A replaced file is put back when a later write of the patch fails.
+TEST_F(ApplyPatchTest, AFailedWriteRestoresAReplacedFile) {
+  t_.Write("a.txt", "original\n", 0640);
+  const std::string big(64 * 1024, 'x');
+  absl::StatusOr<Json> r = absl::UnknownError("not run");
+  {
+    FileSizeLimit limit(16 * 1024);
+    r = Apply(absl::StrCat("*** Begin Patch\n*** Add File: a.txt\n+replaced\n"
+                           "*** Add File: big.txt\n+", big, "\n*** End Patch"));
+  }
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("restored: nothing was changed"));
+  EXPECT_EQ(t_.Read("a.txt"), "original\n");
+  EXPECT_EQ(t_.Mode("a.txt"), 0640u);
+  EXPECT_FALSE(t_.Exists("big.txt"));
+}
+
+TEST_F(ApplyPatchTest, DeleteOfAMissingFileAndDuplicatesAreRefused) {
+  t_.Write("a.txt", "a\n");
   auto del = Apply("*** Begin Patch\n*** Delete File: nope.txt\n*** End Patch");
   ASSERT_FALSE(del.ok());
   EXPECT_THAT(del.status().message(), HasSubstr("no such file: nope.txt"));
@@ -239,15 +296,67 @@ TEST_F(ApplyPatchTest, AddOverAnExistingFileDeleteOfAMissingOneAndDuplicatesAreR
       "*** Begin Patch\n*** Delete File: a.txt\n*** Add File: ./a.txt\n+x\n*** End Patch");
   ASSERT_FALSE(dup.ok());
   EXPECT_THAT(dup.status().message(), HasSubstr("appears in two file operations"));
-  t_.Write("b.txt", "b\n");
-  auto move = Apply("*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n*** End Patch");
-  ASSERT_FALSE(move.ok());
-  EXPECT_THAT(move.status().message(), HasSubstr("*** Move to 'b.txt': it already exists"));
   // A move without hunks renames.
   ASSERT_TRUE(
       Apply("*** Begin Patch\n*** Update File: a.txt\n*** Move to: c/a.txt\n*** End Patch").ok());
   EXPECT_EQ(t_.Read("c/a.txt"), "a\n");
   EXPECT_FALSE(t_.Exists("a.txt"));
+}
+
+// The Responses API's apply_patch tool: one operation per call, as in the
+// documented apply_patch_call items ({"type":"update_file","path":…,"diff":
+// "@@ function main() {\n+  console.log(\"hi\");\n }"}).
+class ApplyPatchOperationTest : public ApplyPatchTest {
+ protected:
+  absl::StatusOr<Json> Operation(const std::string& operation_json) {
+    builtin::ApplyPatchTool tool(options_);
+    return CallTool(tool, absl::StrCat(R"({"operation":)", operation_json, "}"), {t_.path()});
+  }
+};
+
+TEST_F(ApplyPatchOperationTest, CreateUpdateAndDeleteAsTheResponsesApiSendsThem) {
+  t_.Write("src/main.ts", "function main() {\n}\n");
+  auto update = Operation(
+      R"({"type":"update_file","path":"src/main.ts","diff":"@@ function main() {\n+  console.log(\"hi\");\n }"})");
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_EQ(t_.Read("src/main.ts"), "function main() {\n  console.log(\"hi\");\n}\n");
+  EXPECT_EQ(Str(*update, "output"), "Success. Updated the following files:\nM src/main.ts\n");
+
+  auto create = Operation(R"({"type":"create_file","path":"docs/notes.md","diff":"+# Notes\n+\n+first\n"})");
+  ASSERT_TRUE(create.ok()) << create.status();
+  EXPECT_EQ(t_.Read("docs/notes.md"), "# Notes\n\nfirst\n");
+  // A create diff without "+" prefixes is the file's content.
+  ASSERT_TRUE(Operation(R"({"type":"create_file","path":"plain.txt","diff":"a\nb\n"})").ok());
+  EXPECT_EQ(t_.Read("plain.txt"), "a\nb\n");
+
+  auto del = Operation(R"({"type":"delete_file","path":"plain.txt"})");
+  ASSERT_TRUE(del.ok()) << del.status();
+  EXPECT_FALSE(t_.Exists("plain.txt"));
+  EXPECT_EQ(Str(*del, "output"), "Success. Updated the following files:\nD plain.txt\n");
+
+  // What does not apply changes nothing and says why.
+  auto miss = Operation(R"({"type":"update_file","path":"src/main.ts","diff":"@@\n-absent\n+x"})");
+  ASSERT_FALSE(miss.ok());
+  EXPECT_THAT(miss.status().message(), HasSubstr("nothing was changed"));
+  for (const char* bad : {R"({"type":"rename_file","path":"a"})", R"({"type":"update_file","path":"a"})",
+                          R"({"type":"delete_file","path":""})"}) {
+    auto r = Operation(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kInvalidArguments) << bad;
+  }
+  builtin::ApplyPatchTool tool(options_);
+  auto both = CallTool(tool, R"({"input":"*** Begin Patch\n*** End Patch","operation":{"type":"delete_file","path":"a"}})",
+                       {t_.path()});
+  EXPECT_EQ(ErrorCodeOf(both.status()), ErrorCode::kInvalidArguments);
+  auto neither = CallTool(tool, "{}", {t_.path()});
+  EXPECT_EQ(ErrorCodeOf(neither.status()), ErrorCode::kInvalidArguments);
+  // Permissions and write ordering come from the operation's path.
+  auto args = ParseJson(R"({"operation":{"type":"delete_file","path":"src/main.ts"}})");
+  ASSERT_TRUE(args.ok());
+  auto needs = tool.required_permissions(*args);
+  ASSERT_EQ(needs.size(), 1u);
+  EXPECT_EQ(needs[0].value, "src/main.ts");
+  EXPECT_EQ(tool.resources(*args).size(), 1u);
 }
 
 TEST_F(ApplyPatchTest, MalformedPatchesAreInvalidArguments) {

@@ -1,6 +1,6 @@
 // Command tools (config command_tools) through the ToolRunner, as the daemon
 // runs them: JSON in on stdin, the result from stdout, failures with the end
-// of stderr, S3/S4 like any other tool, and run_command's process lifecycle.
+// of stderr, [Failures are results]/[Arguments] like any other tool, and run_command's process lifecycle.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -85,7 +85,7 @@ class CommandToolTest : public ::testing::Test {
 
 TEST_F(CommandToolTest, ArgumentsArriveCoercedAndDefaultedAsJsonOnStdin) {
   ASSERT_TRUE(Build({Bash("echo_args", "cat")}).ok());
-  // S4: "3" becomes 3, the default fills word.
+  // [Arguments]: "3" becomes 3, the default fills word.
   ToolCallResult r = Call("echo_args", R"({"n": "3"})");
   ASSERT_TRUE(r.ok()) << r.error_message;
   EXPECT_EQ(ToJsonString(r.payload), R"({"n":3,"word":"hi"})");

@@ -1,5 +1,5 @@
-// finish, exit_loop, load_artifacts (S8, S10) and the tools declared here but
-// run elsewhere (S9), through the runner as the daemon runs them.
+// finish, exit_loop, load_artifacts [Actions] [Artifacts] and the tools declared here but
+// run elsewhere [Tools run elsewhere], through the runner as the daemon runs them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -58,7 +58,7 @@ TEST_F(ControlToolsTest, FinishValidatesAgainstTheConfiguredSchema) {
   auto bad = RunOne("finish", R"({"output":{"score":"high"}})");
   EXPECT_EQ(bad.error->code, ErrorCode::kInvalidArguments);
   EXPECT_THAT(bad.error_message, HasSubstr("output.score"));
-  // Same coercion as arguments (S4): "7" -> 7, and JSON text -> object.
+  // Same coercion as arguments [Arguments]: "7" -> 7, and JSON text -> object.
   EXPECT_EQ(ToJsonString(RunOne("finish", R"({"output":{"score":"7"}})").payload),
             R"({"score":7})");
   EXPECT_EQ(ToJsonString(RunOne("finish", R"({"output_string":"{\"score\":3}"})").payload),

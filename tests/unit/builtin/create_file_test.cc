@@ -1,6 +1,6 @@
 // create_file (DESIGN "Built-in tools": parents made, overwrite refused unless
 // asked, atomic temp + fsync + rename, never through a planted symlink,
-// TargetFile alias; S4 validation; S13 display).
+// TargetFile alias; [Arguments] validation; [Display] display).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -117,7 +117,7 @@ TEST_F(CreateFileTest, TargetFileAlias) {
   EXPECT_EQ(ErrorCodeOf(no_contents.status()), ErrorCode::kInvalidArguments);
   auto wrong_type = Create(R"({"file_path":"c.txt","contents":"x","overwrite":"maybe"})");
   EXPECT_EQ(ErrorCodeOf(wrong_type.status()), ErrorCode::kInvalidArguments);
-  // S4: "true" is coerced to true.
+  // [Arguments]: "true" is coerced to true.
   t_.Write("c.txt", "old");
   EXPECT_TRUE(Create(R"({"file_path":"c.txt","contents":"x","overwrite":"true"})").ok());
   EXPECT_EQ(t_.Read("c.txt"), "x");

@@ -1,5 +1,5 @@
 // Helpers for the file-tool tests: a temporary directory tree that cleans up
-// after itself, and calls of a tool with the S4 pipeline (coerce, validate,
+// after itself, and calls of a tool with the [Arguments] pipeline (coerce, validate,
 // defaults) and a ToolContext whose workspaces the test chooses.
 #ifndef TOOLEXEC_TESTS_UNIT_BUILTIN_FILE_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_BUILTIN_FILE_TEST_UTIL_H_
@@ -135,7 +135,7 @@ inline WorkspaceRoots Roots(const std::vector<std::string>& paths) {
   return roots;
 }
 
-// Runs `tool` on `args_json` as the runner would (S4 coerce/validate/defaults,
+// Runs `tool` on `args_json` as the runner would ([Arguments] coerce/validate/defaults,
 // then Call) with `workspaces` as the call's roots.
 inline absl::StatusOr<Json> CallTool(const Tool& tool, absl::string_view args_json,
                                      WorkspaceRoots workspaces,

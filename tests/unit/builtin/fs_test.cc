@@ -1,4 +1,4 @@
-// The confined path layer (S12 workspace confinement, DESIGN "Paths are
+// The confined path layer ([Deciding what runs] workspace confinement, DESIGN "Paths are
 // relative to the session's workspace"): root choice, the escape corpus under
 // both resolvers (openat2 and the user-space walk), races, atomic writes, and
 // the text helpers.

@@ -1,5 +1,5 @@
 // grep_search through the runner: output modes, options, caps, errors,
-// confinement, display and summary (S3, S4, S13).
+// confinement, display and summary [Failures are results] [Arguments] [Display].
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -115,7 +115,7 @@ TEST_F(GrepSearchTest, MaxResultsCapsAndSaysTruncated) {
   EXPECT_EQ(r.payload["num_matches"].GetUint64(), 7u);
   EXPECT_THAT(r.payload["hint"].GetString(), HasSubstr("first 2 of 7 matching lines"));
   EXPECT_EQ(r.compact_summary, "[grep_search: '.' in .: 7 matches in 3 files, truncated]");
-  auto files = Grep(R"({"pattern": ".", "max_results": "1"})");  // S4: "1" -> 1
+  auto files = Grep(R"({"pattern": ".", "max_results": "1"})");  // [Arguments]: "1" -> 1
   EXPECT_THAT(Strings(files.payload, "files"), ElementsAre("src/a.cc"));
   EXPECT_TRUE(files.payload["truncated"].GetBool());
 }

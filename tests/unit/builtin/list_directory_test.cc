@@ -1,4 +1,4 @@
-// list_directory through the runner (S4 defaults, S3 errors, S13 display).
+// list_directory through the runner ([Arguments] defaults, [Failures are results] errors, [Display] display).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -64,7 +64,7 @@ TEST(ListDirectoryTest, HiddenOnRequest) {
   EXPECT_THAT(Names(h.Run("list_directory", R"({"include_hidden": true})")),
               ElementsAre(".hidden:file", "v:file"));
   EXPECT_THAT(Names(h.Run("list_directory", R"({"include_hidden": "true"})")),
-              ElementsAre(".hidden:file", "v:file"));  // S4 coercion
+              ElementsAre(".hidden:file", "v:file"));  // [Arguments] coercion
 }
 
 TEST(ListDirectoryTest, DepthIsBreadthFirstAndNamesAreRelative) {

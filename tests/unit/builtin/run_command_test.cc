@@ -242,7 +242,7 @@ TEST_F(RunCommandTest, EnvAsNameValueStrings) {
             ErrorCode::kInvalidArguments);
 }
 
-// S12: the need is the line and the variables the call sets, which the
+// [Deciding what runs]: the need is the line and the variables the call sets, which the
 // policy judges (BASH_ENV makes bash run code). The tool itself refuses none:
 // without a policy everything runs, and the command line could run the same
 // code directly.

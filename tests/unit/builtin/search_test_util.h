@@ -1,6 +1,6 @@
 // Helpers for the search-tool tests: a temporary workspace tree, and the
-// search tools run through the real ToolRunner (S4 coercion, validation and
-// defaults; S3 error shaping; S13 display) with that workspace.
+// search tools run through the real ToolRunner ([Arguments] coercion, validation and
+// defaults; [Failures are results] error shaping; [Display] display) with that workspace.
 #ifndef TOOLEXEC_TESTS_UNIT_BUILTIN_SEARCH_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_BUILTIN_SEARCH_TEST_UTIL_H_
 

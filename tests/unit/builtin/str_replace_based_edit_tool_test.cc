@@ -6,14 +6,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tools/builtin.h"
 #include "tools/files/file_tools.h"
+#include "tools/runtime/tool_runner.h"
 
 namespace toolexec {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -178,6 +183,134 @@ TEST_F(TextEditorTest, InsertAtTheStartAtTheEndAndOutOfRange) {
   t_.Write("empty.txt", "");
   ASSERT_TRUE(Insert("empty.txt", 0, "first").ok());
   EXPECT_EQ(t_.Read("empty.txt"), "first\n");
+}
+
+// What Claude 4 models send for insert (text_editor_20250728): the text as
+// insert_text, as in the call the model makes in anthropic-sdk-python issue
+// 1155 ({"command":"insert","path":…,"insert_line":2,"insert_text":"HELLO\n"}).
+TEST_F(TextEditorTest, InsertTakesInsertTextAsClaude4ModelsSendIt) {
+  t_.Write("test.txt", "one\ntwo\nthree\n");
+  auto r = Run(R"({"command":"insert","path":"test.txt","insert_line":2,"insert_text":"HELLO\n"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(t_.Read("test.txt"), "one\ntwo\nHELLO\nthree\n");
+  EXPECT_THAT(Str(*r, "output"), HasSubstr("     3\tHELLO\n"));
+  // new_str, what earlier versions send, still works; the same text in both too.
+  ASSERT_TRUE(Run(R"({"command":"insert","path":"test.txt","insert_line":0,"new_str":"zero"})").ok());
+  ASSERT_TRUE(Run(R"({"command":"insert","path":"test.txt","insert_line":0,"new_str":"a","insert_text":"a"})")
+                  .ok());
+  EXPECT_EQ(t_.Read("test.txt"), "a\nzero\none\ntwo\nHELLO\nthree\n");
+  // Two different texts, or none: refused in the tool's own words.
+  auto both = Run(R"({"command":"insert","path":"test.txt","insert_line":0,"new_str":"a","insert_text":"b"})");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(ErrorCodeOf(both.status()), ErrorCode::kInvalidArguments);
+  auto none = Run(R"({"command":"insert","path":"test.txt","insert_line":0})");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "Parameter `insert_text` is required for command: insert");
+  EXPECT_EQ(t_.Read("test.txt"), "a\nzero\none\ntwo\nHELLO\nthree\n");
+}
+
+// The number of the last numbered line of a `cat -n` text.
+int64_t LastNumberedLine(const std::string& text) {
+  int64_t last = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    size_t tab = line.find('\t');
+    if (tab == absl::string_view::npos || tab != 6) continue;
+    int64_t n = 0;
+    if (absl::SimpleAtoi(absl::StripLeadingAsciiWhitespace(line.substr(0, tab)), &n)) last = n;
+  }
+  return last;
+}
+
+// max_characters (text_editor_20250728): whole lines within the limit, and a
+// note that names exactly the lines shown and where to continue.
+TEST_F(TextEditorTest, MaxCharactersShowsWholeLinesAndSaysWhichTruthfully) {
+  std::string text;
+  for (int i = 1; i <= 100; ++i) absl::StrAppend(&text, "line number ", i, "\n");
+  t_.Write("f.txt", text);
+  auto r = Run(R"({"command":"view","path":"f.txt","max_characters":300})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string out = Str(*r, "output");
+  const int64_t last = LastNumberedLine(out);
+  ASSERT_GT(last, 5);
+  ASSERT_LT(last, 100);
+  EXPECT_EQ(testing::Int(*r, "end_line"), last);
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("    ", last, "\tline number ", last, "\n<response clipped><NOTE>")));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("lines 1-", last, " of 100 (cut at max_characters 300)")));
+  EXPECT_THAT(out, EndsWith(absl::StrCat("View the rest with view_range [", last + 1,
+                                         ", -1], or search the file with `grep -n` for the "
+                                         "lines you need.</NOTE>\n")));
+  // The numbered lines themselves are within the limit.
+  const size_t header = out.find('\n') + 1;
+  EXPECT_LE(out.find("<response clipped>") - header, 300u);
+  // Enough room: the whole file, no note.
+  auto all = Run(R"({"command":"view","path":"f.txt","max_characters":100000})");
+  ASSERT_TRUE(all.ok());
+  EXPECT_THAT(Str(*all, "output"), Not(HasSubstr("<response clipped>")));
+  EXPECT_EQ(LastNumberedLine(Str(*all, "output")), 100);
+}
+
+// The editor's errors speak its own parameters, never view_file's.
+TEST_F(TextEditorTest, ErrorsUseTheEditorsVocabulary) {
+  t_.Write("f.txt", "one\ntwo\nthree\n");
+  auto r = View("f.txt", "[5, -1]");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "Invalid `view_range`: [5, -1]. Its first element `5` should be within the range of "
+            "lines of the file: [1, 3].");
+  for (const char* range : {"[5, -1]", "[0, 2]", "[2, 9]", "[3, 2]"}) {
+    auto bad = View("f.txt", range);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_THAT(bad.status().message(), Not(HasSubstr("start_line"))) << range;
+    EXPECT_THAT(bad.status().message(), Not(HasSubstr("view_file"))) << range;
+  }
+  auto miss = Replace("f.txt", "four", "4");
+  ASSERT_FALSE(miss.ok());
+  EXPECT_THAT(miss.status().message(), Not(HasSubstr("view_file")));
+}
+
+// model_content is the reference tool's plain text, not the JSON payload; a
+// view over the budget is cut by whole lines and its note tells the truth.
+TEST_F(TextEditorTest, ModelContentIsThePlainTextWithinTheBudget) {
+  std::string text;
+  for (int i = 1; i <= 2000; ++i) absl::StrAppend(&text, "value_", i, " = \"", i * 7, "\"\n");
+  t_.Write("big.py", text);
+  t_.Write("small.py", "x = 1\n");
+  ToolRegistry registry;
+  ASSERT_TRUE(RegisterFileTools(registry, options_).ok());
+  ToolRunner::Options ro;
+  ro.default_workspace = testing::RootAt(t_.path());
+  ToolRunner runner(&registry, ro);
+  constexpr size_t kBudget = 4000;
+  ToolCallResult view = testing::RunOneCall(
+      runner, "str_replace_based_edit_tool", R"({"command":"view","path":"big.py"})", nullptr,
+      std::nullopt, kBudget);
+  ASSERT_TRUE(view.ok()) << view.error_message;
+  EXPECT_EQ(view.model_content, Str(view.payload, "output"));
+  EXPECT_LE(Utf8Chars(view.model_content), kBudget);
+  EXPECT_THAT(view.model_content, StartsWith("Here's the result of running `cat -n` on big.py:\n"
+                                             "     1\tvalue_1 = \"7\"\n"));
+  EXPECT_THAT(view.model_content, Not(HasSubstr("bytes omitted")));  // not cut by the runner
+  const int64_t last = LastNumberedLine(view.model_content);
+  ASSERT_GT(last, 10);
+  ASSERT_LT(last, 2000);
+  EXPECT_THAT(view.model_content,
+              HasSubstr(absl::StrCat(last, "\tvalue_", last, " = \"", last * 7, "\"\n<response "
+                                     "clipped><NOTE>To save on context only part of this file "
+                                     "has been shown to you: lines 1-", last, " of 2000")));
+  EXPECT_THAT(view.model_content, HasSubstr(absl::StrCat("view_range [", last + 1, ", -1]")));
+
+  ToolCallResult edit = testing::RunOneCall(
+      runner, "str_replace_based_edit_tool",
+      R"({"command":"str_replace","path":"small.py","old_str":"x = 1","new_str":"x = 2"})");
+  ASSERT_TRUE(edit.ok()) << edit.error_message;
+  EXPECT_EQ(edit.model_content,
+            "Successfully replaced text at exactly one location.\n"
+            "Here's the result of running `cat -n` on a snippet of small.py:\n     1\tx = 2\n");
+  ToolCallResult made = testing::RunOneCall(
+      runner, "str_replace_based_edit_tool",
+      R"({"command":"create","path":"new.py","file_text":"print(1)\n"})");
+  ASSERT_TRUE(made.ok()) << made.error_message;
+  EXPECT_EQ(made.model_content, "File created successfully at: new.py");
 }
 
 TEST_F(TextEditorTest, ViewRange) {

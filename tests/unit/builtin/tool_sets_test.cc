@@ -1,4 +1,4 @@
-// S6: the named tool sets over the built-in tools, derived from their tags.
+// [Tool sets]: the named tool sets over the built-in tools, derived from their tags.
 #include "tools/runtime/tool_sets.h"
 
 #include <algorithm>
@@ -43,9 +43,11 @@ class BuiltinToolSetsTest : public ::testing::Test {
 TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
   EXPECT_THAT(Names("read_only"), ElementsAre("view_file", "list_directory", "find_file",
                                               "search_directory", "finish"));
-  // The provider-compatible editing tools are file tools too.
-  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file",
-                                               "str_replace_based_edit_tool", "apply_patch"));
+  // Exactly upstream's three: harnesses ported from the SDK rely on it.
+  EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
+  // The tools in the providers' own shapes are a set of their own.
+  EXPECT_THAT(Names("provider_tools"),
+              ElementsAre("str_replace_based_edit_tool", "apply_patch", "bash", "shell"));
   EXPECT_THAT(Names("path_scoped"),
               ElementsAre("view_file", "create_file", "edit_file", "str_replace_based_edit_tool",
                           "apply_patch", "list_directory", "find_file", "search_directory",
@@ -64,7 +66,7 @@ TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
 }
 
 // A read-only declaration need not be in the read_only set: grep_search and
-// load_artifacts write nothing but are not members (S6 is exact).
+// load_artifacts write nothing but are not members ([Tool sets] is exact).
 TEST_F(BuiltinToolSetsTest, ReadOnlyDeclarationIsNotSetMembership) {
   EXPECT_TRUE(registry_.Find("grep_search")->tool->spec().read_only);
   EXPECT_TRUE(registry_.Find("load_artifacts")->tool->spec().read_only);

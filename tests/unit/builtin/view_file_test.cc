@@ -1,5 +1,5 @@
-// view_file (DESIGN "Built-in tools"; S3 failures as results, S4 coercion,
-// S6 read_only, S13 display and compact summary).
+// view_file (DESIGN "Built-in tools"; [Failures are results] failures as results, [Arguments] coercion,
+// [Tool sets] read_only, [Display] display and compact summary).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string.h>
@@ -388,8 +388,8 @@ TEST_F(ViewFileTest, HonoursCancellation) {
   EXPECT_EQ(ErrorCodeOf(r.status()), ErrorCode::kCancelled);
 }
 
-// Through the registry and runner: registration order, metadata, S4
-// coercion of "2" to 2, S13 display and compact summary.
+// Through the registry and runner: registration order, metadata, [Arguments]
+// coercion of "2" to 2, [Display] display and compact summary.
 TEST_F(ViewFileTest, ThroughTheRunner) {
   ToolRegistry registry;
   ASSERT_TRUE(RegisterFileTools(registry, options_).ok());

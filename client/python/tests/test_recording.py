@@ -1,0 +1,169 @@
+"""Session recordings against a real toolexecd: the exported transcripts are
+exactly what tool_result_messages builds from the results the client got, and
+`toolexec replay` finds no difference against the same build and exactly the
+one result a changed file changes."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import REPO, CONFIG, Daemon
+import toolexec
+from toolexec import Client, tool_result_messages
+
+TOOLEXEC_CLI = os.environ.get("TOOLEXEC_CLI") or os.path.join(REPO, "build", "toolexec")
+
+FILES = {
+    "a.txt": "alpha\nneedle here\n",
+    "src/b.py": "print('needle')\n",
+}
+
+BATCHES = [
+    [{"id": "v1", "name": "view_file", "args": {"file_path": "a.txt"}},
+     {"id": "l1", "name": "list_directory", "args": {"directory_path": "."}},
+     {"id": "g1", "name": "grep_search", "args": {"pattern": "needle", "output_mode": "content"}}],
+    [{"id": "c1", "name": "create_file", "args": {"file_path": "new.txt", "contents": "hello\n"}}],
+    # Calls of one batch run concurrently: what reads new.txt comes in the next.
+    [{"id": "v2", "name": "view_file", "args": {"file_path": "new.txt"}},
+     {"id": "r1", "name": "run_command", "args": {"command_line": "wc -l < a.txt"}},
+     {"id": "s1", "name": "calculate_sum", "args": {"numbers": [1, 2, 3.5]}},
+     {"id": "u1", "name": "no_such_tool", "args": {}}],
+    [{"id": "q1", "name": "ask_question", "args": {"question": "ok?"}},
+     {"id": "w1", "name": "get_weather", "args": {"city": "Paris"}}],
+]
+
+
+def fill(directory):
+    for rel, text in FILES.items():
+        path = os.path.join(directory, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """A recorded session of BATCHES in ws1, and two fresh copies of its start."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-")
+    for ws in ("ws1", "ws2"):
+        fill(os.path.join(root, ws))
+    recordings = os.path.join(root, "recordings")
+    config = os.path.join(root, "toolexecd.textproto")
+    with open(CONFIG, encoding="utf-8") as f:
+        text = f.read()
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(text + f'\nrecording {{ dir: "{recordings}" }}\n')
+    daemon = Daemon(root, config=config)
+    try:
+        with Client(daemon.address) as client:
+            session = client.open_session("conv", workspaces=["ws1"], record=True)
+            results = [session.run_batch(calls, split=False) for calls in BATCHES]
+            exports = {fmt: session.export(fmt)
+                       for fmt in (None, "openai", "anthropic", "gemini", "openai_responses")}
+            path = session.info["recording"]
+            session.close()
+            yield {"root": root, "daemon": daemon, "results": results, "exports": exports,
+                   "path": path, "session_id": session.session_id}
+    finally:
+        daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_native_export_holds_every_event_in_order(recorded):
+    events = recorded["exports"][None]
+    assert events[0]["format"] == "toolexec-recording/1"
+    assert events[0]["session_id"] == recorded["session_id"]
+    types = [e["type"] for e in events[1:]]
+    expected = ["open_session"]
+    for calls in BATCHES:
+        expected += ["batch"] + ["result"] * len(calls)
+    assert types == expected
+    for b, calls in enumerate(BATCHES):
+        got = [e["result"] for e in events[1:] if e["type"] == "result" and e["batch"] == b + 1]
+        assert [r["id"] for r in got] == [c["id"] for c in calls]
+        assert [r["model_content"] for r in got] == \
+            [r["model_content"] for r in recorded["results"][b]]
+    # The file on disk is the same, and ends with close_session.
+    with open(recorded["path"], encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    assert lines[:len(events)] == events
+    assert lines[-1]["type"] == "close_session"
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+def test_export_is_what_tool_result_messages_builds(recorded, fmt):
+    exported = recorded["exports"][fmt]
+    pos = 0
+    for calls, results in zip(BATCHES, recorded["results"]):
+        turn = exported[pos]
+        pos += 1
+        if fmt == "openai":
+            assert turn["role"] == "assistant"
+            assert [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                    for c in turn["tool_calls"]] == \
+                [(c["id"], c["name"], c["args"]) for c in calls]
+        elif fmt == "anthropic":
+            assert turn["role"] == "assistant"
+            assert [(b["type"], b["id"], b["name"], b["input"]) for b in turn["content"]] == \
+                [("tool_use", c["id"], c["name"], c["args"]) for c in calls]
+        else:
+            assert turn["role"] == "model"
+            assert [(p["functionCall"]["id"], p["functionCall"]["name"], p["functionCall"]["args"])
+                    for p in turn["parts"]] == [(c["id"], c["name"], c["args"]) for c in calls]
+        answer = tool_result_messages(results, fmt)
+        assert exported[pos:pos + len(answer)] == answer
+        pos += len(answer)
+    assert pos == len(exported)
+
+
+def test_responses_export_pairs_each_call_with_its_output(recorded):
+    items = recorded["exports"]["openai_responses"]
+    pos = 0
+    for calls, results in zip(BATCHES, recorded["results"]):
+        assert [(i["type"], i["call_id"], i["name"]) for i in items[pos:pos + len(calls)]] == \
+            [("function_call", c["id"], c["name"]) for c in calls]
+        pos += len(calls)
+        assert items[pos:pos + len(results)] == [
+            {"type": "function_call_output", "call_id": r["id"], "output": r["model_content"]}
+            for r in results]
+        pos += len(results)
+
+
+def replay(recorded, workspace):
+    if not os.access(TOOLEXEC_CLI, os.X_OK):
+        pytest.fail(f"toolexec not found at {TOOLEXEC_CLI}: build it (scripts/build.sh toolexec)",
+                    pytrace=False)
+    run = subprocess.run(
+        [TOOLEXEC_CLI, f"--target={recorded['daemon'].address}", "replay", recorded["path"],
+         "--workspace", workspace, "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert run.returncode in (0, 1), run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_replay_against_the_same_build_finds_no_difference(recorded):
+    code, report = replay(recorded, "ws2")
+    assert report["differences"] == 0, json.dumps(report, indent=1)
+    assert code == 0
+    assert [b["calls"] for b in report["batches"]] == [len(c) for c in BATCHES]
+    # ask_question is the harness's: answered from the recording.
+    assert report["batches"][3]["from_recording"] == 1
+
+
+def test_replay_reports_the_one_result_a_changed_file_changes(recorded):
+    for ws in ("ws3", "ws4"):  # a fresh copy for each replay: a replay writes too
+        fill(os.path.join(recorded["root"], ws))
+        with open(os.path.join(recorded["root"], ws, "a.txt"), "w", encoding="utf-8") as f:
+            f.write("omega\nneedle here\n")  # same size, same lines with "needle"
+    code, report = replay(recorded, "ws3")
+    assert code == 1
+    assert report["differences"] == 1, json.dumps(report, indent=1)
+    # The same through the Python client.
+    with Client(recorded["daemon"].address) as client:
+        [diff] = toolexec.replay(recorded["path"], client, workspace="ws4", cli=TOOLEXEC_CLI)
+    assert (diff["batch"], diff["index"], diff["id"], diff["name"]) == (1, 0, "v1", "view_file")
+    assert "model_content" in [f["field"] for f in diff["fields"]]

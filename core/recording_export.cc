@@ -1,0 +1,118 @@
+#include "core/recording_export.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/recorder.h"
+#include "tools/runtime/provider_format.h"
+
+namespace toolexec {
+namespace {
+
+const JsonValue* Member(const JsonValue& o, const char* key) {
+  if (!o.IsObject()) return nullptr;
+  auto it = o.FindMember(key);
+  return it == o.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string StringOf(const JsonValue& o, const char* key) {
+  const JsonValue* v = Member(o, key);
+  return v != nullptr && v->IsString() ? std::string(v->GetString(), v->GetStringLength()) : "";
+}
+
+uint64_t BatchOf(const JsonValue& e) {
+  const JsonValue* v = Member(e, "batch");
+  return v != nullptr && v->IsUint64() ? v->GetUint64() : 0;
+}
+
+}  // namespace
+
+absl::StatusOr<Recording> ParseRecording(absl::string_view text) {
+  Recording out;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (nl == absl::string_view::npos) {
+      out.torn_tail = true;
+      break;
+    }
+    absl::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    ++line_no;
+    auto parsed = ParseJson(line);
+    if (!parsed.ok() || !parsed->IsObject()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_no, " of the recording is not a JSON object",
+          parsed.ok() ? "" : absl::StrCat(": ", parsed.status().message())));
+    }
+    if (line_no == 1) {
+      if (StringOf(*parsed, "format") != kRecordingFormatVersion) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "not a toolexec recording: the first line's \"format\" is not \"",
+            kRecordingFormatVersion, "\""));
+      }
+      out.header = *std::move(parsed);
+    } else {
+      out.events.push_back(*std::move(parsed));
+    }
+  }
+  if (line_no == 0) return absl::InvalidArgumentError("the recording is empty");
+  return out;
+}
+
+std::string RecordingOwner(const Recording& recording) {
+  for (const Json& e : recording.events) {
+    if (StringOf(e, "type") != "open_session") continue;
+    const JsonValue* session = Member(e, "session");
+    return session != nullptr ? StringOf(*session, "owner") : "";
+  }
+  return "";
+}
+
+std::string RecordingTranscript(const Recording& recording, RecordingFormat format) {
+  TranscriptFormat f = TranscriptFormat::kOpenAi;
+  switch (format) {
+    case RecordingFormat::kNative:
+    case RecordingFormat::kOpenAi: f = TranscriptFormat::kOpenAi; break;
+    case RecordingFormat::kOpenAiResponses: f = TranscriptFormat::kOpenAiResponses; break;
+    case RecordingFormat::kAnthropic: f = TranscriptFormat::kAnthropic; break;
+    case RecordingFormat::kGemini: f = TranscriptFormat::kGemini; break;
+  }
+  // Batches in the order they started; results by batch, in call order
+  // (the recorder writes them so).
+  std::vector<uint64_t> order;
+  std::map<uint64_t, std::vector<const JsonValue*>> calls, results;
+  for (const Json& e : recording.events) {
+    const std::string type = StringOf(e, "type");
+    if (type == "batch") {
+      const uint64_t b = BatchOf(e);
+      order.push_back(b);
+      if (const JsonValue* list = Member(e, "calls"); list != nullptr && list->IsArray()) {
+        for (const auto& c : list->GetArray()) calls[b].push_back(&c);
+      }
+    } else if (type == "result") {
+      if (const JsonValue* r = Member(e, "result"); r != nullptr && r->IsObject()) {
+        results[BatchOf(e)].push_back(r);
+      }
+    }
+  }
+  Json messages;
+  messages.SetArray();
+  auto& a = messages.GetAllocator();
+  for (uint64_t b : order) {
+    if (calls[b].empty()) continue;
+    AppendToolCallTurn(f, calls[b], messages, a);
+    if (!results[b].empty()) AppendToolResultMessages(f, results[b], messages, a);
+  }
+  std::string out = "[";
+  bool first = true;
+  for (const auto& m : messages.GetArray()) {
+    absl::StrAppend(&out, first ? "\n" : ",\n", ToJsonString(m));
+    first = false;
+  }
+  out.append("\n]\n");
+  return out;
+}
+
+}  // namespace toolexec
