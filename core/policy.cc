@@ -226,6 +226,14 @@ std::optional<std::string> InsideWorkspace(const std::string& path,
   return std::nullopt;
 }
 
+// The built-in tools that run a model's bash command lines: run_command and
+// the persistent shell's bash and shell. The policy treats them as one tool,
+// so a rule naming any of them judges them all by the same command rules
+// (and none is a way around a rule written for another).
+bool IsShellTool(absl::string_view name) {
+  return name == "run_command" || name == "bash" || name == "shell";
+}
+
 bool AnyNeed(const CallFacts& call, PermissionRequirement::Kind kind,
              const std::function<bool(const PermissionRequirement&)>& test) {
   for (const PermissionRequirement& n : call.needs) {
@@ -276,7 +284,9 @@ PolicyVerdict Policy::Evaluate(const CallFacts& call) const {
   auto applies = [&](const Rule& rule) {
     switch (rule.bucket) {
       case Bucket::kSpecific:
-        return rule.options.tool == call.tool;
+        return rule.options.tool == call.tool ||
+               (call.server_name.empty() && IsShellTool(call.tool) &&
+                IsShellTool(rule.options.tool));
       case Bucket::kPrefix:
         return call.server_name == rule.server;
       case Bucket::kGlobal:

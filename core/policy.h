@@ -19,7 +19,9 @@
 // OpenSession. A call's decision is the strictest of the chain's decisions
 // (deny > ask > allow), so a profile (a credential's, a session's, a
 // parent's) can narrow what the config lets run and never widen it:
-// "allow_all" narrows nothing. Within one policy, rules naming the tool beat
+// "allow_all" narrows nothing. The tools that run bash command lines
+// (run_command, bash, shell) are one tool to the rules: a rule naming one of
+// them applies to all three. Within one policy, rules naming the tool beat
 // "<server>/*" rules beat "*" rules; within the winning bucket deny beats ask
 // beats allow; no matching rule: the policy's default decision.
 //

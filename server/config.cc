@@ -473,6 +473,15 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   b.rlimit_address_space_bytes = r.rlimit_address_space_bytes();
   b.rlimit_open_files = r.rlimit_open_files();
   b.rlimit_processes = r.rlimit_processes();
+  if (config.has_shell_idle_timeout_ms()) {  // 0 = never
+    b.shell_idle_timeout = MillisecondsOption(config.shell_idle_timeout_ms());
+  }
+  b.memory_dir = config.memory_dir();
+  if (!b.memory_dir.empty() && b.memory_dir.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memory_dir \"", b.memory_dir, "\" must be an absolute path (where each user's "
+        "/memories is kept)"));
+  }
   const v1::ControlToolsConfig& c = config.control_tools();
   b.finish_output_schema = c.finish_output_schema_json();
   b.declared_tools.assign(c.declared_tools().begin(), c.declared_tools().end());
@@ -806,6 +815,7 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       {"run_command.rlimit_open_files", b.rlimit_open_files, 0, 1 << 20, ""},
       // Linux's PID_MAX_LIMIT.
       {"run_command.rlimit_processes", b.rlimit_processes, 0, 1 << 22, ""},
+      {"shell_idle_timeout_ms", ToMs(b.shell_idle_timeout), 0, kMaxMilliseconds, kMsUnit},
       {"control_tools.web_search.max_uses", b.web_search_max_uses, 0, 10000, ""},
       {"recording.max_bytes_per_session", o.recording.max_bytes_per_session, 4096,
        uint64_t{1} << 40, " bytes (1 TiB)"},

@@ -4,7 +4,8 @@
 //   view_file, create_file, edit_file, str_replace_based_edit_tool,
 //   apply_patch                                            (RegisterFileTools)
 //   list_directory, find_file, search_directory, grep_search (RegisterSearchTools)
-//   run_command, command_status, kill_command              (RegisterCommandTools)
+//   run_command, command_status, kill_command, bash, shell  (RegisterCommandTools)
+//   memory (when memory_dir is set)                         (RegisterMemoryTool)
 //   finish, exit_loop, load_artifacts                      (RegisterControlTools)
 //   tools run by the harness or the model provider         (RegisterDeclaredTools)
 #ifndef TOOLEXEC_TOOLS_BUILTIN_H_
@@ -41,6 +42,14 @@ struct BuiltinOptions {
   uint64_t rlimit_address_space_bytes = 0;
   uint64_t rlimit_open_files = 0;
   uint64_t rlimit_processes = 0;
+  // bash and shell: a session's persistent shell with no call for this long
+  // is ended (zero: never).
+  absl::Duration shell_idle_timeout = absl::Minutes(30);
+
+  // --- memory ---
+  // Where the memory tool keeps each user's /memories (a directory per
+  // user); "" = the memory tool is not registered.
+  std::string memory_dir;
 
   // --- control tools ---
   // JSON Schema text the output of finish must satisfy ("" = any output).
@@ -82,6 +91,9 @@ struct CommandToolOptions {
 absl::Status RegisterFileTools(ToolRegistry& registry, const BuiltinOptions& options);
 absl::Status RegisterSearchTools(ToolRegistry& registry, const BuiltinOptions& options);
 absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& options);
+// memory (Anthropic's memory_20250818) over options.memory_dir; nothing when
+// it is "". A memory_dir that is relative or not a directory is an error.
+absl::Status RegisterMemoryTool(ToolRegistry& registry, const BuiltinOptions& options);
 // finish, exit_loop, load_artifacts.
 absl::Status RegisterControlTools(ToolRegistry& registry, const BuiltinOptions& options);
 // The options.declared_tools, in the order given [Tools run elsewhere].

@@ -6,6 +6,7 @@ absl::Status RegisterBuiltinTools(ToolRegistry& registry, const BuiltinOptions& 
   if (absl::Status s = RegisterFileTools(registry, options); !s.ok()) return s;
   if (absl::Status s = RegisterSearchTools(registry, options); !s.ok()) return s;
   if (absl::Status s = RegisterCommandTools(registry, options); !s.ok()) return s;
+  if (absl::Status s = RegisterMemoryTool(registry, options); !s.ok()) return s;
   if (absl::Status s = RegisterControlTools(registry, options); !s.ok()) return s;
   return RegisterDeclaredTools(registry, options);
 }

@@ -237,7 +237,7 @@ describe('toolexecd (defaults)', { skip: Boolean(missing) }, () => {
     assert.deepEqual(names, ['view_file', 'create_file', 'edit_file',
       'str_replace_based_edit_tool', 'apply_patch', 'list_directory',
       'find_file', 'search_directory', 'grep_search', 'run_command', 'command_status',
-      'kill_command', 'finish', 'exit_loop', 'load_artifacts',
+      'kill_command', 'bash', 'shell', 'finish', 'exit_loop', 'load_artifacts',
       'get_weather', 'counter', 'check_inventory', 'calculate_sum', 'wait']);
     for (const t of response.tools.filter((x) => x.name in EXAMPLE_SCHEMAS)) {
       const schema = env.codec.fromStruct(t.parameters);

@@ -132,11 +132,12 @@ TEST_F(DaemonTest, ListToolsInRegistrationOrder) {
   EXPECT_THAT(names, ElementsAre("view_file", "create_file", "edit_file",
                                  "str_replace_based_edit_tool", "apply_patch", "list_directory",
                                  "find_file", "search_directory", "grep_search", "run_command",
-                                 "command_status", "kill_command", "finish", "exit_loop",
+                                 "command_status", "kill_command", "bash", "shell", "finish",
+                                 "exit_loop",
                                  "load_artifacts", "get_weather", "counter", "check_inventory",
                                  "calculate_sum", "wait", "throws", "notify", "stubborn",
                                  "blocker"));
-  const auto& weather = r->tools(15);
+  const auto& weather = r->tools(17);
   EXPECT_EQ(weather.tool_type(), v1::TOOL_TYPE_API_CALL);
   EXPECT_TRUE(weather.read_only());
   EXPECT_EQ(weather.executor(), v1::EXECUTOR_DAEMON);

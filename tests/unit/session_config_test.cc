@@ -27,5 +27,28 @@ TEST(SessionIdleTtlConfigTest, OneHourUnlessConfigured) {
   EXPECT_EQ(TtlFrom("sessions { idle_ttl_ms: 0 }"), absl::ZeroDuration());
 }
 
+// The persistent shell's idle timeout and the memory tool's directory.
+TEST(ShellAndMemoryConfigTest, DefaultsAndValidation) {
+  auto apply = [](const std::string& text, DaemonOptions* options) {
+    v1::DaemonConfig config;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
+    std::string log_level;
+    return ApplyConfig(config, options, &log_level);
+  };
+  DaemonOptions defaults;
+  ASSERT_TRUE(apply("", &defaults).ok());
+  EXPECT_EQ(defaults.engine.builtin.shell_idle_timeout, absl::Minutes(30));
+  EXPECT_EQ(defaults.engine.builtin.memory_dir, "");
+  DaemonOptions set;
+  ASSERT_TRUE(apply("shell_idle_timeout_ms: 0 memory_dir: \"/var/lib/toolexec/memories\"", &set)
+                  .ok());
+  EXPECT_EQ(set.engine.builtin.shell_idle_timeout, absl::ZeroDuration());
+  EXPECT_EQ(set.engine.builtin.memory_dir, "/var/lib/toolexec/memories");
+  DaemonOptions relative;
+  absl::Status s = apply("memory_dir: \"memories\"", &relative);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("absolute"), absl::string_view::npos) << s;
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -9,6 +9,7 @@
 #include "tools/builtin.h"
 #include "tools/command/background.h"
 #include "tools/command/command.h"
+#include "tools/command/shell_session.h"
 #include "tools/process/environment.h"
 #include "tools/process/reaper.h"
 #include "tools/process/sandbox.h"
@@ -76,7 +77,16 @@ absl::Status RegisterCommandTools(ToolRegistry& registry, const BuiltinOptions& 
       !s.ok()) {
     return s;
   }
-  return registry.Register(command::MakeKillCommandTool(background), "built-in");
+  if (absl::Status s = registry.Register(command::MakeKillCommandTool(background), "built-in");
+      !s.ok()) {
+    return s;
+  }
+  auto shells = std::make_shared<command::ShellTable>(*config, options.shell_idle_timeout);
+  if (absl::Status s = registry.Register(command::MakeBashTool(*config, shells), "built-in");
+      !s.ok()) {
+    return s;
+  }
+  return registry.Register(command::MakeShellTool(*config, shells), "built-in");
 }
 
 }  // namespace toolexec

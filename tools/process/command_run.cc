@@ -21,9 +21,20 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// write(2) that turns a closed pipe into EPIPE without raising SIGPIPE in the
-// daemon: SIGPIPE is blocked on this thread around the write, and the one the
-// kernel queued for it is consumed.
+// The supervisor was killed from outside before it had ended the tree: what
+// was left of it was re-parented to the daemon (a subreaper). SIGKILL what
+// carries the command's marker, a few times, since the leader's own children
+// move only once the leader (killed by its PDEATHSIG) is gone.
+void SweepAdopted(absl::string_view marker) {
+  int quiet_rounds = 0;
+  for (int round = 0; round < 50 && quiet_rounds < 3; ++round) {
+    quiet_rounds = ChildProcess::KillAdopted(marker) > 0 ? 0 : quiet_rounds + 1;
+    usleep(10 * 1000);
+  }
+}
+
+}  // namespace
+
 ssize_t WriteNoSigpipe(int fd, const char* data, size_t n) {
   sigset_t pipe_set, old;
   sigemptyset(&pipe_set);
@@ -40,38 +51,12 @@ ssize_t WriteNoSigpipe(int fd, const char* data, size_t n) {
   return w;
 }
 
-// Poll timeout in ms until `deadline`, rounded up, at least 0.
 int MsUntil(Clock::time_point now, Clock::time_point deadline) {
   if (deadline <= now) return 0;
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
   int64_t ms = (us + 999) / 1000;
   return static_cast<int>(std::min<int64_t>(ms, 24 * 3600 * 1000));
 }
-
-// One output stream: its pipe, UTF-8 repair and capture.
-struct Stream {
-  UniqueFd* fd;
-  bool is_stderr;
-  Utf8StreamSanitizer utf8;
-  HeadTail capture;
-  uint64_t bytes = 0;  // read from the pipe: what the command wrote
-
-  Stream(UniqueFd* f, bool err, size_t limit) : fd(f), is_stderr(err), capture(limit) {}
-};
-
-// The supervisor was killed from outside before it had ended the tree: what
-// was left of it was re-parented to the daemon (a subreaper). SIGKILL what
-// carries the command's marker, a few times, since the leader's own children
-// move only once the leader (killed by its PDEATHSIG) is gone.
-void SweepAdopted(absl::string_view marker) {
-  int quiet_rounds = 0;
-  for (int round = 0; round < 50 && quiet_rounds < 3; ++round) {
-    quiet_rounds = ChildProcess::KillAdopted(marker) > 0 ? 0 : quiet_rounds + 1;
-    usleep(10 * 1000);
-  }
-}
-
-}  // namespace
 
 absl::string_view TimedOutName(StopReason reason) {
   switch (reason) {
@@ -86,10 +71,8 @@ absl::string_view TimedOutName(StopReason reason) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) {
-  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) return absl::ResourceExhaustedError(absl::StrCat("eventfd: ", strerror(errno)));
-  UniqueFd wake_fd(wake);
+absl::StatusOr<SpawnSpec> SpawnSpecFor(const CommandSpec& spec,
+                                       std::unique_ptr<CommandCgroup>* cgroup) {
   SpawnSpec s;
   s.argv = spec.argv;
   s.env = spec.env;
@@ -97,14 +80,23 @@ absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) 
   s.inherit_fds = spec.inherit_fds;
   s.stdin_pipe = spec.stdin_text.has_value();
   s.rlimits = spec.rlimits;
-  std::unique_ptr<CommandCgroup> cgroup;
   if (spec.pids != nullptr) {
     auto created = spec.pids->Create();
     if (!created.ok()) return created.status();
-    cgroup = std::move(*created);
-    s.cgroup_procs_fd = cgroup->procs_fd();
+    *cgroup = std::move(*created);
+    s.cgroup_procs_fd = (*cgroup)->procs_fd();
   }
-  auto child = ChildProcess::Spawn(s);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<CommandRun>> CommandRun::Start(CommandSpec spec) {
+  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) return absl::ResourceExhaustedError(absl::StrCat("eventfd: ", strerror(errno)));
+  UniqueFd wake_fd(wake);
+  std::unique_ptr<CommandCgroup> cgroup;
+  auto s = SpawnSpecFor(spec, &cgroup);
+  if (!s.ok()) return s.status();
+  auto child = ChildProcess::Spawn(*s);
   if (!child.ok()) return child.status();
   return std::unique_ptr<CommandRun>(
       new CommandRun(std::move(spec), std::move(cgroup), std::move(*child), wake_fd.release()));
@@ -139,13 +131,13 @@ void CommandRun::RequestStop(StopReason reason) {
 }
 
 CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
-  Stream out(&child_->stdout_fd(), false, spec_.capture_bytes);
-  Stream err(&child_->stderr_fd(), true, spec_.capture_bytes);
+  CaptureStream out(&child_->stdout_fd(), false, spec_.capture_bytes);
+  CaptureStream err(&child_->stderr_fd(), true, spec_.capture_bytes);
   HeadTail combined(spec_.capture_bytes);
   std::unique_ptr<char[]> buf(new char[kReadBytes]);
   std::string text;  // repaired output of one read
 
-  auto emit = [&](Stream& s, absl::string_view t) {
+  auto emit = [&](CaptureStream& s, absl::string_view t) {
     if (t.empty()) return;
     s.capture.Append(t);
     combined.Append(t);
@@ -259,7 +251,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
       ssize_t ignored = read(wake_.get(), &v, sizeof(v));
       (void)ignored;
     }
-    for (auto [idx, s] : {std::pair<int, Stream*>{out_i, &out}, {err_i, &err}}) {
+    for (auto [idx, s] : {std::pair<int, CaptureStream*>{out_i, &out}, {err_i, &err}}) {
       if (idx < 0 || fds[idx].revents == 0) continue;
       ssize_t n = read(s->fd->get(), buf.get(), kReadBytes);
       if (n > 0) {
@@ -311,7 +303,7 @@ CommandOutcome CommandRun::Wait(const OutputFn& on_output) {
   }
 
   CommandOutcome o;
-  for (Stream* s : {&out, &err}) {
+  for (CaptureStream* s : {&out, &err}) {
     if (s->fd->valid()) {
       o.output_cut_at_exit = true;
       s->fd->reset();

@@ -24,7 +24,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/process/child_process.h"
+#include "tools/process/output_capture.h"
 #include "tools/process/pids_cgroup.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec::command {
 
@@ -80,6 +82,31 @@ struct CommandOutcome {
   // The leader exited but something kept the pipes open past the drain time.
   bool output_cut_at_exit = false;
 };
+
+// The SpawnSpec that starts `spec`; when spec.pids is set, also makes the
+// command's pids cgroup in *cgroup (its owner removes it once the tree is
+// reaped). Fails when the cgroup cannot be made.
+absl::StatusOr<SpawnSpec> SpawnSpecFor(const CommandSpec& spec,
+                                       std::unique_ptr<CommandCgroup>* cgroup);
+
+// One output stream of a command: its pipe, UTF-8 repair and capture.
+struct CaptureStream {
+  UniqueFd* fd;
+  bool is_stderr;
+  Utf8StreamSanitizer utf8;
+  HeadTail capture;
+  uint64_t bytes = 0;  // read from the pipe: what the command wrote
+
+  CaptureStream(UniqueFd* f, bool err, size_t limit) : fd(f), is_stderr(err), capture(limit) {}
+};
+
+// write(2) that turns a closed pipe into EPIPE without raising SIGPIPE in the
+// daemon: SIGPIPE is blocked on this thread around the write, and the one the
+// kernel queued for it is consumed.
+ssize_t WriteNoSigpipe(int fd, const char* data, size_t n);
+
+// A poll() timeout in ms until `deadline`, rounded up, at least 0.
+int MsUntil(Clock::time_point now, Clock::time_point deadline);
 
 class CommandRun final {
  public:

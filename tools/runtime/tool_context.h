@@ -67,6 +67,8 @@ struct CallInfo {
   std::string tool_name;
   std::string step_id;
   std::string session_id;
+  // The session's user (OpenSessionRequest.user_id); "" without one.
+  std::string user_id;
   // Workspace root(s) for this call: the session's, or the daemon's default.
   WorkspaceRoots workspaces;
   absl::Time deadline = absl::InfiniteFuture();

@@ -138,8 +138,9 @@ class RunCommandTest : public ::testing::Test {
   std::unique_ptr<ToolRunner> runner_;
 };
 
-TEST_F(RunCommandTest, RegistersThreeToolsInOrder) {
-  EXPECT_THAT(registry_->names(), ElementsAre("run_command", "command_status", "kill_command"));
+TEST_F(RunCommandTest, RegistersTheCommandToolsInOrder) {
+  EXPECT_THAT(registry_->names(), ElementsAre("run_command", "command_status", "kill_command",
+                                              "bash", "shell"));
   const Tool& t = *registry_->Find("run_command")->tool;
   EXPECT_EQ(t.spec().type, ToolType::kBashCmd);
   EXPECT_FALSE(t.spec().read_only);

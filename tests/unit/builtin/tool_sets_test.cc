@@ -46,7 +46,8 @@ TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
   // Exactly upstream's three: harnesses ported from the SDK rely on it.
   EXPECT_THAT(Names("file_tools"), ElementsAre("view_file", "create_file", "edit_file"));
   // The tools in the providers' own shapes are a set of their own.
-  EXPECT_THAT(Names("provider_tools"), ElementsAre("str_replace_based_edit_tool", "apply_patch"));
+  EXPECT_THAT(Names("provider_tools"),
+              ElementsAre("str_replace_based_edit_tool", "apply_patch", "bash", "shell"));
   EXPECT_THAT(Names("path_scoped"),
               ElementsAre("view_file", "create_file", "edit_file", "str_replace_based_edit_tool",
                           "apply_patch", "list_directory", "find_file", "search_directory",
@@ -56,7 +57,11 @@ TEST_F(BuiltinToolSetsTest, SeedSetsAreExactlyDesignsInRegistrationOrder) {
   std::vector<std::string> all = Names("all");
   EXPECT_EQ(all.size(), registry_.size());
   std::vector<std::string> nondestructive = Names("nondestructive");
-  all.erase(std::find(all.begin(), all.end(), "run_command"));
+  // Every tool that runs commands is destructive: run_command, and the
+  // persistent shell's bash and shell.
+  for (const char* shell : {"run_command", "bash", "shell"}) {
+    all.erase(std::find(all.begin(), all.end(), shell));
+  }
   EXPECT_EQ(nondestructive, all);
 }
 
