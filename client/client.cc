@@ -303,6 +303,8 @@ absl::StatusOr<std::string> Client::ExportRecording(const v1::ExportRecordingReq
   while (reader->Read(&chunk)) out.append(chunk.chunk());
   if (absl::Status s = ToAbslStatus(reader->Finish()); !s.ok()) return s;
   return out;
+}
+
 absl::StatusOr<v1::ListCheckpointsResponse> Client::ListCheckpoints(
     const v1::ListCheckpointsRequest& request, absl::Duration timeout) {
   return Unary<v1::ListCheckpointsResponse>(

@@ -637,6 +637,8 @@ int RunReplay(Client& client, const Options& options) {
   std::cout << (options.json ? ReplayReportJson(*report) : ReplayReportText(*report))
             << std::flush;
   return report->differences == 0 ? kExitOk : kExitNotSuccess;
+}
+
 int RunCheckpoints(Client& client, const Options& options) {
   v1::ListCheckpointsRequest request;
   request.set_session_id(options.positional[0]);

@@ -54,6 +54,7 @@ absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& reg
   if (absl::Status s = RegisterFileTools(builtins, options.builtin); !s.ok()) return s;
   if (absl::Status s = RegisterSearchTools(builtins, options.builtin); !s.ok()) return s;
   if (absl::Status s = RegisterCommandTools(builtins, options.builtin); !s.ok()) return s;
+  if (absl::Status s = RegisterMemoryTool(builtins, options.builtin); !s.ok()) return s;
   if (absl::Status s = RegisterControlTools(builtins, options.builtin); !s.ok()) return s;
   auto chosen = ResolveToolSelection(builtins, options.builtin_enabled, options.builtin_disabled,
                                      "builtin_tools");

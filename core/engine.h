@@ -241,7 +241,6 @@ class Engine {
     return absl::OkStatus();
   }
 
-  // Answers a PermissionRequest a batch waits on ([Deciding what runs], core/policy.h).
   // Checkpoints of the session's workspace (tools/workspace/checkpoint):
   // FAILED_PRECONDITION when the daemon takes none. A restore refuses
   // (FAILED_PRECONDITION) while a batch of the session, or of a child session

@@ -312,9 +312,9 @@ BatchObserver* RecordingObserver::CommitAndEnd() {
 
 absl::StatusOr<std::unique_ptr<Recorder>> Recorder::Create(RecordingOptions options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("recording.dir is empty");
-  if (mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat("recording.dir ", options.dir,
-                                                   ": cannot create it: ", ErrnoText(errno)));
+  if (absl::Status made = MakeDirectories(options.dir, 0700); !made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("recording.dir ", options.dir, ": cannot create it: ", made.message()));
   }
   struct stat st;
   if (stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

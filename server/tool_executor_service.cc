@@ -203,6 +203,8 @@ grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ToolExecutorService::Expo
     grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) {
   return ExportRecordingReactor::Start(engine_, context, AuthenticateCall(auth_, *context),
                                        *request);
+}
+
 void ToolExecutorService::OffThread(std::function<void()> work) {
   auto shared = std::make_shared<std::function<void()>>(std::move(work));
   if (!checkpoint_work_.Submit([shared] { (*shared)(); }).ok()) (*shared)();

@@ -350,7 +350,8 @@ def block_config_excerpt(lines, where, tmp, _):
     shutil.copytree(os.path.join(REPO, "examples"), os.path.join(ws, "examples"))
     config = os.path.join(tmp, "excerpt.textproto")
     with open(config, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        # Directories the excerpt keeps under /var/lib are made in the temp folder.
+        f.write("\n".join(lines).replace("/var/lib/toolexec/", tmp + "/var-lib/") + "\n")
     run([TOOLEXECD, "--config=" + config, "--workspace=" + ws, "--check_config"], where, ws)
 
 
@@ -531,6 +532,12 @@ BLOCKS = {
         ("class GetWeatherTool final", "NOT A COMMAND: C++"),
         ("auto daemon = toolexec::Daemon::Create", "NOT A COMMAND: C++"),
         ("command_tools {", block_config_excerpt),
+        ("checkpoints {", block_config_excerpt),
+        ("$ toolexec --session=$S call run_command", "SKIP: a session ($S) of a daemon with checkpoints on; "
+         "client/python/tests/test_checkpoints.py runs these commands"),
+        ("recording {", block_config_excerpt),
+        ("toolexec export SESSION", "SKIP: needs a recorded session; client/python/tests/test_recording.py "
+         "runs export and replay"),
         ("# examples/command_tools/word_count.py", block_tool_source),  # the file, shortened
         ("# examples/command_tools/line_count.sh", block_tool_source),
         ("scripts/run.sh --config=examples/command_tools", block_command_tools),

@@ -199,14 +199,14 @@ TEST_F(RecordingTest, AWritingBatchsCheckpointIsRecordedBeforeItsResults) {
   const std::string s = Open();
   Run(s, Calls({{"a", "create_file", R"({"file_path":"made.txt","contents":"x"})"}}));
   Run(s, Calls({{"b", "view_file", R"({"file_path":"made.txt"})"}}));  // read-only: none
+  auto listed = engine_->ListCheckpoints({}, s);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
   Close(s);
   Recording r = Read(s);
   EXPECT_THAT(Types(r), ElementsAre("open_session", "batch", "checkpoint", "result", "batch",
                                     "result", "close_session"));
   const JsonValue& c = r.events[2]["checkpoint"];
-  auto listed = engine_->ListCheckpoints({}, s);
-  ASSERT_TRUE(listed.ok()) << listed.status();
-  ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ(c["id"].GetString(), (*listed)[0].id);
   EXPECT_EQ(c["session_id"].GetString(), s);
   ASSERT_EQ(c["tools"].Size(), 1u);

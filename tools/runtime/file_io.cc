@@ -1,6 +1,7 @@
 #include "tools/runtime/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>  // renameat2
 #include <string.h>
 #include <unistd.h>
@@ -178,6 +179,16 @@ absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_vi
     return ErrnoStatus(errno, display, "syncing the directory of");
   }
   return absl::OkStatus();
+}
+
+absl::Status MakeDirectories(const std::string& path, mode_t mode) {
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    if (!prefix.empty() && mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+      return ErrnoStatus(errno, prefix, "creating");
+    }
+    if (end == std::string::npos) return absl::OkStatus();
+  }
 }
 
 }  // namespace toolexec

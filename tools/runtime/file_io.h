@@ -95,6 +95,10 @@ absl::Status WriteFileAtomic(int dir_fd, absl::string_view name, absl::string_vi
 // Unknown with the system's text otherwise.
 absl::Status ErrnoStatus(int err, absl::string_view display, absl::string_view doing = "");
 
+// Creates `path` and any missing parents (mode `mode`, as `mkdir -p`); OK when
+// it exists. The errno of the first mkdir that failed otherwise.
+absl::Status MakeDirectories(const std::string& path, mode_t mode);
+
 // DENIED: "path '<display>' is outside the workspace: <detail>".
 absl::Status OutsideWorkspaceError(absl::string_view display, absl::string_view detail);
 

@@ -266,6 +266,8 @@ def export_result(chunks, fmt):
     if (fmt or "native").lower() in ("native", "recording_format_native"):
         return [json.loads(line) for line in text.splitlines() if line]
     return json.loads(text)
+
+
 def diff_checkpoint_request(session_id, frm, to, paths):
     return pb.DiffCheckpointRequest(session_id=session_id, from_checkpoint_id=frm,
                                     to_checkpoint_id=to or "", paths=list(paths or ()))

@@ -316,6 +316,7 @@ class AsyncSession(_core.SessionBase):
 
     async def export(self, format=None):
         return await self.client.export_recording(self.session_id, format)
+
     async def checkpoints(self):
         return await self.client.list_checkpoints(self.session_id)
 

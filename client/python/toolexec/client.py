@@ -213,6 +213,7 @@ class Client(_core.Connection):
         except grpc.RpcError as e:
             raise rpc_error(e, "ExportRecording") from None
         return _core.export_result(chunks, format)
+
     # ---- checkpoints -------------------------------------------------------------
 
     def list_checkpoints(self, session_id):
@@ -333,6 +334,7 @@ class Session(_core.SessionBase):
     def export(self, format=None):
         """This session's recording: see Client.export_recording."""
         return self.client.export_recording(self.session_id, format)
+
     def checkpoints(self):
         """This session's checkpoints, oldest first (Client.list_checkpoints)."""
         return self.client.list_checkpoints(self.session_id)

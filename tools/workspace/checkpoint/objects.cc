@@ -68,7 +68,7 @@ absl::Status WriteUnsynced(int dir_fd, const std::string& name, absl::string_vie
 }
 
 absl::StatusOr<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoStatus(errno, dir, "creating");
+  if (absl::Status made = MakeDirectories(dir, 0700); !made.ok()) return made;
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoStatus(errno, dir, "opening");
   return std::unique_ptr<ObjectStore>(new ObjectStore(dir, std::move(fd)));

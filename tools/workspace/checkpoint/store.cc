@@ -44,8 +44,6 @@ namespace {
 
 using search::PathLess;
 
-std::atomic<uint64_t> temp_counter{0};
-
 int64_t Nanos(const struct timespec& ts) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
@@ -112,10 +110,7 @@ std::string SessionDir(absl::string_view session_id) {
   return out;
 }
 
-absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoStatus(errno, path, "creating");
-  return absl::OkStatus();
-}
+absl::Status MakeDir(const std::string& path) { return MakeDirectories(path, 0700); }
 
 absl::StatusOr<std::string> ReadPath(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));

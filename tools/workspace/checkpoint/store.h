@@ -171,12 +171,13 @@ class CheckpointStore final {
   // the cache cannot vouch for; stores their content when `store` is set.
   absl::StatusOr<Manifest> Scan(const std::shared_ptr<const fs::ConfinedRoot>& root,
                                 const CacheData* cache, bool store, TakeStats* stats);
-  // The stat cache of `cache` (seeded from disk the first time).
-  std::shared_ptr<const CacheData> CurrentCache(RootCache& cache)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache.take_mu);
-  // Makes `manifest` the root's cache, moving its objects' uses.
-  void InstallCache(RootCache& cache, std::shared_ptr<const Manifest> manifest)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache.take_mu);
+  // The stat cache of `cache` (seeded from disk the first time). The caller
+  // holds cache.take_mu (not annotated: RootCache is incomplete here, which
+  // clang's thread-safety analysis refuses).
+  std::shared_ptr<const CacheData> CurrentCache(RootCache& cache);
+  // Makes `manifest` the root's cache, moving its objects' uses. The caller
+  // holds cache.take_mu.
+  void InstallCache(RootCache& cache, std::shared_ptr<const Manifest> manifest);
   // One use fewer of each file of `m`; objects left unused are deleted at
   // the next Prune.
   void Release(const Manifest& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
