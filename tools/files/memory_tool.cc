@@ -552,9 +552,7 @@ absl::Status RegisterMemoryTool(ToolRegistry& registry, const BuiltinOptions& op
     return absl::InvalidArgumentError(
         absl::StrCat("memory_dir '", options.memory_dir, "' must be an absolute path"));
   }
-  if (mkdir(options.memory_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ErrnoStatus(errno, options.memory_dir, "creating memory_dir");
-  }
+  if (absl::Status made = MakeDirectories(options.memory_dir, 0700); !made.ok()) return made;
   struct stat st;
   if (stat(options.memory_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(

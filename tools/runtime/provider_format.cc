@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "rapidjson/pointer.h"
+#include "tools/runtime/json_fields.h"
 
 namespace toolexec {
 namespace {
@@ -739,13 +740,8 @@ void AppendPythonJson(const JsonValue& v, std::string* out) {
   }
 }
 
-std::string StringMember(const JsonValue& o, absl::string_view key) {
-  const JsonValue* v = Member(o, key);
-  return v != nullptr && v->IsString() ? std::string(Str(*v)) : std::string();
-}
-
 bool IsError(const JsonValue& result) {
-  return StringMember(result, "status") != "RESULT_STATUS_SUCCESS";
+  return builtin::StringField(result, "status") != "RESULT_STATUS_SUCCESS";
 }
 
 JsonValue Copy(const JsonValue* v, Alloc& a) {
@@ -761,7 +757,7 @@ JsonValue Copy(const JsonValue* v, Alloc& a) {
 // A call's arguments as text (OpenAI's "arguments") and as an object.
 std::string ArgumentsText(const JsonValue& call) {
   if (const JsonValue* args = Member(call, "args")) return ToJsonString(*args);
-  return StringMember(call, "args_json");
+  return builtin::StringField(call, "args_json");
 }
 JsonValue ArgumentsObject(const JsonValue& call, Alloc& a) {
   const JsonValue* args = Member(call, "args");
@@ -777,7 +773,7 @@ std::string PythonJsonText(const JsonValue& value) {
 }
 
 std::string ResultText(const JsonValue& result) {
-  std::string text = StringMember(result, "model_content");
+  std::string text = builtin::StringField(result, "model_content");
   if (!text.empty()) return text;
   const JsonValue* payload = Member(result, "payload");
   if (payload == nullptr) return "{}";
@@ -794,10 +790,10 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue list(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(StringMember(*call, "name"), a), a);
+        Add(fn, "name", Text(builtin::StringField(*call, "name"), a), a);
         Add(fn, "arguments", Text(ArgumentsText(*call), a), a);
         JsonValue item(rapidjson::kObjectType);
-        Add(item, "id", Text(StringMember(*call, "id"), a), a);
+        Add(item, "id", Text(builtin::StringField(*call, "id"), a), a);
         Add(item, "type", Text("function", a), a);
         Add(item, "function", std::move(fn), a);
         list.PushBack(item, a);
@@ -810,8 +806,8 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       for (const JsonValue* call : calls) {
         JsonValue item(rapidjson::kObjectType);
         Add(item, "type", Text("function_call", a), a);
-        Add(item, "call_id", Text(StringMember(*call, "id"), a), a);
-        Add(item, "name", Text(StringMember(*call, "name"), a), a);
+        Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
+        Add(item, "name", Text(builtin::StringField(*call, "name"), a), a);
         Add(item, "arguments", Text(ArgumentsText(*call), a), a);
         out.PushBack(item, a);
       }
@@ -821,8 +817,8 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       for (const JsonValue* call : calls) {
         JsonValue block(rapidjson::kObjectType);
         Add(block, "type", Text("tool_use", a), a);
-        Add(block, "id", Text(StringMember(*call, "id"), a), a);
-        Add(block, "name", Text(StringMember(*call, "name"), a), a);
+        Add(block, "id", Text(builtin::StringField(*call, "id"), a), a);
+        Add(block, "name", Text(builtin::StringField(*call, "name"), a), a);
         Add(block, "input", ArgumentsObject(*call, a), a);
         blocks.PushBack(block, a);
       }
@@ -836,9 +832,9 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue parts(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(StringMember(*call, "name"), a), a);
+        Add(fn, "name", Text(builtin::StringField(*call, "name"), a), a);
         Add(fn, "args", ArgumentsObject(*call, a), a);
-        if (std::string id = StringMember(*call, "id"); !id.empty()) Add(fn, "id", Text(id, a), a);
+        if (std::string id = builtin::StringField(*call, "id"); !id.empty()) Add(fn, "id", Text(id, a), a);
         JsonValue part(rapidjson::kObjectType);
         Add(part, "functionCall", std::move(fn), a);
         parts.PushBack(part, a);
@@ -860,7 +856,7 @@ void AppendToolResultMessages(TranscriptFormat format,
       for (const JsonValue* r : results) {
         JsonValue message(rapidjson::kObjectType);
         Add(message, "role", Text("tool", a), a);
-        Add(message, "tool_call_id", Text(StringMember(*r, "id"), a), a);
+        Add(message, "tool_call_id", Text(builtin::StringField(*r, "id"), a), a);
         Add(message, "content", Text(ResultText(*r), a), a);
         out.PushBack(message, a);
       }
@@ -869,7 +865,7 @@ void AppendToolResultMessages(TranscriptFormat format,
       for (const JsonValue* r : results) {
         JsonValue item(rapidjson::kObjectType);
         Add(item, "type", Text("function_call_output", a), a);
-        Add(item, "call_id", Text(StringMember(*r, "id"), a), a);
+        Add(item, "call_id", Text(builtin::StringField(*r, "id"), a), a);
         Add(item, "output", Text(ResultText(*r), a), a);
         out.PushBack(item, a);
       }
@@ -879,7 +875,7 @@ void AppendToolResultMessages(TranscriptFormat format,
       for (const JsonValue* r : results) {
         JsonValue block(rapidjson::kObjectType);
         Add(block, "type", Text("tool_result", a), a);
-        Add(block, "tool_use_id", Text(StringMember(*r, "id"), a), a);
+        Add(block, "tool_use_id", Text(builtin::StringField(*r, "id"), a), a);
         Add(block, "content", Text(ResultText(*r), a), a);
         Add(block, "is_error", JsonValue(IsError(*r)), a);
         blocks.PushBack(block, a);
@@ -894,7 +890,7 @@ void AppendToolResultMessages(TranscriptFormat format,
       JsonValue parts(rapidjson::kArrayType);
       for (const JsonValue* r : results) {
         JsonValue response;
-        if (std::string text = StringMember(*r, "model_content"); !text.empty()) {
+        if (std::string text = builtin::StringField(*r, "model_content"); !text.empty()) {
           response.SetObject();
           Add(response, IsError(*r) ? "error" : "output", Text(text, a), a);
         } else {
@@ -907,9 +903,9 @@ void AppendToolResultMessages(TranscriptFormat format,
           }
         }
         JsonValue body(rapidjson::kObjectType);
-        Add(body, "name", Text(StringMember(*r, "name"), a), a);
+        Add(body, "name", Text(builtin::StringField(*r, "name"), a), a);
         Add(body, "response", std::move(response), a);
-        if (std::string id = StringMember(*r, "id"); !id.empty()) Add(body, "id", Text(id, a), a);
+        if (std::string id = builtin::StringField(*r, "id"); !id.empty()) Add(body, "id", Text(id, a), a);
         JsonValue part(rapidjson::kObjectType);
         Add(part, "functionResponse", std::move(body), a);
         parts.PushBack(part, a);
