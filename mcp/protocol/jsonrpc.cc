@@ -6,6 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "rapidjson/encodedstream.h"
+#include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
 
 namespace toolexec::mcp {
@@ -301,8 +303,11 @@ std::optional<Message> AnswerInPlaceOf(absl::string_view head, absl::string_view
                                        absl::string_view why) {
   TopLevel top;
   rapidjson::Reader reader;
-  const std::string text(head);
-  rapidjson::StringStream stream(text.c_str());
+  // A bounded stream, as ParseJson reads: encoding validation reads a
+  // multi-byte sequence whole, so a NUL-terminated stream would be read past
+  // its end when `head` stops inside one.
+  rapidjson::MemoryStream bytes(head.data(), head.size());
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> stream(bytes);
   // The flags ParseJson reads with; stops where `head` does.
   reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
                rapidjson::kParseNumbersAsStringsFlag>(stream, top);

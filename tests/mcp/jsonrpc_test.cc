@@ -190,6 +190,19 @@ TEST(AnswerInPlaceOfTest, FindsTheIdAtEitherEnd) {
   EXPECT_FALSE(AnswerInPlaceOf("not json", "not json", "x").has_value());
 }
 
+// A head cut inside a multi-byte UTF-8 sequence is read up to its end and no
+// further (fuzz/corpus/mcp_fuzzer/stdio_cut_utf8_sequence: read past the end
+// under ASan before).
+TEST(AnswerInPlaceOfTest, AHeadCutInsideACharacterIsReadToItsEnd) {
+  for (const char* lead : {"\xc3", "\xe2\x82", "\xf0", "\xf0\x9f\x98"}) {
+    const std::string head =
+        std::string(R"({"jsonrpc":"2.0","id":5,"result":{"text":"aaaaaaaaaaaaaaaaaaaa)") + lead;
+    auto answer = AnswerInPlaceOf(absl::string_view(head), "", "too long");
+    ASSERT_TRUE(answer.has_value()) << head;
+    EXPECT_EQ(answer->id, RequestId(5));
+  }
+}
+
 TEST(LineFramerTest, AnOversizedLineReportsItsEnds) {
   LineFramer framer(1000);
   std::vector<std::string> lines;
