@@ -207,8 +207,23 @@ std::vector<Range> SecretRanges(absl::string_view s) {
   return ranges;
 }
 
+// Whether `s` can hold anything SecretRanges masks: every form has '=' or
+// ':' in it (NAME=VALUE, --user=, headers, URLs, JSON members, curl's
+// USER:PASS), "-p" (--password, --passwd, mysql's -pPASS) or the word
+// "bearer". Most strings have none, and are kept without a scan of words.
+bool MayHoldSecret(absl::string_view s) {
+  if (s.find_first_of("=:") != absl::string_view::npos) return true;
+  if (s.find("-p") != absl::string_view::npos) return true;
+  for (size_t b = s.find_first_of("bB"); b != absl::string_view::npos;
+       b = s.find_first_of("bB", b + 1)) {
+    if (absl::EqualsIgnoreCase(s.substr(b, 6), "bearer")) return true;
+  }
+  return false;
+}
+
 // `s` with every secret range replaced by "[redacted]".
 std::string MaskSecrets(absl::string_view s) {
+  if (!MayHoldSecret(s)) return std::string(s);
   std::vector<Range> ranges = SecretRanges(s);
   if (ranges.empty()) return std::string(s);
   std::sort(ranges.begin(), ranges.end());

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -36,8 +37,8 @@ void Put(JsonValue& o, const char* key, JsonValue value, Json::AllocatorType& a)
 
 // UTC, RFC 3339 with microseconds. By hand: absl::FormatTime costs more than
 // the rest of a small result's line.
-std::string Now() {
-  const int64_t us = absl::ToUnixMicros(absl::Now());
+std::string TimeText(absl::Time time) {
+  const int64_t us = absl::ToUnixMicros(time);
   const time_t seconds = static_cast<time_t>(us / 1000000);
   struct tm t;
   gmtime_r(&seconds, &t);
@@ -63,6 +64,44 @@ absl::string_view ContentTypeName(ContentType t) {
   return "CONTENT_TYPE_PLAIN_TEXT";
 }
 
+// What a result event needs, kept by the delivering thread for the writer
+// (the result itself goes on to the transport).
+ToolCallResult CopyOf(const ToolCallResult& r) {
+  ToolCallResult c;
+  c.index = r.index;
+  c.id = r.id;
+  c.name = r.name;
+  c.step_id = r.step_id;
+  c.status = r.status;
+  c.payload = CopyJson(r.payload);
+  c.error_message = r.error_message;
+  c.error = r.error;
+  c.actions.state_delta = CopyJson(r.actions.state_delta);
+  c.actions.artifact_delta = r.actions.artifact_delta;
+  c.actions.escalate = r.actions.escalate;
+  c.actions.skip_summarization = r.actions.skip_summarization;
+  c.actions.transfer_to_agent = r.actions.transfer_to_agent;
+  c.display = r.display;
+  c.compact_summary = r.compact_summary;
+  c.model_content = r.model_content;
+  c.duration = r.duration;
+  return c;
+}
+
+// A call of a batch event, as the caller sent it.
+struct SentCall {
+  std::string id;
+  std::string name;
+  std::string step_id;
+  std::optional<Json> args;
+  std::string args_json;
+};
+
+// A line already rendered.
+PendingLine Rendered(std::string line) {
+  return [line = std::move(line)]() mutable { return std::move(line); };
+}
+
 bool IsSessionId(absl::string_view id) {
   if (id.empty() || id.size() > 128 || id[0] == '.') return false;
   for (char c : id) {
@@ -73,12 +112,12 @@ bool IsSessionId(absl::string_view id) {
 
 }  // namespace
 
-Json RecordingEvent(absl::string_view type, Json::AllocatorType* pool) {
+Json RecordingEvent(absl::string_view type, absl::Time time, Json::AllocatorType* pool) {
   Json e(pool);
   e.SetObject();
   auto& a = e.GetAllocator();
   Put(e, "type", type, a);
-  Put(e, "time", Now(), a);
+  Put(e, "time", TimeText(time), a);
   return e;
 }
 
@@ -130,34 +169,42 @@ void ResultToRecordingJson(const ToolCallResult& r, JsonValue& out, Json::Alloca
 
 // ---- SessionRecording --------------------------------------------------------
 
-void SessionRecording::AppendLine(std::string* chunk, std::string line) {
-  if (cut_.load(std::memory_order_relaxed)) return;
-  const uint64_t size = line.size() + 1;
-  const uint64_t after = bytes_.fetch_add(size, std::memory_order_relaxed) + size;
-  if (after + kCutReserve > max_bytes_) {
-    if (cut_.exchange(true)) return;
-    Json cut = RecordingEvent("cut");
+void SessionRecording::AppendLine(std::string* bytes, std::string line) {
+  if (cut_) return;
+  bytes_ += line.size() + 1;
+  if (bytes_ + kCutReserve > max_bytes_) {
+    cut_ = true;
+    Json cut = RecordingEvent("cut", absl::Now());
     auto& a = cut.GetAllocator();
     Put(cut, "bytes", JsonValue(static_cast<uint64_t>(max_bytes_)), a);
     Put(cut, "reason",
         absl::StrCat("the recording reached recording.max_bytes_per_session (", max_bytes_,
                      " bytes): later events are not recorded; the session went on"),
         a);
-    absl::StrAppend(chunk, ToJsonString(cut), "\n");
+    absl::StrAppend(bytes, ToJsonString(cut), "\n");
     return;
   }
-  absl::StrAppend(chunk, line, "\n");
-}
-
-void SessionRecording::Commit(std::string chunk, bool sync) {
-  if (chunk.empty() && !sync) return;
-  recorder_->Enqueue({shared_from_this(), std::move(chunk), sync});
+  absl::StrAppend(bytes, line, "\n");
 }
 
 void SessionRecording::RecordEvent(Json event, bool sync) {
-  std::string chunk;
-  AppendLine(&chunk, ToJsonString(event));
-  Commit(std::move(chunk), sync);
+  recorder_->Enqueue({shared_from_this(), nullptr,
+                      [event = std::move(event)] { return ToJsonString(event); }, sync},
+                     /*wake=*/true);
+}
+
+void SessionRecording::AddToBatch(const std::shared_ptr<std::string>& batch, PendingLine line) {
+  recorder_->Enqueue({shared_from_this(), batch, std::move(line)}, /*wake=*/false);
+}
+
+void SessionRecording::EndBatch(const std::shared_ptr<std::string>& batch) {
+  last_batch_ticket_.store(recorder_->Enqueue({shared_from_this(), batch, nullptr}, /*wake=*/true));
+}
+
+void SessionRecording::WaitForLastBatch() {
+  if (const uint64_t ticket = last_batch_ticket_.load(); ticket != 0) {
+    recorder_->WaitWritten(ticket);
+  }
 }
 
 // ---- RecordingObserver -------------------------------------------------------
@@ -167,45 +214,57 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
                                      std::optional<absl::Duration> timeout,
                                      uint32_t model_content_max_chars)
     : recording_(std::move(recording)), inner_(inner), batch_(recording_->NextBatch()) {
-  char buffer[16384];
-  Json::AllocatorType pool(buffer, sizeof(buffer));
-  Json e = RecordingEvent("batch", &pool);
-  auto& a = e.GetAllocator();
-  Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
-  JsonValue list(rapidjson::kArrayType);
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const CallRequest& c = calls[i];
-    JsonValue call(rapidjson::kObjectType);
-    Put(call, "index", JsonValue(static_cast<uint64_t>(i)), a);
-    Put(call, "id", c.id, a);
-    Put(call, "name", c.name, a);
-    Put(call, "step_id", c.step_id, a);
-    if (c.args.has_value()) {
-      JsonValue args;
-      AuditLog::MaskInto(*c.args, args, a);
-      Put(call, "args", std::move(args), a);
-    } else if (auto parsed = ParseJson(c.args_json); parsed.ok() && !c.args_json.empty()) {
-      JsonValue args;
-      AuditLog::MaskInto(*parsed, args, a);
-      Put(call, "args", std::move(args), a);
-    } else if (!c.args_json.empty()) {
-      PutMasked(call, "args_json", c.args_json, a);
-    } else {
-      Put(call, "args", JsonValue(rapidjson::kObjectType), a);
+  recording_->WaitForLastBatch();
+  std::vector<SentCall> sent;
+  sent.reserve(calls.size());
+  for (const CallRequest& c : calls) {
+    sent.push_back({c.id, c.name, c.step_id,
+                    c.args.has_value() ? std::optional<Json>(CopyJson(*c.args)) : std::nullopt,
+                    c.args_json});
+  }
+  recording_->AddToBatch(bytes_, [batch = batch_, time = absl::Now(), sent = std::move(sent), timeout,
+       model_content_max_chars] {
+    char buffer[16384];
+    Json::AllocatorType pool(buffer, sizeof(buffer));
+    Json e = RecordingEvent("batch", time, &pool);
+    auto& a = e.GetAllocator();
+    Put(e, "batch", JsonValue(static_cast<uint64_t>(batch)), a);
+    JsonValue list(rapidjson::kArrayType);
+    for (size_t i = 0; i < sent.size(); ++i) {
+      const SentCall& c = sent[i];
+      JsonValue call(rapidjson::kObjectType);
+      Put(call, "index", JsonValue(static_cast<uint64_t>(i)), a);
+      Put(call, "id", c.id, a);
+      Put(call, "name", c.name, a);
+      Put(call, "step_id", c.step_id, a);
+      if (c.args.has_value()) {
+        JsonValue args;
+        AuditLog::MaskInto(*c.args, args, a);
+        Put(call, "args", std::move(args), a);
+      } else if (auto parsed = ParseJson(c.args_json); parsed.ok() && !c.args_json.empty()) {
+        JsonValue args;
+        AuditLog::MaskInto(*parsed, args, a);
+        Put(call, "args", std::move(args), a);
+      } else if (!c.args_json.empty()) {
+        PutMasked(call, "args_json", c.args_json, a);
+      } else {
+        Put(call, "args", JsonValue(rapidjson::kObjectType), a);
+      }
+      list.PushBack(call, a);
     }
-    list.PushBack(call, a);
-  }
-  Put(e, "calls", std::move(list), a);
-  if (timeout.has_value()) {
-    Put(e, "timeout_ms", JsonValue(static_cast<int64_t>(absl::ToInt64Milliseconds(*timeout))), a);
-  }
-  Put(e, "model_content_max_chars", JsonValue(model_content_max_chars), a);
-  absl::MutexLock lock(&mu_);
-  recording_->AppendLine(&chunk_, ToJsonString(e));
+    Put(e, "calls", std::move(list), a);
+    if (timeout.has_value()) {
+      Put(e, "timeout_ms",
+          JsonValue(static_cast<int64_t>(absl::ToInt64Milliseconds(*timeout))), a);
+    }
+    Put(e, "model_content_max_chars", JsonValue(model_content_max_chars), a);
+    return ToJsonString(e);
+  });
 }
 
+// Permission and checkpoint events are few: rendered where they happen.
 void RecordingObserver::OnPermissionRequest(const PermissionRequestEvent& event) {
-  Json e = RecordingEvent("permission_request");
+  Json e = RecordingEvent("permission_request", absl::Now());
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
   JsonValue r(rapidjson::kObjectType);
@@ -221,31 +280,25 @@ void RecordingObserver::OnPermissionRequest(const PermissionRequestEvent& event)
   PutMasked(r, "description", event.description, a);
   PutMasked(r, "reason", event.reason, a);
   Put(e, "request", std::move(r), a);
-  {
-    absl::MutexLock lock(&mu_);
-    recording_->AppendLine(&chunk_, ToJsonString(e));
-  }
+  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
   inner_->OnPermissionRequest(event);
 }
 
 void RecordingObserver::OnPermissionAnswer(const std::string& request_id,
                                            absl::string_view decision,
                                            const std::string& reason) {
-  Json e = RecordingEvent("permission_answer");
+  Json e = RecordingEvent("permission_answer", absl::Now());
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
   Put(e, "request_id", request_id, a);
   Put(e, "decision", decision, a);
   PutMasked(e, "reason", reason, a);
-  {
-    absl::MutexLock lock(&mu_);
-    recording_->AppendLine(&chunk_, ToJsonString(e));
-  }
+  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
   inner_->OnPermissionAnswer(request_id, decision, reason);
 }
 
 void RecordingObserver::OnCheckpoint(const CheckpointEvent& event) {
-  Json e = RecordingEvent("checkpoint");
+  Json e = RecordingEvent("checkpoint", absl::Now());
   auto& a = e.GetAllocator();
   Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
   JsonValue c(rapidjson::kObjectType);
@@ -261,25 +314,23 @@ void RecordingObserver::OnCheckpoint(const CheckpointEvent& event) {
   Put(c, "files_changed", JsonValue(event.files_changed), a);
   Put(c, "bytes_stored", JsonValue(event.bytes_stored), a);
   Put(e, "checkpoint", std::move(c), a);
-  {
-    absl::MutexLock lock(&mu_);
-    recording_->AppendLine(&chunk_, ToJsonString(e));
-  }
+  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
   inner_->OnCheckpoint(event);
 }
 
 void RecordingObserver::AddResult(const ToolCallResult& result) {
-  // A small result's event fits on the stack: no heap block per result.
-  char buffer[16384];
-  Json::AllocatorType pool(buffer, sizeof(buffer));
-  Json e = RecordingEvent("result", &pool);
-  auto& a = e.GetAllocator();
-  Put(e, "batch", JsonValue(static_cast<uint64_t>(batch_)), a);
-  JsonValue r;
-  ResultToRecordingJson(result, r, a);
-  Put(e, "result", std::move(r), a);
-  absl::MutexLock lock(&mu_);
-  recording_->AppendLine(&chunk_, ToJsonString(e));
+  recording_->AddToBatch(bytes_, [batch = batch_, time = absl::Now(), r = CopyOf(result)] {
+    // A small result's event fits on the stack: no heap block per result.
+    char buffer[16384];
+    Json::AllocatorType pool(buffer, sizeof(buffer));
+    Json e = RecordingEvent("result", time, &pool);
+    auto& a = e.GetAllocator();
+    Put(e, "batch", JsonValue(static_cast<uint64_t>(batch)), a);
+    JsonValue out;
+    ResultToRecordingJson(r, out, a);
+    Put(e, "result", std::move(out), a);
+    return ToJsonString(e);
+  });
 }
 
 void RecordingObserver::OnResult(ToolCallResult result) {
@@ -295,12 +346,7 @@ void RecordingObserver::OnLastResult(ToolCallResult result) {
 void RecordingObserver::OnBatchDone() { CommitAndEnd()->OnBatchDone(); }
 
 BatchObserver* RecordingObserver::CommitAndEnd() {
-  std::string chunk;
-  {
-    absl::MutexLock lock(&mu_);
-    chunk.swap(chunk_);
-  }
-  recording_->Commit(std::move(chunk));
+  recording_->EndBatch(bytes_);
   // The inner observer may end the whole call (and its owner) in the last
   // event: nothing of this object is touched after it.
   BatchObserver* inner = inner_;
@@ -368,16 +414,14 @@ absl::StatusOr<std::shared_ptr<SessionRecording>> Recorder::Start(const std::str
   auto& a = header.GetAllocator();
   Put(header, "format", kRecordingFormatVersion, a);
   Put(header, "session_id", session_id, a);
-  Put(header, "created_at", Now(), a);
+  Put(header, "created_at", TimeText(absl::Now()), a);
   Put(header, "producer", options_.producer, a);
-  Json open = RecordingEvent("open_session");
+  Json open = RecordingEvent("open_session", absl::Now());
   JsonValue copy;
   copy.CopyFrom(session, open.GetAllocator());
   Put(open, "session", std::move(copy), open.GetAllocator());
-  std::string chunk;
-  rec->AppendLine(&chunk, ToJsonString(header));
-  rec->AppendLine(&chunk, ToJsonString(open));
-  rec->Commit(std::move(chunk));
+  rec->RecordEvent(std::move(header));
+  rec->RecordEvent(std::move(open));
   return rec;
 }
 
@@ -390,9 +434,7 @@ std::shared_ptr<SessionRecording> Recorder::Find(const std::string& session_id) 
 void Recorder::Close(const std::string& session_id) {
   std::shared_ptr<SessionRecording> rec = Find(session_id);
   if (rec == nullptr) return;
-  std::string chunk;
-  rec->AppendLine(&chunk, ToJsonString(RecordingEvent("close_session")));
-  rec->Commit(std::move(chunk), /*sync=*/true);
+  rec->RecordEvent(RecordingEvent("close_session", absl::Now()), /*sync=*/true);
   {
     absl::MutexLock lock(&sessions_mu_);
     sessions_.erase(session_id);
@@ -401,34 +443,63 @@ void Recorder::Close(const std::string& session_id) {
   Flush();
 }
 
-void Recorder::Enqueue(Chunk chunk) {
+uint64_t Recorder::Enqueue(Item item, bool wake) {
   absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(chunk));
-  ++queued_;
+  queue_.push_back(std::move(item));
+  // The writer's condition is judged when the lock is let go: while it is
+  // false the writer sleeps on, and no wake-up is paid.
+  if (wake || queue_.size() >= kWakeEvery) wake_ = true;
+  return ++queued_;
 }
 
-void Recorder::Flush() {
+void Recorder::WaitWritten(uint64_t ticket) {
   absl::MutexLock lock(&mu_);
-  const uint64_t target = queued_;
-  auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; };
+  // What the ticket waits for may be queued without a wake-up.
+  if (written_ < ticket) wake_ = true;
+  auto done = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= ticket; };
   mu_.Await(absl::Condition(&done));
 }
 
+void Recorder::Flush() {
+  uint64_t ticket;
+  {
+    absl::MutexLock lock(&mu_);
+    ticket = queued_;
+  }
+  WaitWritten(ticket);
+}
+
 void Recorder::WriterLoop() {
+  std::deque<Item> items;
   for (;;) {
-    Chunk chunk;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); };
+      written_ += items.size();
+      items.clear();
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || wake_; };
       mu_.Await(absl::Condition(&ready));
-      if (queue_.empty()) return;  // stopping, everything written
-      chunk = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty()) {
+        wake_ = false;
+        if (stop_) return;  // everything written
+        continue;
+      }
+      items.swap(queue_);
+      wake_ = false;
     }
-    Write(*chunk.session, chunk.bytes, chunk.sync);
-    chunk.session.reset();  // the last owner closes the file, off the lock
-    absl::MutexLock lock(&mu_);
-    ++written_;
+    std::string now;
+    for (Item& item : items) {
+      SessionRecording& session = *item.session;
+      std::string& bytes = item.batch != nullptr ? *item.batch : now;
+      // Past the cut nothing more is rendered.
+      if (item.line != nullptr && !session.cut_) session.AppendLine(&bytes, item.line());
+      if (item.batch == nullptr || item.line == nullptr) {
+        Write(session, bytes, item.sync);
+        bytes.clear();
+      }
+      item.line = nullptr;  // what the line kept goes now, off the lock
+    }
+    // The last owners of sessions close their files here, off the lock.
+    for (Item& item : items) item.session.reset();
   }
 }
 

@@ -39,16 +39,21 @@
 // The Engine owns the Recorder. A recorded session's SessionRecording is
 // held by the Recorder's table (until the session closes) and by each of its
 // batches' RecordingObservers. A RecordingObserver wraps the transport's
-// observer for one batch: it renders each event into the batch's own buffer
-// on the thread that delivers it (the runner serializes a batch's results),
-// then forwards the event; nothing is written per call. When the batch ends
-// (its last result) the buffer goes, as one chunk, to the Recorder's one
-// writer thread, which appends it with write(2) calls on the session's file;
-// the observer then deletes itself and forwards the last event. Session
-// events (open, close, checkpoints) are chunks of their own. So the caller's
-// thread pays the rendering and one queue push per batch, never a system
-// call, and the file's lines of a session are in the order the chunks were
-// queued.
+// observer for one batch: on the thread that delivers each event (the runner
+// serializes a batch's results) it queues a copy of what the event carries
+// and its time, as a PendingLine, for the Recorder's one writer thread, then
+// forwards the event. The writer renders each line (masking, JSON) into the
+// batch's own buffer, so a batch's lines stay together in the file, and
+// writes the batch with one write(2) at its end. The writer is woken at a
+// batch's end, for a session event, and every kWakeEvery queued lines (so a
+// large batch is rendered while it runs), never per result: a wake-up costs
+// more than rendering a small result. When the batch ends (its last result)
+// the observer queues the batch's end, deletes itself and forwards the last
+// event; the session's next batch first waits until that one is written
+// (normally long done). So the thread that hands out results pays a copy
+// and a queue push per result, and a crash loses the batch in flight and at
+// most the session's batch before it. Session events (open, close) are
+// written as they come.
 //
 // A crash: chunks are whole lines; a process killed while the writer is
 // inside write(2) can leave at most the last line short. Every complete line
@@ -73,11 +78,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "tools/runtime/file_io.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_runner.h"
@@ -99,6 +107,9 @@ struct RecordingOptions {
 
 class Recorder;
 
+// One event's line (without its newline), rendered by the writer thread.
+using PendingLine = absl::AnyInvocable<std::string()>;
+
 // One session's recording. Thread-safe.
 class SessionRecording final : public std::enable_shared_from_this<SessionRecording> {
  public:
@@ -108,14 +119,14 @@ class SessionRecording final : public std::enable_shared_from_this<SessionRecord
   // The next batch's number (1, 2, …).
   uint64_t NextBatch() { return next_batch_.fetch_add(1) + 1; }
 
-  // Appends one event line (without its newline) to `chunk`, or, once the
-  // limit is reached, the cut line (once) and nothing after.
-  void AppendLine(std::string* chunk, std::string line);
-  // Queues `chunk` for the writer (a no-op when empty). `sync`: fsync after.
-  void Commit(std::string chunk, bool sync = false);
-
-  // A session event of its own: rendered, appended and committed.
+  // A session event of its own, written as it comes. `sync`: fsync after.
   void RecordEvent(Json event, bool sync = false);
+  // A line of a batch, rendered into `batch` (the batch's bytes).
+  void AddToBatch(const std::shared_ptr<std::string>& batch, PendingLine line);
+  // Queues the writing of what `batch` holds.
+  void EndBatch(const std::shared_ptr<std::string>& batch);
+  // Returns once the session's last ended batch is written.
+  void WaitForLastBatch();
 
   SessionRecording(Recorder* recorder, std::string session_id, std::string path, UniqueFd fd,
                    uint64_t max_bytes)
@@ -127,6 +138,10 @@ class SessionRecording final : public std::enable_shared_from_this<SessionRecord
 
  private:
   friend class Recorder;
+  // Writer thread: appends one event line (without its newline) to `bytes`,
+  // or, once the limit is reached, the cut line (once) and nothing after.
+  void AppendLine(std::string* bytes, std::string line);
+
   Recorder* const recorder_;
   const std::string session_id_;
   const std::string path_;
@@ -136,13 +151,15 @@ class SessionRecording final : public std::enable_shared_from_this<SessionRecord
   bool broken_ = false;
   const uint64_t max_bytes_;
   std::atomic<uint64_t> next_batch_{0};
-  std::atomic<uint64_t> bytes_{0};
-  std::atomic<bool> cut_{false};
+  std::atomic<uint64_t> last_batch_ticket_{0};
+  uint64_t bytes_ = 0;  // writer thread only
+  bool cut_ = false;    // writer thread only
 };
 
-// A new event object {"type": type, "time": now}, allocating from `pool`
+// A new event object {"type": type, "time": time}, allocating from `pool`
 // (null: its own).
-Json RecordingEvent(absl::string_view type, Json::AllocatorType* pool = nullptr);
+Json RecordingEvent(absl::string_view type, absl::Time time,
+                    Json::AllocatorType* pool = nullptr);
 // The ToolResult object a result line carries (see the header comment),
 // masked.
 void ResultToRecordingJson(const ToolCallResult& result, JsonValue& out, Json::AllocatorType& a);
@@ -181,8 +198,8 @@ class RecordingObserver final : public BatchObserver {
   const std::shared_ptr<SessionRecording> recording_;
   BatchObserver* const inner_;
   const uint64_t batch_;
-  absl::Mutex mu_;
-  std::string chunk_ ABSL_GUARDED_BY(mu_);
+  // The batch's lines as the writer renders them (writer thread only).
+  const std::shared_ptr<std::string> bytes_ = std::make_shared<std::string>();
 };
 
 class Recorder final {
@@ -219,21 +236,31 @@ class Recorder final {
 
  private:
   friend class SessionRecording;
-  struct Chunk {
+  struct Item {
     std::shared_ptr<SessionRecording> session;  // keeps the file open
-    std::string bytes;
+    // Where the line is rendered: a batch's bytes, written at the batch's
+    // end; null: written at once.
+    std::shared_ptr<std::string> batch;
+    PendingLine line;  // none: a batch's end
     bool sync = false;
   };
   explicit Recorder(RecordingOptions options) : options_(std::move(options)) {}
-  void Enqueue(Chunk chunk);
+  // Lines queued without a wake-up of the writer, at most.
+  static constexpr uint64_t kWakeEvery = 64;
+  // Queues `item`; returns its ticket for WaitWritten. `wake`: the writer
+  // starts on the queue now.
+  uint64_t Enqueue(Item item, bool wake);
+  // Returns once the item with `ticket`, and all before it, are written.
+  void WaitWritten(uint64_t ticket);
   void WriterLoop();
   void Write(SessionRecording& session, const std::string& bytes, bool sync);
 
   const RecordingOptions options_;
   absl::Mutex mu_;
-  std::deque<Chunk> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   mutable absl::Mutex sessions_mu_;
