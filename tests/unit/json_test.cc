@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace toolexec {
 namespace {
@@ -87,6 +88,25 @@ TEST(ParseJsonTest, ZeroWithAnyExponentIsZero) {
   EXPECT_TRUE(a[6].IsInt() && a[6].GetInt() == 0);
   EXPECT_TRUE(a[7].IsDouble() && a[7].GetDouble() == 0.0);
   EXPECT_EQ(a[8].GetDouble(), 1e-30);
+  // Significant digits below the smallest double, written with many zeros
+  // after the point (an int overflowed inside RapidJSON's conversion, found
+  // by the args fuzzer: fuzz/corpus/args_fuzzer/number_below_smallest_double):
+  // zero, with its sign; near the smallest double, what strtod reads.
+  const std::string zeros(270, '0');
+  for (const std::string& text :
+       std::vector<std::string>{"-0." + zeros + "2496382341217243e-219", "0." + zeros + "5e-140", "1e-401",
+        "0.0" + zeros + "1e-300", "-0." + zeros.substr(100) + "2" + zeros.substr(170) + "1e-219"}) {
+    auto tiny = ParseJson(text);
+    ASSERT_TRUE(tiny.ok()) << text << ": " << tiny.status();
+    EXPECT_EQ((*tiny).GetDouble(), 0.0) << text;
+    EXPECT_EQ(std::signbit((*tiny).GetDouble()), text[0] == '-') << text;
+  }
+  for (const std::string& text : std::vector<std::string>{"0." + zeros + "1e-40", "4.9e-324", "0." + zeros + "25e-30",
+                                  "1" + zeros + "e-500"}) {
+    auto near = ParseJson(text);
+    ASSERT_TRUE(near.ok()) << text << ": " << near.status();
+    EXPECT_EQ((*near).GetDouble(), std::strtod(text.c_str(), nullptr)) << text;
+  }
   // A number too big for a double is still refused, where it starts.
   auto big = ParseJson("[1, 1e400]");
   ASSERT_FALSE(big.ok());

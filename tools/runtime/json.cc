@@ -1,12 +1,17 @@
 #include "tools/runtime/json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <system_error>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/charconv.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/reader.h"
 #include "rapidjson/stringbuffer.h"
@@ -29,18 +34,31 @@ class DepthLimitedHandler {
   bool Int64(int64_t i) { return doc_.Int64(i); }
   bool Uint64(uint64_t u) { return doc_.Uint64(u); }
   bool Double(double d) { return doc_.Double(d); }
-  // Numbers arrive as their text (kParseNumbersAsStringsFlag) and are
-  // converted here, by RapidJSON as before, except one case: RapidJSON
-  // 1.1.0's full-precision conversion takes clz(0) when every digit is zero
-  // and the exponent is far from 0, so "0.0e40" became -1.5e228 and "0e-30"
-  // 9.6e-240. Such a number is a zero.
+  // Numbers arrive as their text (kParseNumbersAsStringsFlag). Integers are
+  // converted by RapidJSON as before (int, unsigned, int64, uint64, or a
+  // double when larger). Every other number is converted by
+  // absl::from_chars (correctly rounded): RapidJSON 1.1.0's full-precision
+  // conversion took clz(0) when every digit is zero and the exponent is far
+  // from 0 ("0.0e40" became -1.5e228, "0e-30" 9.6e-240), and overflows an
+  // int on a long mantissa far below 1 ("-0.000…2e-219"). A number below
+  // the smallest double is a zero with its sign; one above the largest is
+  // refused, as RapidJSON refuses it.
   bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
     absl::string_view text(s, n);
-    const size_t exponent = text.find_first_of("eE");
-    const absl::string_view digits = text.substr(0, exponent);
-    if (digits.find_first_not_of("-0.") == absl::string_view::npos &&
-        (exponent != absl::string_view::npos || absl::StrContains(digits, '.'))) {
-      return doc_.Double(absl::StartsWith(text, "-") ? -0.0 : 0.0);
+    if (text.find_first_of(".eE") != absl::string_view::npos) {
+      double d = 0;
+      const auto read = absl::from_chars(s, s + n, d);
+      if (read.ec == std::errc::result_out_of_range) {
+        if (Magnitude(text) > 0) {
+          refusal_ = rapidjson::kParseErrorNumberTooBig;
+          return false;
+        }
+        d = 0.0;
+      } else if (read.ec != std::errc() || read.ptr != s + n) {
+        refusal_ = rapidjson::kParseErrorNumberMissExponent;
+        return false;
+      }
+      return doc_.Double(absl::StartsWith(text, "-") ? -std::fabs(d) : d);
     }
     rapidjson::MemoryStream ms(s, n);
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
@@ -69,6 +87,29 @@ class DepthLimitedHandler {
   }
 
   bool too_deep() const { return too_deep_; }
+
+  // The decimal exponent of a JSON number's first significant digit,
+  // clamped to +-100000.
+  static int64_t Magnitude(absl::string_view text) {
+    const size_t e = text.find_first_of("eE");
+    int64_t exp = 0;
+    if (e != absl::string_view::npos) {
+      absl::string_view x = text.substr(e + 1);
+      const bool negative = absl::ConsumePrefix(&x, "-");
+      absl::ConsumePrefix(&x, "+");
+      x = x.substr(std::min(x.find_first_not_of('0'), x.size()));
+      exp = x.size() > 6 ? 100000 : 0;
+      if (x.size() <= 6) (void)absl::SimpleAtoi(x.empty() ? "0" : x, &exp);
+      if (negative) exp = -exp;
+    }
+    const absl::string_view mantissa = text.substr(0, e);
+    const size_t point = std::min(mantissa.find('.'), mantissa.size());
+    const size_t first = mantissa.find_first_of("123456789");
+    if (first == absl::string_view::npos) return exp;
+    const int64_t at = first < point ? static_cast<int64_t>(point - first - 1)
+                                     : -static_cast<int64_t>(first - point);
+    return std::clamp<int64_t>(exp + at, -100000, 100000);
+  }
   // Why a number or string was refused (kParseErrorNone if none was).
   rapidjson::ParseErrorCode refusal() const { return refusal_; }
 
