@@ -55,11 +55,12 @@
 // most the session's batch before it. Session events (open, close) are
 // written as they come.
 //
-// A crash: chunks are whole lines; a process killed while the writer is
-// inside write(2) can leave at most the last line short. Every complete line
-// stays parseable and ReadRecording drops a final line without its newline
-// (saying so). A crash loses the batch in flight and what the writer had not
-// written yet; nothing is fsynced except at close_session.
+// A crash: every write(2) is of whole lines; a process killed while the
+// writer is inside one can leave at most the last line short. Every complete
+// line stays parseable and ReadRecording drops a final line without its
+// newline (saying so). A crash loses the batch in flight and at most the
+// session's batch before it (above); nothing is fsynced except at
+// close_session.
 //
 // The limit: max_bytes_per_session counts every line admitted. The first
 // line that would pass it (less room for the cut line) is replaced by one
@@ -191,7 +192,7 @@ class RecordingObserver final : public BatchObserver {
 
  private:
   void AddResult(const ToolCallResult& result);
-  // Queues the batch's chunk, deletes this, and returns the observer to hand
+  // Queues the batch's end, deletes this, and returns the observer to hand
   // the final event to.
   BatchObserver* CommitAndEnd();
 
@@ -231,7 +232,7 @@ class Recorder final {
   // InvalidArgument for an id that is not a session id.
   absl::StatusOr<std::string> PathOf(const std::string& session_id) const;
 
-  // Waits until every chunk queued so far is written (tests, export).
+  // Waits until everything queued so far is written (tests, export).
   void Flush();
 
  private:

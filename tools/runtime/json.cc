@@ -49,16 +49,19 @@ class DepthLimitedHandler {
       double d = 0;
       const auto read = absl::from_chars(s, s + n, d);
       if (read.ec == std::errc::result_out_of_range) {
+        // `d` is unspecified on a range error: which end it passed is read
+        // from the text.
         if (Magnitude(text) > 0) {
           refusal_ = rapidjson::kParseErrorNumberTooBig;
           return false;
         }
-        d = 0.0;
+        d = absl::StartsWith(text, "-") ? -0.0 : 0.0;
       } else if (read.ec != std::errc() || read.ptr != s + n) {
-        refusal_ = rapidjson::kParseErrorNumberMissExponent;
+        // The reader has already checked the text is a JSON number.
+        refusal_ = rapidjson::kParseErrorValueInvalid;
         return false;
       }
-      return doc_.Double(absl::StartsWith(text, "-") ? -std::fabs(d) : d);
+      return doc_.Double(d);
     }
     rapidjson::MemoryStream ms(s, n);
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
