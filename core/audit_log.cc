@@ -337,21 +337,89 @@ std::string AuditLog::Line(const HookCall& call, const JsonValue* args,
   return line;
 }
 
-void AuditLog::Write(const std::string& line) {
+AuditLog::AuditLog(std::string path, UniqueFd fd)
+    : path_(std::move(path)), fd_(std::move(fd)), writer_([this] { WriterLoop(); }) {}
+
+AuditLog::~AuditLog() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  writer_.join();
+}
+
+void AuditLog::Write(absl::string_view line, bool may_wait) {
   absl::MutexLock lock(&mu_);
+  if (may_wait) {
+    mu_.Await(absl::Condition(
+        +[](AuditLog* log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(log->mu_) {
+          return log->queued_.size() < kMaxQueuedBytes;
+        },
+        this));
+  }
+  queued_.append(line.data(), line.size());
+  queued_count_ += line.size();
+}
+
+void AuditLog::Flush() {
+  absl::MutexLock lock(&mu_);
+  const uint64_t target = queued_count_;
+  auto written = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return written_count_ >= target;
+  };
+  ++flushing_;
+  mu_.Await(absl::Condition(&written));
+  --flushing_;
+}
+
+void AuditLog::WriterLoop() {
+  std::string bytes;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      written_count_ += bytes.size();
+      mu_.Await(absl::Condition(
+          +[](AuditLog* log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(log->mu_) {
+            return !log->queued_.empty() || log->stopping_;
+          },
+          this));
+      if (queued_.empty()) return;  // stopping, and everything is written
+      // Lets the lines of calls completing now join this write: a waiting
+      // writer is woken by every line queued, and woken per line it would
+      // write a line per call.
+      mu_.AwaitWithTimeout(
+          absl::Condition(
+              +[](AuditLog* log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(log->mu_) {
+                return log->queued_.size() >= kGatherBytes || log->stopping_ ||
+                       log->flushing_ > 0;
+              },
+              this),
+          kGatherTime);
+      bytes.clear();
+      bytes.swap(queued_);
+    }
+    WriteOut(bytes);
+  }
+}
+
+void AuditLog::WriteOut(const std::string& bytes) {
   size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = write(fd_.get(), line.data() + done, line.size() - done);
+  while (done < bytes.size()) {
+    ssize_t n = write(fd_.get(), bytes.data() + done, bytes.size() - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    int err = n < 0 ? errno : ENOSPC;
-    if (failures_++ % 1000 == 0) {
-      spdlog::error("audit log {}: a line could not be written ({}); {} line(s) lost so far",
-                    path_, ErrnoText(err), failures_);
+    const int err = n < 0 ? errno : ENOSPC;
+    // The lines that did not make it whole, the one cut short included.
+    const uint64_t lost = static_cast<uint64_t>(
+        std::count(bytes.begin() + static_cast<std::ptrdiff_t>(done), bytes.end(), '\n'));
+    if (lines_lost_ / 1000 != (lines_lost_ + lost) / 1000 || lines_lost_ == 0) {
+      spdlog::error("audit log {}: {} line(s) could not be written ({}); {} lost so far", path_,
+                    lost, ErrnoText(err), lines_lost_ + lost);
     }
+    lines_lost_ += lost;
     return;
   }
 }

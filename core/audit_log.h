@@ -25,21 +25,31 @@
 // the tool name and the call id longer than
 // kMaxStringChars are cut, so a huge request makes a bounded line.
 //
-// Writing: the file is opened with O_APPEND at start-up; each line is one
-// write(2) under a mutex, so lines never interleave, neither with each other
-// nor (O_APPEND) with another process appending to the file. A failed write
-// is logged (the first, then every 1000th) and never fails a call or the
-// daemon. Thread-safe.
+// Writing: the file is opened with O_APPEND at start-up. A call's thread
+// queues its line (a copy into one buffer under a mutex) and goes on; one
+// writer thread writes everything queued in one write(2) of whole lines, so
+// lines never interleave, neither with each other nor (O_APPEND) with another
+// process appending to the file, and a batch of a thousand quick calls costs a
+// few writes, not a thousand. Lines are written in the order they are queued,
+// moments after their result is delivered. Past kMaxQueuedBytes (a disk that
+// has stalled) Write waits for room, so calls slow down and no line is
+// dropped. Shutdown (the destructor) writes everything queued first. Nothing
+// is fsynced: a crash of the daemon loses the lines not yet written (those
+// queued in the last moments), a crash of the machine what the kernel had not
+// written out. A failed write is logged (the first, then every 1000th line
+// lost) and never fails a call or the daemon. Thread-safe.
 #ifndef TOOLEXEC_CORE_AUDIT_LOG_H_
 #define TOOLEXEC_CORE_AUDIT_LOG_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/hooks.h"
 #include "tools/runtime/file_io.h"
 #include "tools/runtime/json.h"
@@ -73,16 +83,39 @@ class AuditLog final {
   static void MaskInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a);
   static std::string MaskString(absl::string_view s);
 
-  // Appends `line` in one write; logs a failure.
-  void Write(const std::string& line);
+  // Where Write starts to wait for the writer: a few thousand lines.
+  static constexpr size_t kMaxQueuedBytes = 4 << 20;
+  // Once woken, the writer waits this long for more lines, or this many
+  // bytes, before it writes: the lines of a burst go in one write.
+  static constexpr absl::Duration kGatherTime = absl::Milliseconds(1);
+  static constexpr size_t kGatherBytes = 64 << 10;
+
+  // Writes what is queued, then stops the writer.
+  ~AuditLog();
+
+  // Queues `line` (whole lines, newline included) for the writer. Waits only
+  // while kMaxQueuedBytes are queued, and not at all with `may_wait` false
+  // (a thread that must not block: the line is queued past the bound).
+  void Write(absl::string_view line, bool may_wait = true);
+  // Waits until every line queued before it is written (or failed).
+  void Flush();
 
  private:
-  AuditLog(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  AuditLog(std::string path, UniqueFd fd);
+  void WriterLoop();
+  // One write(2) loop over `bytes` (whole lines); logs a failure.
+  void WriteOut(const std::string& bytes);
 
   const std::string path_;
+  const UniqueFd fd_;  // written by the writer thread only
+  uint64_t lines_lost_ = 0;  // the writer thread's
   absl::Mutex mu_;
-  UniqueFd fd_ ABSL_GUARDED_BY(mu_);
-  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string queued_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_count_ ABSL_GUARDED_BY(mu_) = 0;   // bytes ever queued
+  uint64_t written_count_ ABSL_GUARDED_BY(mu_) = 0;  // of those, written or failed
+  int flushing_ ABSL_GUARDED_BY(mu_) = 0;  // Flush calls waiting
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread writer_;  // last: started when the rest is ready
 };
 
 }  // namespace toolexec

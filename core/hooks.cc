@@ -217,9 +217,8 @@ class HookSet::Batch final : public CallInterceptor {
     return message;
   }
 
-  // Only the audit log: a line appended to a local file per call, on the
-  // call's thread like the daemon's own log lines, so in call order and under
-  // the runner's backpressure.
+  // Only the audit log: a line queued per call for the log's writer thread,
+  // which makes the call wait only when a stalled disk has filled the queue.
   bool MayRunOnAnyThread() const override {
     return set_->hooks_.empty() && set_->pre_.empty() && set_->on_error_.empty() &&
            set_->post_.empty();
@@ -255,16 +254,10 @@ class HookSet::Batch final : public CallInterceptor {
       }
     }
     if (set_->audit_ != nullptr) {
-      std::string line = AuditLog::Line(call, args, result, DecisionOf(index, req, result));
-      if (on_call_thread) {
-        set_->audit_->Write(line);
-      } else {
-        // The executor is joined before the log goes (HookSet::Shutdown).
-        AuditLog* audit = set_->audit_.get();
-        if (!set_->async_->Submit([audit, line = std::move(line)] { audit->Write(line); }).ok()) {
-          spdlog::warn("audit log: a line was dropped at shutdown");
-        }
-      }
+      // Queued for the log's writer; only a call's own thread may wait for
+      // room (core/audit_log.h).
+      set_->audit_->Write(AuditLog::Line(call, args, result, DecisionOf(index, req, result)),
+                          /*may_wait=*/on_call_thread);
     }
   }
 

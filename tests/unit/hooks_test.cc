@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/audit_log.h"
@@ -434,6 +436,17 @@ std::vector<std::string> Lines(const std::string& path) {
   return absl::StrSplit(text.str(), '\n', absl::SkipEmpty());
 }
 
+// The log's lines once it has `n` (a line is written by the log's writer
+// moments after its result is delivered; bounded wait).
+std::vector<std::string> LinesOnceThereAre(const std::string& path, size_t n) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 5000 && lines.size() < n; ++i) {
+    if (i > 0) absl::SleepFor(absl::Milliseconds(1));
+    lines = Lines(path);
+  }
+  return lines;
+}
+
 TEST_F(HooksTest, AuditLogHasOneCompleteRedactedLinePerCallUnderConcurrency) {
   std::string path = tree_.path() + "/audit.jsonl";
   HookOptions hooks;
@@ -460,7 +473,7 @@ TEST_F(HooksTest, AuditLogHasOneCompleteRedactedLinePerCallUnderConcurrency) {
   }
   for (auto& t : threads) t.join();
 
-  std::vector<std::string> lines = Lines(path);
+  std::vector<std::string> lines = LinesOnceThereAre(path, 100);
   ASSERT_EQ(lines.size(), 100u);
   int denied = 0;
   for (const auto& line : lines) {
@@ -564,7 +577,76 @@ TEST(AuditLogWriteTest, AFailedWriteIsLoggedNotFatal) {
   auto log = AuditLog::Open("/dev/full");
   ASSERT_TRUE(log.ok()) << log.status();
   (*log)->Write("{\"a\":1}\n");
+  (*log)->Flush();  // returns: a failed line counts as done
   (*log)->Write("{\"a\":2}\n");
+}
+
+// Lines queued by many threads are written whole, each thread's in its order,
+// every one of them by the time Flush returns, and what is queued at the end
+// is written before the log goes.
+TEST(AuditLogWriteTest, QueuedLinesAreAllWrittenWholeAndInOrder) {
+  testing::TempTree tree;
+  const std::string path = tree.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  constexpr int kThreads = 4, kLines = 5000;
+  auto write = [&](int t) {
+    for (int i = 0; i < kLines; ++i) (*log)->Write(absl::StrCat(t, " ", i, "\n"));
+  };
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(write, t);
+    for (auto& th : threads) th.join();
+  }
+  (*log)->Flush();
+  std::vector<std::string> lines = Lines(path);
+  ASSERT_EQ(lines.size(), size_t{kThreads * kLines});
+  std::vector<int> next(kThreads, 0);
+  for (const std::string& line : lines) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    ASSERT_EQ(parts.size(), 2u) << line;
+    const int t = std::stoi(parts[0]);
+    ASSERT_EQ(std::stoi(parts[1]), next[t]++) << "thread " << t << "'s lines out of order";
+  }
+  write(kThreads);  // queued, not flushed
+  log->reset();
+  EXPECT_EQ(Lines(path).size(), size_t{(kThreads + 1) * kLines});
+}
+
+// A writer stuck on a file nobody drains (a pipe here, a stalled disk in
+// life) makes Write wait once kMaxQueuedBytes are queued: nothing is dropped,
+// and everything arrives once the file takes bytes again.
+TEST(AuditLogWriteTest, AStalledFileMakesWriteWaitAndLosesNothing) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  auto log = AuditLog::Open(absl::StrCat("/proc/self/fd/", write_end.get()));
+  ASSERT_TRUE(log.ok()) << log.status();
+  const std::string line = std::string(1023, 'x') + "\n";
+  const size_t count = 2 * AuditLog::kMaxQueuedBytes / line.size();  // twice the bound
+  std::atomic<bool> all_queued{false};
+  std::thread writer([&] {
+    for (size_t i = 0; i < count; ++i) (*log)->Write(line);
+    all_queued = true;
+  });
+  // Nothing reads the pipe: the queue fills and Write waits, however long.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(all_queued.load()) << "Write did not wait for a stalled file";
+  size_t got = 0;
+  char buf[65536];
+  while (got < count * line.size()) {
+    const ssize_t n = read(read_end.get(), buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    for (ssize_t k = 0; k < n; ++k) {
+      const char want = (got + k) % line.size() == line.size() - 1 ? '\n' : 'x';
+      ASSERT_EQ(buf[k], want) << "at byte " << got + k;
+    }
+    got += static_cast<size_t>(n);
+  }
+  writer.join();
+  EXPECT_TRUE(all_queued.load());
+  log->reset();
+  EXPECT_EQ(got, count * line.size());
 }
 
 // --- the config file ---
