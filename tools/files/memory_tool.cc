@@ -2,14 +2,17 @@
 // user (the session's user_id) in a directory of the daemon's
 // (BuiltinOptions::memory_dir), so they outlive sessions and restarts.
 //
-// Confinement: /memories/<rel> is <memory_dir>/<user>/<rel>, and every path
+// Confinement: /memories/<rel> is <memory_dir>/<user>/<rel>, or
+// <memory_dir>/@<caller>/<user>/<rel> for a session an authenticated caller
+// opened (a caller's users are its own, as its artifacts are), and every path
 // is resolved beneath the user's directory handle by the confined-path layer
 // (workspace/confined.h: openat2 RESOLVE_BENEATH or its O_NOFOLLOW walk), so "..",
 // absolute symbolic links and links that lead out are refused by the kernel;
 // names are never decoded ("%2e%2e" is a file called that). The user's
 // directory name is the user id with every byte outside [A-Za-z0-9._-]
 // written as %XX (and "." and ".." escaped), so no id names another's
-// directory or leaves memory_dir.
+// directory or leaves memory_dir; the caller's is escaped the same way, and
+// as '@' is always escaped no user id spells a caller's directory.
 //
 // Texts: the commands, arguments, results and errors are those of Anthropic's
 // reference implementation (the SDK's local file system memory tool):
@@ -143,7 +146,7 @@ class MemoryTool final : public Tool {
         dir_(std::move(dir)) {}
 
   absl::StatusOr<Json> Call(const JsonValue& args, ToolContext& ctx) const override {
-    auto root = UserRoot(ctx.info().user_id);
+    auto root = UserRoot(ctx.info().caller, ctx.info().user_id);
     if (!root.ok()) return root.status();
     const std::string command = builtin::StringField(args, "command");
     absl::StatusOr<std::string> text;
@@ -210,11 +213,12 @@ class MemoryTool final : public Tool {
     return p == kRoot || absl::StartsWith(p, absl::StrCat(kRoot, "/"));
   }
 
-  absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> UserRoot(absl::string_view user) const {
-    const std::string path = absl::StrCat(dir_, "/", UserDirName(user));
-    if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(errno, path, "creating the memory directory");
-    }
+  absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> UserRoot(absl::string_view caller,
+                                                                    absl::string_view user) const {
+    std::string path = dir_;
+    if (!caller.empty()) absl::StrAppend(&path, "/@", UserDirName(caller));
+    absl::StrAppend(&path, "/", UserDirName(user));
+    if (absl::Status made = MakeDirectories(path, 0700); !made.ok()) return made;
     return fs::ConfinedRoot::Open(path);
   }
 

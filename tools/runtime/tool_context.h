@@ -69,6 +69,10 @@ struct CallInfo {
   std::string session_id;
   // The session's user (OpenSessionRequest.user_id); "" without one.
   std::string user_id;
+  // The authenticated caller that opened the session; "" without
+  // authentication. A caller's users are its own: another caller naming the
+  // same user_id reaches other per-user state.
+  std::string caller;
   // Workspace root(s) for this call: the session's, or the daemon's default.
   WorkspaceRoots workspaces;
   absl::Time deadline = absl::InfiniteFuture();

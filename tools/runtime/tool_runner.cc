@@ -585,6 +585,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     if (session_ != nullptr) {
       info.session_id = session_->id();
       info.user_id = session_->user_id();
+      info.caller = session_->owner();
       info.workspaces = session_->workspaces();
     }
     if (info.workspaces.empty() && runner_->options_.default_workspace != nullptr) {

@@ -56,14 +56,17 @@ class MemoryToolTest : public ::testing::Test {
     ro.default_workspace = testing::RootAt(ws_);
     runner_ = std::make_unique<ToolRunner>(registry_.get(), ro);
   }
-  std::shared_ptr<Session> SessionOf(const std::string& user) {
+  // `caller`: the authenticated caller that opened the session ("" without auth).
+  std::shared_ptr<Session> SessionOf(const std::string& user, const std::string& caller = "") {
     SessionOptions so;
     so.user_id = user;
+    so.owner = caller;
     so.workspaces = {testing::RootAt(ws_)};
     return std::make_shared<Session>("s-" + user, so);
   }
-  ToolCallResult Memory(const std::string& args, const std::string& user = "alice") {
-    return testing::RunOneCall(*runner_, "memory", args, SessionOf(user));
+  ToolCallResult Memory(const std::string& args, const std::string& user = "alice",
+                        const std::string& caller = "") {
+    return testing::RunOneCall(*runner_, "memory", args, SessionOf(user, caller));
   }
 
   std::string ws_, dir_;
@@ -170,6 +173,29 @@ TEST_F(MemoryToolTest, KeptPerUserAndAcrossRestarts) {
   // Without a session there is no user to keep memories for.
   auto none = testing::RunOneCall(*runner_, "memory", R"({"command":"view","path":"/memories"})");
   EXPECT_EQ(none.error->code, ErrorCode::kNoContext);
+}
+
+TEST_F(MemoryToolTest, AnAuthenticatedCallersUsersAreItsOwn) {
+  // Two callers naming the same user_id reach different memories, as they
+  // reach different artifacts; neither sees the memories of unauthenticated
+  // sessions.
+  ASSERT_TRUE(Memory(R"({"command":"create","path":"/memories/secret","file_text":"a"})", "alice",
+                     "team-a")
+                  .ok());
+  auto other = Memory(R"({"command":"view","path":"/memories/secret"})", "alice", "team-b");
+  EXPECT_FALSE(other.ok());
+  auto anonymous = Memory(R"({"command":"view","path":"/memories/secret"})", "alice");
+  EXPECT_FALSE(anonymous.ok());
+  auto same = Memory(R"({"command":"view","path":"/memories/secret"})", "alice", "team-a");
+  EXPECT_THAT(same.model_content, HasSubstr("\ta"));
+  EXPECT_EQ(ReadFile(dir_ + "/@team-a/alice/secret"), "a");
+  // No user id spells a caller's directory: '@' is always escaped.
+  auto spelled = Memory(R"({"command":"view","path":"/memories/secret"})", "@team-a/alice");
+  EXPECT_FALSE(spelled.ok());
+  // And no caller name leaves memory_dir.
+  ASSERT_TRUE(
+      Memory(R"({"command":"create","path":"/memories/x","file_text":"b"})", "u", "../up").ok());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/@..%2Fup/u/x"));
 }
 
 TEST_F(MemoryToolTest, PathsCannotLeaveMemories) {
