@@ -478,7 +478,9 @@ absl::StatusOr<std::unique_ptr<StartedBatch>> RuntimeEngine::StartBatch(
   for (CallRequest& call : batch.calls) {
     if (!ProviderNames::Accepted(call.name) || batch.tools->Find(call.name) != nullptr) continue;
     if (!provider_names.has_value()) provider_names.emplace(*batch.tools);
-    if (const RegisteredTool* t = provider_names->Resolve(call.name)) call.name = t->name;
+    if (const RegisteredTool* t = provider_names->Resolve(call.name)) {
+      call.called_as = std::exchange(call.name, t->name);
+    }
   }
   // ---- recording: the batch as sent, then its events (core/recorder.h) ----
   RecordingObserver* recording = nullptr;

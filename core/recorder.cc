@@ -92,6 +92,7 @@ ToolCallResult CopyOf(const ToolCallResult& r) {
 struct SentCall {
   std::string id;
   std::string name;
+  std::string called_as;
   std::string step_id;
   std::optional<Json> args;
   std::string args_json;
@@ -126,6 +127,7 @@ void ResultToRecordingJson(const ToolCallResult& r, JsonValue& out, Json::Alloca
   Put(out, "index", JsonValue(r.index), a);
   Put(out, "id", r.id, a);
   Put(out, "name", r.name, a);
+  if (!r.called_as.empty()) Put(out, "called_as", r.called_as, a);
   Put(out, "step_id", r.step_id, a);
   Put(out, "status", EnumName("RESULT_STATUS_", ResultStatusName(r.status)), a);
   JsonValue payload;
@@ -218,7 +220,7 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
   std::vector<SentCall> sent;
   sent.reserve(calls.size());
   for (const CallRequest& c : calls) {
-    sent.push_back({c.id, c.name, c.step_id,
+    sent.push_back({c.id, c.name, c.called_as, c.step_id,
                     c.args.has_value() ? std::optional<Json>(CopyJson(*c.args)) : std::nullopt,
                     c.args_json});
   }
@@ -236,6 +238,7 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
       Put(call, "index", JsonValue(static_cast<uint64_t>(i)), a);
       Put(call, "id", c.id, a);
       Put(call, "name", c.name, a);
+      if (!c.called_as.empty()) Put(call, "called_as", c.called_as, a);
       Put(call, "step_id", c.step_id, a);
       if (c.args.has_value()) {
         JsonValue args;

@@ -241,6 +241,7 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
   out->set_index(r.index);
   out->set_id(r.id);
   out->set_name(r.name);
+  out->set_called_as(r.called_as);
   out->set_step_id(r.step_id);
   out->set_status(ToProto(r.status));
   std::string scratch;

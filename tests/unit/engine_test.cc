@@ -10,11 +10,13 @@
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
+#include "tools/runtime/provider_format.h"
 
 namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using toolexec::testing::Call;
 using toolexec::testing::Collector;
 
@@ -205,9 +207,30 @@ TEST(EngineProviderNamesTest, ACallByTheRewrittenNameRunsTheToolUnderItsRealName
   ASSERT_EQ(collector.results.size(), 2u);
   EXPECT_TRUE(collector.results[0].ok()) << collector.results[0].error_message;
   EXPECT_EQ(collector.results[0].name, "acme.echo");
+  EXPECT_EQ(collector.results[0].called_as, "acme_echo");  // what the transcript answers
   EXPECT_EQ(ToJsonString(collector.results[0].payload), R"({"x":1})");
   ASSERT_TRUE(collector.results[1].error.has_value());
   EXPECT_EQ(collector.results[1].error->code, ErrorCode::kUnknownTool);
+  EXPECT_EQ(collector.results[1].called_as, "");
+}
+
+// A transcript names a call and its result as the model called the tool,
+// which for a rewritten name is not the real one a provider would reject.
+TEST(EngineProviderNamesTest, TranscriptsUseTheNameTheModelCalled) {
+  Json call = testing::J(R"({"id":"1","name":"acme.echo","called_as":"acme_echo","args":{}})");
+  Json result = testing::J(
+      R"({"id":"1","name":"acme.echo","called_as":"acme_echo","status":"RESULT_STATUS_SUCCESS",)"
+      R"("payload":{},"model_content":"ok"})");
+  for (TranscriptFormat f : {TranscriptFormat::kOpenAi, TranscriptFormat::kOpenAiResponses,
+                             TranscriptFormat::kAnthropic, TranscriptFormat::kGemini}) {
+    Json out;
+    out.SetArray();
+    AppendToolCallTurn(f, {&call}, out, out.GetAllocator());
+    AppendToolResultMessages(f, {&result}, out, out.GetAllocator());
+    const std::string text = ToJsonString(out);
+    EXPECT_THAT(text, HasSubstr("acme_echo")) << static_cast<int>(f);
+    EXPECT_THAT(text, Not(HasSubstr("acme.echo"))) << static_cast<int>(f) << text;
+  }
 }
 
 }  // namespace

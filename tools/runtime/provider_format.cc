@@ -780,6 +780,11 @@ std::string ResultText(const JsonValue& result) {
   return PythonJsonText(*payload);
 }
 
+std::string CalledName(const JsonValue& call_or_result) {
+  std::string called_as = builtin::StringField(call_or_result, "called_as");
+  return called_as.empty() ? builtin::StringField(call_or_result, "name") : called_as;
+}
+
 void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonValue*>& calls,
                         JsonValue& out, Alloc& a) {
   switch (format) {
@@ -790,7 +795,7 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue list(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(builtin::StringField(*call, "name"), a), a);
+        Add(fn, "name", Text(CalledName(*call), a), a);
         Add(fn, "arguments", Text(ArgumentsText(*call), a), a);
         JsonValue item(rapidjson::kObjectType);
         Add(item, "id", Text(builtin::StringField(*call, "id"), a), a);
@@ -807,7 +812,7 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
         JsonValue item(rapidjson::kObjectType);
         Add(item, "type", Text("function_call", a), a);
         Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
-        Add(item, "name", Text(builtin::StringField(*call, "name"), a), a);
+        Add(item, "name", Text(CalledName(*call), a), a);
         Add(item, "arguments", Text(ArgumentsText(*call), a), a);
         out.PushBack(item, a);
       }
@@ -818,7 +823,7 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
         JsonValue block(rapidjson::kObjectType);
         Add(block, "type", Text("tool_use", a), a);
         Add(block, "id", Text(builtin::StringField(*call, "id"), a), a);
-        Add(block, "name", Text(builtin::StringField(*call, "name"), a), a);
+        Add(block, "name", Text(CalledName(*call), a), a);
         Add(block, "input", ArgumentsObject(*call, a), a);
         blocks.PushBack(block, a);
       }
@@ -832,7 +837,7 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue parts(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(builtin::StringField(*call, "name"), a), a);
+        Add(fn, "name", Text(CalledName(*call), a), a);
         Add(fn, "args", ArgumentsObject(*call, a), a);
         if (std::string id = builtin::StringField(*call, "id"); !id.empty()) Add(fn, "id", Text(id, a), a);
         JsonValue part(rapidjson::kObjectType);
@@ -903,7 +908,7 @@ void AppendToolResultMessages(TranscriptFormat format,
           }
         }
         JsonValue body(rapidjson::kObjectType);
-        Add(body, "name", Text(builtin::StringField(*r, "name"), a), a);
+        Add(body, "name", Text(CalledName(*r), a), a);
         Add(body, "response", std::move(response), a);
         if (std::string id = builtin::StringField(*r, "id"); !id.empty()) Add(body, "id", Text(id, a), a);
         JsonValue part(rapidjson::kObjectType);

@@ -143,6 +143,9 @@ void AppendToolResultMessages(TranscriptFormat format,
                               Json::AllocatorType& a);
 // The text a result gives the model (see above).
 std::string ResultText(const JsonValue& result);
+// The name the model called a tool by: a call's or result's "called_as"
+// (CallRequest::called_as) when it has one, else its "name".
+std::string CalledName(const JsonValue& call_or_result);
 // `value` as Python's json.dumps(value, ensure_ascii=False) writes it (", "
 // and ": " separators, floats as repr writes them; a whole number is an
 // integer, as the Python client reads one).

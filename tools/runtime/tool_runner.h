@@ -144,6 +144,7 @@ struct ToolCallResult {
   uint32_t index = 0;
   std::string id;
   std::string name;
+  std::string called_as;  // CallRequest::called_as
   std::string step_id;
   ResultStatus status = ResultStatus::kSuccess;
   // Success: the tool's object, {"result": v} for any other value, {} for null.
@@ -168,6 +169,10 @@ struct ToolCallResult {
 struct CallRequest {
   std::string id;
   std::string name;
+  // The name the call was made by when that was the provider-safe name a
+  // tool is declared under (ProviderNames: "docs_search" for "docs.search");
+  // "" when it was `name`. The model's transcript must say it.
+  std::string called_as;
   std::string step_id;
   std::optional<Json> args;
   std::string args_json;

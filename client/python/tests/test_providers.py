@@ -66,6 +66,9 @@ def test_gemini_function_responses(results):
     assert gemini_function_response({**failed, "model_content": "bad"})["functionResponse"][
         "response"] == {"error": "bad"}
     assert "id" not in gemini_function_response({**ok, "id": ""})["functionResponse"]
+    # A tool declared under a provider-safe name is answered by that name.
+    renamed = {**ok, "name": "docs.search", "called_as": "docs_search"}
+    assert gemini_function_response(renamed)["functionResponse"]["name"] == "docs_search"
     [content] = tool_result_messages(results, "gemini")
     assert content["role"] == "user" and len(content["parts"]) == 2
 

@@ -47,7 +47,9 @@ def gemini_function_response(result):
         response = result.get("payload", {})
         if not isinstance(response, dict):
             response = {"output": response}
-    body = {"name": result.get("name", ""), "response": response}
+    # The name the model called it by: a tool declared under a provider-safe name
+    # ("docs_search" for "docs.search") is answered by that name.
+    body = {"name": result.get("called_as") or result.get("name", ""), "response": response}
     if result.get("id"):
         body["id"] = result["id"]
     return {"functionResponse": body}
