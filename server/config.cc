@@ -764,7 +764,8 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       // Each running call holds a thread.
       {"limits.max_concurrent_calls (--max_concurrent_calls)", o.max_concurrent_calls, 1, 4096,
        ""},
-      {"limits.max_pending_calls (--max_pending_calls)", o.max_pending_calls, 1, 1 << 20, ""},
+      {"limits.max_pending_calls (--max_pending_calls)", o.max_pending_calls, 1, 1 << 20,
+       ", and at least limits.max_calls_per_batch"},
       {"limits.default_call_timeout_ms (--call_timeout_ms)", ToMs(o.default_call_timeout), 1,
        kMaxMilliseconds, kMsUnit},
       {"limits.max_call_timeout_ms (--max_call_timeout_ms)", ToMs(o.max_call_timeout), 1,
