@@ -167,3 +167,42 @@ def test_replay_reports_the_one_result_a_changed_file_changes(recorded):
         [diff] = toolexec.replay(recorded["path"], client, workspace="ws4", cli=TOOLEXEC_CLI)
     assert (diff["batch"], diff["index"], diff["id"], diff["name"]) == (1, 0, "v1", "view_file")
     assert "model_content" in [f["field"] for f in diff["fields"]]
+
+
+def test_replay_leaves_a_recorded_ask_timeout_to_time_out():
+    """A permission request nobody answered is not answered in the replay either:
+    the replayed call times out as the recorded one did, instead of being denied."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-ask-")
+    try:
+        for ws in ("ws1", "ws2"):
+            os.makedirs(os.path.join(root, ws))
+        recordings = os.path.join(root, "recordings")
+        config = os.path.join(root, "toolexecd.textproto")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{recordings}" }}\n'
+                    'policy { default_decision: DECISION_ALLOW ask_timeout_ms: 300\n'
+                    '  rules { name: "writes ask" tool: "create_file" decision: DECISION_ASK } }\n')
+        daemon = Daemon(root, config=config)
+        try:
+            with Client(daemon.address) as client:
+                session = client.open_session("conv", workspaces=["ws1"], record=True)
+                for name, answer in (("yes.txt", "allow_once"), ("late.txt", None)):
+                    call = {"id": name, "name": "create_file",
+                            "args": {"file_path": name, "contents": "x\n"}}
+                    for event in session.execute([call]):
+                        if "permission_request" in event and answer:
+                            client.respond_permission(
+                                event["permission_request"]["request_id"], answer)
+                path = session.info["recording"]
+                session.close()
+                with open(path, encoding="utf-8") as f:
+                    decisions = [json.loads(line).get("decision") for line in f
+                                 if '"permission_answer"' in line]
+                assert decisions == ["allow_once", "timeout"]
+                report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI,
+                                         report=True)
+            assert report["differences"] == 0, json.dumps(report, indent=1)
+        finally:
+            daemon.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
