@@ -8,15 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/build_info.h"
+#include "server/listen_probe.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {
-namespace {
-
-// serverInfo.version of the MCP endpoint (as `toolexec mcp` reports it).
-constexpr char kMcpHttpServerVersion[] = "1.0.0";
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
                                                        Engine::ToolInstaller extra_tools) {
@@ -70,7 +66,16 @@ absl::Status Daemon::Start() {
   } else {
     auto credentials = Authenticator::TcpCredentials(o.auth.tls);
     if (!credentials.ok()) return credentials.status();
+    // Asked first, so a port in use is said in one line, not in gRPC's dump.
+    if (std::optional<std::string> why = BindFailure(o.listen)) {
+      StopMetrics();
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", o.listen, " (listen, --listen): ", *why));
+    }
     builder.AddListeningPort(o.listen, *credentials, &port);
+    // One daemon per address: without this a second toolexecd on a port
+    // already served would share it (SO_REUSEPORT) and take half its calls.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   }
   builder.RegisterService(executor_service_.get());
   builder.RegisterService(artifact_service_.get());
@@ -85,7 +90,8 @@ absl::Status Daemon::Start() {
   if (server_ == nullptr) {
     StopMetrics();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen,
-                                               " (address in use, or not a valid address?)"));
+                                               " (listen, --listen): address in use, or not a "
+                                               "valid address?"));
   }
   if (own_unix_listener) {
     if (absl::Status s = unix_listener_->Serve(server_.get(), auth_.get()); !s.ok()) {
@@ -108,7 +114,7 @@ absl::Status Daemon::Start() {
     mcp.listen = o.mcp_listen;
     mcp.max_body_bytes = static_cast<size_t>(o.max_receive_message_bytes);
     mcp.max_result_bytes = static_cast<size_t>(o.max_send_message_bytes);
-    mcp.version = kMcpHttpServerVersion;
+    mcp.version = GetBuildInfo().version;  // serverInfo.version, as `toolexec mcp` says it
     mcp.max_sessions_per_caller = o.mcp_max_sessions_per_caller;
     mcp.session_idle_ttl = o.mcp_session_idle_ttl;
     mcp.allowed_hosts = o.mcp_allowed_hosts;

@@ -1,8 +1,10 @@
-// Why an HTTP listener (civetweb, under the metrics and MCP endpoints) could
-// not bind an address: civetweb reports only that it failed.
+// Why a listener could not bind an address: civetweb (under the metrics and
+// MCP endpoints) reports only that it failed, and gRPC's report is a dump of
+// its internals.
 #ifndef TOOLEXEC_SERVER_LISTEN_PROBE_H_
 #define TOOLEXEC_SERVER_LISTEN_PROBE_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -14,6 +16,11 @@ namespace toolexec {
 // serves it or give another port"; if the bind succeeds, the failure lay
 // elsewhere and it says only that the server could not start.
 std::string WhyCannotListen(absl::string_view listen);
+
+// The same probe, before a listener tries: what the kernel answered when a
+// bind failed; nullopt when it succeeded or `listen` has no numeric host to
+// probe (a name such as localhost is left to the listener).
+std::optional<std::string> BindFailure(absl::string_view listen);
 
 }  // namespace toolexec
 

@@ -301,6 +301,14 @@ expect_exit_2 "metrics port in use" \
 expect_exit_2 "MCP port in use" \
   "cannot serve MCP on $busy (mcp_listen, --mcp_listen): address already in use" \
   --mcp_listen="$busy"
+# So is the gRPC port's, in one line and not in gRPC's dump; and a second
+# daemon does not share a served port (SO_REUSEPORT would let it).
+grpc_busy=$(cat "$dir/holder.addr" 2>/dev/null)
+check "a daemon holds a gRPC port" test -n "$grpc_busy"
+expect_exit_2 "gRPC port in use" \
+  "cannot listen on $grpc_busy (listen, --listen): address already in use" --listen="$grpc_busy"
+out=$(timeout 10 "$toolexecd" --workspace="$dir" --listen="$grpc_busy" 2>&1 >/dev/null)
+check "a gRPC port in use is said in one line" test "$(wc -l <<<"$out")" -eq 1
 kill "$holder"; wait "$holder" 2>/dev/null
 
 # --version and --help answer and exit 0.

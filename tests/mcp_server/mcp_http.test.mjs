@@ -148,6 +148,10 @@ describe('toolexecd MCP over streamable HTTP', () => {
   test('initialize opens a session; ping; the caller is in the log', async () => {
     const { client, transport } = await connect();
     assert.equal(client.getServerVersion().name, 'toolexec');
+    // The build's version, as `toolexecd --version` prints it.
+    const version = await new Promise((resolve, reject) => execFile(TOOLEXECD, ['--version'],
+      (err, stdout) => (err ? reject(err) : resolve(stdout.split(' ')[1]))));
+    assert.equal(client.getServerVersion().version, version);
     assert.ok(client.getServerCapabilities().tools, 'tools capability');
     assert.match(transport.sessionId, /^[0-9a-f]{32}$/);
     await client.ping();
