@@ -826,6 +826,24 @@ else
     else
       echo "check_deploy: ${f#"$root"/} loads"
     fi
+    # The "supervised" profile promises that every command and write waits for
+    # a yes: each tool the config registers is either one that changes nothing
+    # (listed here) or named by an ask rule of the profile.
+    case "$f" in
+      *.textproto)
+        asks="$(sed -n '/name: "supervised"/,/^  }/p' "$f" |
+          sed -n 's/.*tool: "\([^"]*\)" decision: DECISION_ASK.*/\1/p')"
+        tools="$(sed -n 's/^config OK: [0-9]* tools (\([^)]*\)).*/\1/p' <<<"$out" | tr -d ' ' | tr ',' ' ')"
+        [ -n "$tools" ] || fail "no tool list in --check_config's answer for ${f#"$root"/}"
+        for t in $tools; do
+          case " view_file list_directory find_file search_directory grep_search finish exit_loop load_artifacts command_status kill_command " in
+            *" $t "*) continue ;;
+          esac
+          grep -qxF "$t" <<<"$asks" ||
+            fail "${f#"$root"/}: the supervised profile does not ask before $t"
+        done
+        ;;
+    esac
   done
   # A broken config must be refused, or the checks above prove nothing.
   printf 'no_such_field: 1\n' >"$tmp/bad.textproto"
