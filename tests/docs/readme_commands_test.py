@@ -350,8 +350,19 @@ def block_config_excerpt(lines, where, tmp, _):
     shutil.copytree(os.path.join(REPO, "examples"), os.path.join(ws, "examples"))
     config = os.path.join(tmp, "excerpt.textproto")
     with open(config, "w") as f:
-        # Directories the excerpt keeps under /var/lib are made in the temp folder.
-        f.write("\n".join(lines).replace("/var/lib/toolexec/", tmp + "/var-lib/") + "\n")
+        # Directories the excerpt keeps under /var/lib and /var/log are made in the
+        # temp folder, and the hook programs it names under /etc (checked at
+        # start-up) are stand-ins there.
+        text = "\n".join(lines).replace("/var/lib/toolexec/", tmp + "/var-lib/")
+        os.makedirs(os.path.join(tmp, "var-log"), exist_ok=True)
+        text = text.replace("/var/log/toolexec/", tmp + "/var-log/")
+        for hook in set(re.findall(r'"/etc/toolexec/hooks/([^"/]+)"', text)):
+            stand_in = os.path.join(tmp, "etc-hooks", hook)
+            os.makedirs(os.path.dirname(stand_in), exist_ok=True)
+            with open(stand_in, "w") as h:
+                h.write("#!/bin/sh\necho '{\"decision\":\"allow\"}'\n")
+            os.chmod(stand_in, 0o755)
+        f.write(text.replace("/etc/toolexec/hooks/", tmp + "/etc-hooks/") + "\n")
     run([TOOLEXECD, "--config=" + config, "--workspace=" + ws, "--check_config"], where, ws)
 
 
@@ -535,7 +546,7 @@ BLOCKS = {
         ("mcp_servers {", "SKIP: starts npx servers and a remote URL; tests/mcp covers the fields"),
         ("policy {", block_config_excerpt),
         ("pre_call stdin:", "NOT A COMMAND: the hook protocol's messages"),
-        ("hooks {", "NOT A COMMAND: a config excerpt naming a hook installed under /etc"),
+        ("hooks {", block_config_excerpt),  # its hook under /etc: a stand-in in the temp folder
         ('{"time":"2026-12-03T18:30:00.123Z"', block_audit_line),
         ("class GetWeatherTool final", "NOT A COMMAND: C++"),
         ("auto daemon = toolexec::Daemon::Create", "NOT A COMMAND: C++"),
@@ -545,7 +556,7 @@ BLOCKS = {
          "client/python/tests/test_checkpoints.py runs these commands"),
         ("recording {", block_config_excerpt),
         ("toolexec export SESSION", "SKIP: needs a recorded session; client/python/tests/test_recording.py "
-         "runs export and replay"),
+         "runs these two commands (test_the_cli_exports_what_the_client_exports) and replay"),
         ("# examples/command_tools/word_count.py", block_tool_source),  # the file, shortened
         ("# examples/command_tools/line_count.sh", block_tool_source),
         ("scripts/run.sh --config=examples/command_tools", block_command_tools),

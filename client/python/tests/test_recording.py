@@ -206,3 +206,17 @@ def test_replay_leaves_a_recorded_ask_timeout_to_time_out():
             daemon.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("fmt", [None, "anthropic", "openai_responses"])
+def test_the_cli_exports_what_the_client_exports(recorded, fmt):
+    """`toolexec export SESSION [--format F]`, as the README shows it."""
+    argv = [TOOLEXEC_CLI, f"--target={recorded['daemon'].address}", "export",
+            recorded["session_id"]] + (["--format", fmt] if fmt else [])
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    if fmt is None:  # JSON lines, as written (the session is closed by now)
+        with open(recorded["path"], encoding="utf-8") as f:
+            assert run.stdout == f.read()
+    else:
+        assert json.loads(run.stdout) == recorded["exports"][fmt]
