@@ -48,7 +48,8 @@ class BashTool final : public PersistentShellTool {
                       "the next call; functions, aliases and traps do not. Returns the command's "
                       "output (stdout and stderr, interleaved). A command reads no input (stdin "
                       "is empty); one that runs longer than the daemon's command timeout is "
-                      "interrupted. `exit` ends the shell; restart:true starts a fresh one.",
+                      "stopped, and the shell with it. `exit` ends the shell; restart:true "
+                      "starts a fresh one.",
                       kSchema)
                  .Type(ToolType::kBashCmd)
                  .NeedsContext()
@@ -83,6 +84,7 @@ class BashTool final : public PersistentShellTool {
     SetString(out, "stderr", o.stderr_text);
     if (o.exit_code.has_value()) SetInt(out, "exit_code", *o.exit_code);
     SetString(out, "timed_out", o.timed_out);
+    if (!o.signal.empty()) SetString(out, "signal", o.signal);
     SetBool(out, "truncated", o.truncated);
     SetInt(out, "duration_ms", o.duration_ms);
     SetInt(out, "timeout_ms", o.timeout_ms);
@@ -138,6 +140,8 @@ class BashTool final : public PersistentShellTool {
     if (!ok || !result.IsObject()) return absl::StrCat("[bash: `", cmd, "` error]");
     std::string timed_out = builtin::StringField(result, "timed_out");
     if (!timed_out.empty()) return absl::StrCat("[bash: `", cmd, "` timed out]");
+    std::string signal = builtin::StringField(result, "signal");
+    if (!signal.empty()) return absl::StrCat("[bash: `", cmd, "` shell killed by ", signal, "]");
     return absl::StrCat("[bash: `", cmd, "` exit ", builtin::IntArg(result, "exit_code", -1),
                         "]");
   }

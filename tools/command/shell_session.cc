@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
@@ -36,7 +37,14 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The loop bash runs; C and R are the control and report descriptors.
+// The loop bash runs; C and R are the control and report descriptors, and
+// every name it keeps (V_pre, V_cmd, V_id, V_st, V_fl, V_so, V_on, V_pf, V_x)
+// is V_ made unique per shell (`tag`), so no command can come upon them
+// unless it goes looking; and even one that assigns them, gives them
+// attributes or makes them namerefs cannot mislead the report: the loop
+// drops their attributes (`unset -n`) before it uses them, and the id that
+// closes the report is read from the control pipe after the command.
+//
 // POSIXLY_CORRECT=1 puts bash in posix mode, where a special builtin (unset,
 // eval, trap, set) is found before a function of the same name, so the loop's
 // own steps cannot be replaced by a function the command defined: it removes
@@ -45,35 +53,56 @@ using std::chrono::milliseconds;
 // command left and, when needed, moves back into the workspace; if a
 // function survives (readonly -f), the loop reports "F" without running the
 // command and the daemon replaces the shell.
-std::string Driver(int c, int r) {
-  return absl::StrCat(
+//
+// The command's shell options are its own and carry over, as in a terminal:
+// the first step after it (an assignment and special builtins only, inside a
+// group whose stderr is /dev/null, so even xtrace shows none of it) saves
+// errexit, nounset, xtrace, verbose, allexport and pipefail and turns them
+// off; the loop's own code always runs without them, and they are turned
+// back on just before the next command: xtrace inside its eval, so the
+// trace shows the command and nothing of the loop.
+std::string Driver(int c, int r, absl::string_view tag) {
+  return absl::StrReplaceAll(
       "builtin set +o history 2>/dev/null\n"
-      "while IFS= builtin read -r -d '' -u ", c, " __te_id && IFS= builtin read -r -d '' -u ", c,
-      " __te_pre && IFS= builtin read -r -d '' -u ", c, " __te_cmd; do\n"
+      "V_on= V_pf= V_x=\n"
+      "while builtin unset -n V_pre V_cmd V_id 2>/dev/null;"
+      " IFS= builtin read -r -d '' -u @C V_pre && IFS= builtin read -r -d '' -u @C V_cmd; do\n"
       "  POSIXLY_CORRECT=1 2>/dev/null\n"
       "  unset -f builtin 2>/dev/null\n"
-      "  builtin eval \"$__te_pre\" </dev/null ", c, "<&- ", r, ">&-\n"
+      "  builtin eval \"$V_pre\" </dev/null @C<&- @R>&-\n"
       "  if [[ ! -o posix ]] || builtin compgen -A function >/dev/null 2>&1; then\n"
-      "    { builtin printf '%s\\0F\\0' \"$__te_id\"; builtin printf 'END:%s\\0' \"$__te_id\"; } >&",
-      r, " 2>/dev/null\n"
+      "    IFS= builtin read -r -d '' -u @C V_id\n"
+      "    builtin printf 'F\\0END:%s\\0' \"$V_id\" >&@R 2>/dev/null\n"
       "    continue\n"
       "  fi\n"
       "  builtin unset POSIXLY_CORRECT\n"
-      "  builtin eval \"$__te_cmd\" </dev/null ", c, "<&- ", r, ">&-\n"
-      "  __te_st=$?\n"
-      "  POSIXLY_CORRECT=1 2>/dev/null\n"
-      "  unset -f builtin 2>/dev/null\n"
+      "  [[ -n $V_on ]] && builtin set \"-$V_on\"\n"
+      "  [[ -n $V_pf ]] && builtin set -o pipefail\n"
+      "  builtin eval \"$V_x$V_cmd\" </dev/null @C<&- @R>&-\n"
+      "  { V_st=$?\n"
+      "    POSIXLY_CORRECT=1\n"
+      "    unset -f builtin\n"
+      "    builtin unset -n V_fl V_so V_on V_pf V_x V_id\n"
+      "    V_fl=$- V_so=$SHELLOPTS\n"
+      "    builtin set +euxva +o pipefail\n"
+      "    builtin export -n V_st V_fl V_so\n"
+      "  } 2>/dev/null\n"
+      "  V_on=${V_fl//[!euva]/} V_pf= V_x=\n"
+      "  [[ :$V_so: == *:pipefail:* ]] && V_pf=1\n"
+      "  [[ $V_fl == *x* ]] && V_x='builtin set -x; '\n"
       "  builtin trap - EXIT ERR DEBUG RETURN HUP INT QUIT TERM USR1 USR2 PIPE ALRM CHLD\n"
       "  builtin unalias -a 2>/dev/null\n"
       "  builtin shopt -u expand_aliases\n"
       "  builtin set +k\n"
       "  builtin hash -r\n"
-      "  { builtin printf '%s\\0%s\\0' \"$__te_id\" \"$__te_st\"; builtin pwd -P;"
-      " builtin printf '\\0'; builtin compgen -A function;"
-      " builtin printf 'END:%s\\0' \"$__te_id\"; } >&",
-      r, " 2>/dev/null\n"
+      "  IFS= builtin read -r -d '' -u @C V_id\n"
+      "  { builtin printf '%s\\0' \"$V_st\"; builtin pwd -P; builtin printf '\\0';"
+      " builtin compgen -A function; builtin printf 'END:%s\\0' \"$V_id\"; } >&@R 2>/dev/null\n"
       "  builtin unset POSIXLY_CORRECT\n"
-      "done\n");
+      "done\n",
+      {{"V_", absl::StrCat("__te_", tag, "_")},
+       {"@C", absl::StrCat(c)},
+       {"@R", absl::StrCat(r)}});
 }
 
 void SetNonBlocking(int fd) {
@@ -276,9 +305,11 @@ absl::Status StartShell(const CommandConfig& config, const ToolContext& ctx,
   UniqueFd ctl_read(ctl[0]), ctl_write(ctl[1]);
   if (pipe2(rep, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe2");
   UniqueFd rep_read(rep[0]), rep_write(rep[1]);
+  std::random_device rd;
+  const std::string tag = absl::StrCat(absl::Hex(rd()), absl::Hex(rd()));
   CommandSpec spec = MakeCommandSpec(
       config, ctx, *wp, dir->get(),
-      {"/bin/bash", "--noprofile", "--norc", "-c", Driver(ctl_read.get(), rep_write.get()),
+      {"/bin/bash", "--noprofile", "--norc", "-c", Driver(ctl_read.get(), rep_write.get(), tag),
        "bash"},
       {});
   spec.inherit_fds.push_back(ctl_read.get());
@@ -312,8 +343,7 @@ absl::Status StartShell(const CommandConfig& config, const ToolContext& ctx,
   // the directory handle is the directory itself.
   std::string real = fs::FdPath(wp->root->fd());
   shell.home = spec.sandboxed || real.empty() ? wp->root->path() : real;
-  std::random_device rd;
-  shell.id_prefix = absl::StrCat(absl::Hex(rd()), absl::Hex(rd()), "-");
+  shell.id_prefix = absl::StrCat(tag, "-");
   return absl::OkStatus();
 }
 
@@ -415,8 +445,10 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
       shell->reset_cwd = false;
     }
     const std::string id = absl::StrCat(shell->id_prefix, shell->next_id++);
-    std::string message = absl::StrCat(id, absl::string_view("\0", 1), prelude,
-                                       absl::string_view("\0", 1), command,
+    // The prelude and the command, then the id the report ends with (read
+    // after the command, so nothing the command does can change it).
+    std::string message = absl::StrCat(prelude, absl::string_view("\0", 1), command,
+                                       absl::string_view("\0", 1), id,
                                        absl::string_view("\0", 1));
     size_t sent = 0;
     const size_t capture = opt.command_capture_bytes;
@@ -491,9 +523,9 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
         }
         if (!why.empty()) {
           out.timed_out = why;
-          // The command's processes (everything below the shell); the shell
-          // itself is spared so it can keep its state.
-          child.SignalTree(SIGTERM, /*include_leader=*/false);
+          // The command's processes and the shell running the rest of its
+          // list (the leader, or below bwrap, which is spared).
+          child.SignalTree(SIGTERM, /*include_leader=*/!shell->sandboxed);
           phase = Phase::kTerminating;
           kill_at = now + grace;
         }
@@ -560,12 +592,9 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
           shell->rep_buf.append(rb, n);
           size_t end = shell->rep_buf.find(end_marker);
           if (end != std::string::npos) {
-            const std::string head = absl::StrCat(id, absl::string_view("\0", 1));
-            size_t begin = shell->rep_buf.rfind(head, end);
-            if (begin != std::string::npos) {
-              report = shell->rep_buf.substr(begin + head.size(), end - begin - head.size());
-              reported = true;
-            }
+            // The record is what the shell wrote since the last report ended.
+            report = shell->rep_buf.substr(0, end);
+            reported = true;
             shell->rep_buf.erase(0, end + end_marker.size());
           }
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -576,6 +605,12 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
       if (ended) gone = true;
     }
     token.RemoveCallback(cb);
+    if (!out.timed_out.empty() && !gone) {
+      // The shell outlived the signal (the command trapped it) and went on
+      // with the list: it ends all the same, so nothing more of it runs.
+      child.KillTree();
+      gone = true;
+    }
 
     if (gone) {
       // Whatever is still in the pipes, until they close (the tree is gone)
@@ -665,37 +700,34 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
       shell->cgroup.reset();
       shell->ended = true;
       if (!out.timed_out.empty()) {
-        out.notes.push_back(absl::StrCat(
-            out.timed_out == "wall"
-                ? absl::StrCat("the command timed out after ", timeout_ms, " ms")
-                : std::string("the call was cancelled"),
-            " and did not stop when its processes were sent SIGTERM, so the shell was killed: "
-            "the next call starts a new shell at the workspace root (variables and working "
-            "directory reset)"));
-      } else {
-        std::string how = "the shell ended";
-        if (shell_exit.has_value()) {
-          how = shell_exit->signaled
-                    ? absl::StrCat("the shell was killed by ", SignalName(shell_exit->code))
-                    : absl::StrCat("the shell exited with code ", shell_exit->code);
-          if (!shell_exit->signaled) out.exit_code = shell_exit->code;
-        }
-        out.notes.push_back(absl::StrCat(
-            how, " (exit or exec ends it); the next call starts a new shell at the workspace root"));
-      }
-      absl::MutexLock lock(&mu_);
-      auto it = shells_.find(session_id);
-      if (it != shells_.end() && it->second == shell) shells_.erase(it);
-    } else {
-      if (!out.timed_out.empty()) {
         out.exit_code.reset();
         out.notes.push_back(absl::StrCat(
             out.timed_out == "wall"
                 ? absl::StrCat("the command timed out after ", timeout_ms, " ms")
                 : std::string("the call was cancelled"),
-            " and was interrupted (its processes were sent SIGTERM); the shell keeps its "
-            "working directory and variables"));
+            ": it was stopped with the shell running it (SIGTERM, then SIGKILL after ",
+            grace.count(), " ms), so nothing more of it runs; the next call starts a new "
+            "shell at the workspace root (variables, options and working directory reset)"));
+      } else {
+        std::string how = "the shell ended";
+        if (shell_exit.has_value() && shell_exit->signaled) {
+          // As bash reports a command a signal ended.
+          out.exit_code = 128 + shell_exit->code;
+          out.signal = SignalName(shell_exit->code);
+          how = absl::StrCat("the shell was killed by ", out.signal);
+        } else if (shell_exit.has_value()) {
+          out.exit_code = shell_exit->code;
+          how = absl::StrCat("the shell exited with code ", shell_exit->code,
+                             " (`exit`, `exec`, or a failing command under `set -e` ends it)");
+        }
+        out.notes.push_back(absl::StrCat(
+            how, "; the next call starts a new shell at the workspace root (variables, "
+                 "options and working directory reset)"));
       }
+      absl::MutexLock lock(&mu_);
+      auto it = shells_.find(session_id);
+      if (it != shells_.end() && it->second == shell) shells_.erase(it);
+    } else {
       if (!out.cwd.empty() &&
           std::none_of(shell->roots.begin(), shell->roots.end(),
                        [&](const std::string& r) { return Beneath(out.cwd, r); })) {

@@ -39,22 +39,34 @@
 //
 // The protocol: how a command's end and exit code are found
 // ---------------------------------------------------------
-// bash runs a fixed loop (kDriver in shell_session.cc; --noprofile --norc,
-// stdin /dev/null): read an id, a prelude and the command, each
-// NUL-terminated, from the control pipe; eval the prelude, then eval the
-// command with stdin from /dev/null and the control and report pipes closed
-// for it (so no process the command starts holds them, and nothing it
-// prints reaches them); then write the report: the id, `$?`, `pwd -P` and
-// the names of the shell's functions, closed by "END:<id>". The end of a
-// command is that report on the report pipe, never text on stdout: output
-// cannot end a call whatever it prints, and an id that names each command
-// (a per-shell random prefix and a counter) keeps a stale report from ending
-// the next call. The exit code is bash's `$?` for the command, exact.
+// bash runs a fixed loop (Driver in shell_session.cc; --noprofile --norc,
+// stdin /dev/null): read a prelude and the command, each NUL-terminated,
+// from the control pipe; eval the prelude, then eval the command with stdin
+// from /dev/null and the control and report pipes closed for it (so no
+// process the command starts holds them, and nothing it prints reaches
+// them); then read the id the daemon wrote after the command and write the
+// report: `$?`, `pwd -P` and the names of the shell's functions, closed by
+// "END:<id>". The end of a command is that report on the report pipe, never
+// text on stdout: output cannot end a call whatever it prints, and an id
+// that names each command (a per-shell random prefix and a counter), which
+// the command cannot see or change, keeps a stale report from ending the
+// next call. The exit code is bash's `$?` for the command, exact.
 // Output that never ends a line, binary output (made valid UTF-8 as
 // run_command does) and a command reading stdin (it reads /dev/null) all
-// end normally. `exit N` and `exec prog` end the shell: the report pipe
-// closes and the supervisor's pidfd fires; the call reports the shell's exit
-// status and says the next call starts a new shell.
+// end normally. `exit N`, `exec prog`, a failing command under the user's
+// `set -e` and a signal end the shell: the report pipe closes and the
+// supervisor's pidfd fires; the call reports the shell's exit status (128 +
+// the signal, and which signal, when one killed it) and says the next call
+// starts a new shell.
+//
+// The loop's own code is immune to what the command sets: its names are
+// unique per shell and their attributes are dropped before each use, so no
+// assignment, nameref or attribute a command gives any name can change a
+// report; and the shell options the command turns on (errexit, nounset,
+// pipefail, xtrace, verbose, allexport) persist to the next command as in a
+// terminal, but are saved and turned off for the loop's code in between
+// (the first step after the command, itself traced nowhere), so they can
+// neither end the shell in the loop's code nor trace it into the output.
 //
 // What persists, and what does not (the policy's view)
 // ----------------------------------------------------
@@ -80,14 +92,18 @@
 // How a timeout or a cancellation reaches the command
 // ---------------------------------------------------
 // The command's wall timeout (the call's, fitted inside the call's deadline
-// as RunForeground does) or the call's cancellation first sends SIGTERM to
-// every process below the shell (ChildProcess::SignalTree without the
-// leader: the command's processes, and any background job). If the shell
-// reports within the kill grace, it keeps its state and the result says the
-// command was interrupted. Otherwise (a builtin loop, a trap-less wait, or
-// under bwrap, whose leader is bwrap and whose shell is below it) the whole
-// tree is killed and the shell is gone: the result says so, and the next
-// call starts a new shell at the workspace root.
+// as RunForeground does) or the call's cancellation stops the command and
+// the shell running it: a non-interactive bash cannot abandon the rest of a
+// command list and keep going, so keeping the shell would let the rest of
+// the list run after the result reported the timeout. SIGTERM goes to every
+// process of the tree (ChildProcess::SignalTree; under bwrap, whose leader
+// is bwrap, to everything below it: the shell and the command's processes),
+// and whatever is left when the shell has ended, or after the kill grace,
+// is killed (a shell that outlives the signal, because the command trapped
+// it, is killed as soon as it reports). The result says the command timed
+// out (or was cancelled) and that the next call starts a new shell at the
+// workspace root, as Anthropic's reference bash tool requires a restart
+// after a timeout.
 //
 // Limits: each call's stdout, stderr and their interleaving are captured
 // like run_command's (head and tail of command_capture_bytes each, rendered
@@ -129,13 +145,18 @@ struct ShellOutcome {
   uint64_t stderr_bytes = 0;
   bool truncated = false;
   uint64_t invalid_utf8_bytes = 0;
-  // The command's exit status (`$?`); unset when it timed out or was
-  // cancelled before the shell reported.
+  // The command's exit status (`$?`), or the shell's when the command ended
+  // it (128 + the signal when one killed it, as bash reports a command a
+  // signal ended); unset when it timed out or was cancelled.
   std::optional<int> exit_code;
   // "" (it ended on its own), "wall" or "cancelled".
   std::string timed_out;
-  // The shell ended during this call (exit, exec, a timeout that had to kill
-  // it): the next call starts a new shell at the workspace root.
+  // The signal that killed the shell during this call ("SIGKILL"), if one
+  // did (not a timeout's).
+  std::string signal;
+  // The shell ended during this call (exit, exec, a failing command under
+  // `set -e`, a signal, a timeout): the next call starts a new shell at the
+  // workspace root.
   bool shell_ended = false;
   // This call started a new shell (the first call, after a restart, or after
   // the previous shell ended).

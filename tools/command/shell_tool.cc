@@ -117,9 +117,11 @@ class ShellTool final : public PersistentShellTool {
       entry.AddMember("stdout", Text(so, a), a);
       entry.AddMember("stderr", Text(se, a), a);
       JsonValue outcome(rapidjson::kObjectType);
-      if (o.exit_code.has_value() && o.timed_out.empty()) {
+      // Only a timeout (or a cancellation) is one: a command that ended the
+      // shell, a signal included, has the exit status the shell reported.
+      if (o.timed_out.empty()) {
         outcome.AddMember("type", "exit", a);
-        outcome.AddMember("exit_code", *o.exit_code, a);
+        outcome.AddMember("exit_code", o.exit_code.value_or(-1), a);
       } else {
         outcome.AddMember("type", "timeout", a);
       }

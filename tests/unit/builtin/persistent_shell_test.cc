@@ -222,7 +222,7 @@ TEST_F(BashToolTest, WithoutASessionThereIsNoShell) {
   EXPECT_EQ(r.error->code, ErrorCode::kNoContext);
 }
 
-TEST_F(BashToolTest, ATimeoutInterruptsTheCommandAndKeepsTheShell) {
+TEST_F(BashToolTest, ATimeoutStopsTheCommandAndTheShellRunningIt) {
   options_.command_default_timeout = absl::Milliseconds(400);
   Build();
   ASSERT_TRUE(Bash("export KEEP=yes").ok());
@@ -230,20 +230,22 @@ TEST_F(BashToolTest, ATimeoutInterruptsTheCommandAndKeepsTheShell) {
   ASSERT_TRUE(slow.ok()) << slow.error_message;
   EXPECT_EQ(Str(slow.payload, "timed_out"), "wall");
   EXPECT_FALSE(slow.payload.HasMember("exit_code"));
+  EXPECT_FALSE(slow.payload.HasMember("signal"));
+  EXPECT_TRUE(Flag(slow.payload, "shell_ended"));
   EXPECT_THAT(Str(slow.payload, "output"), HasSubstr("started"));
-  EXPECT_THAT(slow.model_content, HasSubstr("keeps its working directory"));
-  auto after = Bash("echo $KEEP");
-  EXPECT_EQ(Str(after.payload, "output"), "yes\n");
-  EXPECT_FALSE(Flag(after.payload, "new_shell"));
+  EXPECT_THAT(slow.model_content, HasSubstr("timed out after 400 ms"));
+  EXPECT_THAT(slow.model_content, HasSubstr("the next call starts a new shell"));
+  auto after = Bash("echo \"[$KEEP]\"");
+  EXPECT_EQ(Str(after.payload, "output"), "[]\n");
+  EXPECT_TRUE(Flag(after.payload, "new_shell"));
 
-  // A loop in the shell itself cannot be interrupted: the shell goes.
+  // A loop in the shell itself stops the same way.
   auto loop = Bash("while :; do :; done");
   EXPECT_EQ(Str(loop.payload, "timed_out"), "wall");
   EXPECT_TRUE(Flag(loop.payload, "shell_ended"));
-  EXPECT_THAT(loop.model_content, HasSubstr("the shell was killed"));
-  auto fresh = Bash("echo \"[$KEEP]\"");
+  auto fresh = Bash("echo fresh");
   EXPECT_TRUE(Flag(fresh.payload, "new_shell"));
-  EXPECT_EQ(Str(fresh.payload, "output"), "[]\n");
+  EXPECT_EQ(Str(fresh.payload, "output"), "fresh\n");
 }
 
 TEST_F(BashToolTest, ClosingTheSessionEndsTheShellAndItsBackgroundJobs) {
@@ -376,6 +378,123 @@ TEST_F(BashToolTest, PersistsInsideTheSandbox) {
   auto slow = Bash("sleep 30");
   EXPECT_EQ(Str(slow.payload, "timed_out"), "wall");
   EXPECT_TRUE(Bash("true").ok());
+}
+
+// --- the user's shell options and names never reach the loop's own code ---
+
+TEST_F(BashToolTest, ErrexitNounsetAndPipefailPersistAndTheLoopIgnoresThem) {
+  auto set = Bash("set -euo pipefail; echo hi");
+  ASSERT_TRUE(set.ok()) << set.error_message;
+  EXPECT_EQ(Str(set.payload, "output"), "hi\n");
+  EXPECT_EQ(Int(set.payload, "exit_code"), 0);
+  EXPECT_FALSE(Flag(set.payload, "shell_ended")) << set.model_content;
+
+  // The options carry over to the next call, as in a terminal.
+  auto on = Bash("case $- in *e*u*|*u*e*) echo eu;; esac; "
+                 "if false | true; then echo no-pipefail; else echo pipefail; fi; "
+                 "(: \"$NOT_SET_ANYWHERE\") 2>/dev/null || echo nounset");
+  ASSERT_TRUE(on.ok()) << on.error_message;
+  EXPECT_EQ(Str(on.payload, "output"), "eu\npipefail\nnounset\n");
+  EXPECT_EQ(Int(on.payload, "exit_code"), 0);
+  EXPECT_FALSE(Flag(on.payload, "new_shell"));
+
+  // A failing command under the user's set -e ends the shell, as it would a
+  // terminal's, and says so; the next call starts a new one.
+  auto fail = Bash("echo before; false; echo after");
+  ASSERT_TRUE(fail.ok()) << fail.error_message;
+  EXPECT_EQ(Str(fail.payload, "output"), "before\n");
+  EXPECT_EQ(Int(fail.payload, "exit_code"), 1);
+  EXPECT_TRUE(Flag(fail.payload, "shell_ended"));
+  EXPECT_EQ(Str(fail.payload, "timed_out"), "");
+  EXPECT_THAT(fail.model_content, HasSubstr("the shell exited with code 1"));
+  EXPECT_THAT(fail.model_content, HasSubstr("set -e"));
+  auto fresh = Bash("echo \"[$-]\"; false; echo still");
+  EXPECT_TRUE(Flag(fresh.payload, "new_shell"));
+  EXPECT_THAT(Str(fresh.payload, "output"), Not(HasSubstr("e")));
+  EXPECT_THAT(Str(fresh.payload, "output"), HasSubstr("still\n"));
+  EXPECT_EQ(Int(fresh.payload, "exit_code"), 0);
+
+  // Turned off again, they stay off.
+  ASSERT_TRUE(Bash("set -u; set +u; echo \"[$NOT_SET_ANYWHERE]\"").ok());
+  EXPECT_EQ(Str(Bash("echo \"[$NOT_SET_ANYWHERE]\"").payload, "output"), "[]\n");
+}
+
+TEST_F(BashToolTest, XtraceShowsTheCommandOnlyAndNoNameBelongsToTheLoop) {
+  options_.command_default_timeout = absl::Seconds(5);
+  Build();
+  auto x = Bash("set -x; echo hi");
+  ASSERT_TRUE(x.ok()) << x.error_message;
+  // (One `+` more than at a prompt: the command runs inside an eval.)
+  EXPECT_EQ(Str(x.payload, "stdout"), "hi\n");
+  EXPECT_THAT(Str(x.payload, "stderr"), ::testing::MatchesRegex("\\++ echo hi\n"));
+  auto again = Bash("echo again");
+  EXPECT_EQ(Str(again.payload, "stdout"), "again\n");
+  EXPECT_THAT(Str(again.payload, "stderr"), ::testing::MatchesRegex("\\++ echo again\n"));
+  EXPECT_FALSE(Flag(again.payload, "new_shell"));
+  auto off = Bash("set +x; echo quiet");
+  EXPECT_THAT(Str(off.payload, "stderr"), ::testing::MatchesRegex("\\++ set \\+x\n"));
+  EXPECT_EQ(Str(Bash("echo quiet").payload, "stderr"), "");
+
+  // Whatever names a command assigns, the call ends when it does.
+  auto names = Bash("__te_id=1; __te_st=x; __te_pre=x; __te_cmd=x; "
+                    "for v in $(compgen -v __te_); do declare -g \"$v=1\"; done; "
+                    "declare -u __te_id; IFS=x; echo assigned");
+  ASSERT_TRUE(names.ok()) << names.error_message;
+  EXPECT_EQ(Str(names.payload, "timed_out"), "");
+  EXPECT_EQ(Str(names.payload, "output"), "assigned\n");
+  EXPECT_EQ(Int(names.payload, "exit_code"), 0);
+  auto after = Bash("unset IFS; for v in $(compgen -v __te_); do unset \"$v\"; declare -n \"$v=X\"; done; "
+                    "(exit 4)");
+  EXPECT_EQ(Str(after.payload, "timed_out"), "");
+  EXPECT_EQ(Int(after.payload, "exit_code"), 4);
+  auto next = Bash("echo next");
+  EXPECT_EQ(Str(next.payload, "output"), "next\n");
+  EXPECT_FALSE(Flag(next.payload, "new_shell"));
+}
+
+TEST_F(BashToolTest, ATimeoutStopsTheWholeCommandList) {
+  options_.command_default_timeout = absl::Milliseconds(400);
+  Build();
+  auto slow = Bash("echo started; sleep 5; echo never; echo never >> late");
+  ASSERT_TRUE(slow.ok()) << slow.error_message;
+  EXPECT_EQ(Str(slow.payload, "timed_out"), "wall");
+  EXPECT_THAT(Str(slow.payload, "output"), HasSubstr("started"));
+  EXPECT_THAT(Str(slow.payload, "output"), Not(HasSubstr("never")));
+  absl::SleepFor(absl::Milliseconds(800));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/late"));
+  // Nor does a loop in the shell itself, or a command list that traps the
+  // signal, run on.
+  auto loop = Bash("trap 'echo caught' TERM; while :; do :; done; echo never >> late");
+  EXPECT_EQ(Str(loop.payload, "timed_out"), "wall");
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/late"));
+  EXPECT_EQ(Str(Bash("echo next").payload, "output"), "next\n");
+}
+
+TEST_F(BashToolTest, AShellKilledByASignalIsNotATimeout) {
+  ASSERT_TRUE(Bash("export KEEP=1").ok());
+  auto killed = Bash("echo dying; kill -9 $$");
+  ASSERT_TRUE(killed.ok()) << killed.error_message;
+  EXPECT_EQ(Str(killed.payload, "timed_out"), "");
+  EXPECT_TRUE(Flag(killed.payload, "shell_ended"));
+  EXPECT_EQ(Str(killed.payload, "signal"), "SIGKILL");
+  EXPECT_EQ(Int(killed.payload, "exit_code"), 128 + SIGKILL);
+  EXPECT_THAT(killed.model_content, HasSubstr("the shell was killed by SIGKILL"));
+  EXPECT_THAT(killed.model_content, Not(HasSubstr("timed out")));
+  auto fresh = Bash("echo \"[$KEEP]\"");
+  EXPECT_TRUE(Flag(fresh.payload, "new_shell"));
+  EXPECT_EQ(Str(fresh.payload, "output"), "[]\n");
+
+  auto shell = testing::RunOneCall(
+      *runner_, "shell", R"({"commands":["kill -TERM $$","echo after"]})", session_);
+  ASSERT_TRUE(shell.ok()) << shell.error_message;
+  const JsonValue& out = shell.payload["output"];
+  ASSERT_EQ(out.Size(), 2u);
+  EXPECT_EQ(std::string(out[0]["outcome"]["type"].GetString()), "exit");
+  EXPECT_EQ(out[0]["outcome"]["exit_code"].GetInt(), 128 + SIGTERM);
+  EXPECT_EQ(Str(out[1], "stdout"), "after\n");
+  EXPECT_THAT(shell.model_content, HasSubstr("the shell was killed by SIGTERM"));
+  EXPECT_THAT(shell.model_content, Not(HasSubstr("timed out")));
 }
 
 // --- shell: the Responses shape over the same shell ---
