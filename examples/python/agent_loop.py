@@ -14,10 +14,15 @@ harness), append the results as the provider's tool-result messages, and repeat
 until the model answers in text. Only the model is fake: FakeModel plays a fixed
 script and speaks each provider's wire format (OpenAI Chat Completions, OpenAI
 Responses, Anthropic Messages, Gemini generateContent), checking what it is sent
-as the real API would need it. With the Responses API the tools that have a
-native form are declared in it (native_tools): the model edits a file with an
-apply_patch_call, answered by an apply_patch_call_output. Exit status 0 when
-every provider's round trip worked.
+as the real API would need it. With the Responses API and Anthropic the tools
+that have a native form are declared in it (native_tools), and the model uses them
+as those providers' models do: with the Responses API it creates a file with an
+apply_patch_call (answered by an apply_patch_call_output) and reads it back with a
+shell_call (answered by a shell_call_output); Claude runs a command with bash,
+edits its output file with str_replace_based_edit_tool's insert (insert_text) and,
+when the daemon's config sets memory_dir, keeps a note with memory. Each
+conversation runs in a session (bash and shell keep their shell in it). Exit status
+0 when every provider's round trip worked.
 """
 
 import argparse
@@ -32,7 +37,9 @@ except ImportError:  # run from a source checkout without installing
     import toolexec
 
 PROVIDERS = ("openai", "openai_responses", "anthropic", "gemini")
-MAX_TURNS = 5
+NATIVE = ("openai_responses", "anthropic")  # providers whose native tool shapes are used
+MAX_TURNS = 8
+MEMORY_NOTE = "/memories/agent_loop.md"
 
 
 # ---- the harness ------------------------------------------------------------------
@@ -45,30 +52,36 @@ def ask_user(args):
 
 def run_agent(client, model, provider, prompt, log=print):
     """Runs the conversation to the model's final text answer, and returns it."""
-    # The declarations in this provider's form; the Responses API's native tools as such.
-    tools = client.list_tools(provider, native_tools=provider == "openai_responses")
+    # The declarations in this provider's form; the tools that have a native form in
+    # it (the Responses API's apply_patch and shell; Anthropic's text editor, bash and
+    # memory) as such.
+    tools = client.list_tools(provider, native_tools=provider in NATIVE)
     if provider == "gemini":  # Gemini takes function declarations inside a Tool
         tools = [{"functionDeclarations": [t for t in tools if "name" in t]},
                  *(t for t in tools if "name" not in t)]
     conversation = [model.user_message(prompt)]
-    for _ in range(MAX_TURNS):
-        reply = model.respond(conversation, tools)
-        if provider == "openai_responses":  # a response's output items join the input
-            conversation.extend(reply["output"])
-        else:
-            conversation.append(reply)
-        calls = toolexec.tool_calls_in(reply, provider)
-        if not calls:
-            return model.text_of(reply)
-        results = []
-        for event in client.execute(calls, harness={"ask_question": ask_user}):
-            if "progress" in event:
-                log(f"  [{event['progress']['stream']}] {event['progress']['text'].rstrip()}")
-            elif "result" in event:
-                r = event["result"]
-                log(f"  {r['name']} -> {r['status'].removeprefix('RESULT_STATUS_').lower()}")
-                results.append(r)
-        conversation.extend(toolexec.tool_result_messages(results, provider))
+    # One session per conversation: bash and shell run in its persistent shell, and
+    # memory's /memories is its user's.
+    with client.open_session(f"agent-loop-{provider}", user_id="agent-loop") as session:
+        for _ in range(MAX_TURNS):
+            reply = model.respond(conversation, tools)
+            if provider == "openai_responses":  # a response's output items join the input
+                conversation.extend(reply["output"])
+            else:
+                conversation.append(reply)
+            calls = toolexec.tool_calls_in(reply, provider)
+            if not calls:
+                return model.text_of(reply)
+            results = []
+            for event in session.execute(calls, harness={"ask_question": ask_user}):
+                if "progress" in event:
+                    log(f"  [{event['progress']['stream']}] "
+                        f"{event['progress']['text'].rstrip()}")
+                elif "result" in event:
+                    r = event["result"]
+                    log(f"  {r['name']} -> {r['status'].removeprefix('RESULT_STATUS_').lower()}")
+                    results.append(r)
+            conversation.extend(toolexec.tool_result_messages(results, provider))
     raise RuntimeError(f"no answer after {MAX_TURNS} turns")
 
 
@@ -83,12 +96,18 @@ class FakeModel:
     Turn 2: echoes the user's answer with run_command and reads a missing file
     (view_file fails: the failure goes back to the model as a tool result); with
     the Responses API it also creates hello.txt with a native apply_patch_call.
-    Turn 3: answers in text, quoting what the command printed.
+    Then, in the native shapes: with the Responses API, a shell_call reads
+    hello.txt back (turn 3); Claude writes the answer to claude.txt with bash and,
+    with memory declared, views /memories (turn 3), then puts a heading at the top
+    of claude.txt with the text editor's insert (insert_text) and creates its
+    memory note, or views it when an earlier run made it (turn 4).
+    Last turn: answers in text, quoting what the command printed.
     """
 
     def __init__(self, provider):
         self.provider = provider
         self.turn = 0
+        self.memory = False  # whether the harness declared Anthropic's memory tool
 
     # What a user message looks like to this provider.
     def user_message(self, text):
@@ -112,12 +131,48 @@ class FakeModel:
                 calls.append(("apply_patch_call", {"type": "create_file", "path": "hello.txt",
                                                    "diff": f"+{answer}\n"}))
             return self._calls(calls)
-        if self.provider == "openai_responses" and "A hello.txt" not in outputs["apply_patch"]:
-            raise AssertionError(f"apply_patch's output is not codex's: {outputs['apply_patch']}")
-        if "hello from the user" not in outputs["run_command"]:
-            raise AssertionError(f"run_command's result lacks the echo: {outputs['run_command']}")
-        if "no-such-file.txt" not in outputs["view_file"]:
-            raise AssertionError(f"view_file's error is not explained: {outputs['view_file']}")
+        if self.turn == 3:
+            if self.provider == "openai_responses" and "A hello.txt" not in outputs["apply_patch"]:
+                raise AssertionError(f"apply_patch's output is not codex's: "
+                                     f"{outputs['apply_patch']}")
+            if "hello from the user" not in outputs["run_command"]:
+                raise AssertionError(f"run_command's result lacks the echo: "
+                                     f"{outputs['run_command']}")
+            if "no-such-file.txt" not in outputs["view_file"]:
+                raise AssertionError(f"view_file's error is not explained: {outputs['view_file']}")
+            if self.provider == "openai_responses":  # the patched file, read in the shell
+                return self._calls([("shell_call", {"commands": ["cat hello.txt"],
+                                                    "timeout_ms": 10000})])
+            if self.provider == "anthropic":
+                calls = [("bash", {"command": "echo 'hello from the user' | tee claude.txt"})]
+                if self.memory:
+                    calls.append(("memory", {"command": "view", "path": "/memories"}))
+                return self._calls(calls)
+        if self.provider == "anthropic" and self.turn == 4:
+            if outputs["bash"] != "hello from the user\n":
+                raise AssertionError(f"bash's output is not the command's: {outputs['bash']}")
+            calls = [("str_replace_based_edit_tool", {
+                "command": "insert", "path": "claude.txt", "insert_line": 0,
+                "insert_text": "# What the user said\n"})]
+            if self.memory:
+                if not outputs["memory"].startswith("Here're the files and directories"):
+                    raise AssertionError(f"memory's view is not a listing: {outputs['memory']}")
+                if MEMORY_NOTE in outputs["memory"]:  # an earlier run made it
+                    calls.append(("memory", {"command": "view", "path": MEMORY_NOTE}))
+                else:
+                    calls.append(("memory", {"command": "create", "path": MEMORY_NOTE,
+                                             "file_text": "The user says hello.\n"}))
+            return self._calls(calls)
+        if self.provider == "openai_responses" and outputs["shell"] != "hello from the user\n":
+            raise AssertionError(f"the shell did not read hello.txt: {outputs['shell']}")
+        if self.provider == "anthropic":
+            edited = outputs["str_replace_based_edit_tool"]
+            if "     1\t# What the user said" not in edited:
+                raise AssertionError(f"the editor's insert is not shown: {edited}")
+            if self.memory and not outputs["memory"].startswith(
+                    (f"File created successfully at: {MEMORY_NOTE}",
+                     f"Here's the content of {MEMORY_NOTE}")):
+                raise AssertionError(f"memory's note is not there: {outputs['memory']}")
         return self._text("The command printed 'hello from the user'; no-such-file.txt is missing.")
 
     def text_of(self, reply):
@@ -142,6 +197,8 @@ class FakeModel:
             return {"output": [
                 {"type": "apply_patch_call", "id": f"apc_{i}", "call_id": i,
                  "status": "completed", "operation": a} if n == "apply_patch_call" else
+                {"type": "shell_call", "id": f"sh_{i}", "call_id": i, "status": "completed",
+                 "action": {"max_output_length": None, **a}} if n == "shell_call" else
                 {"type": "function_call", "id": f"fc_{i}", "call_id": i, "name": n,
                  "arguments": json.dumps(a)}
                 for i, (n, a) in zip(ids, calls)]}
@@ -171,10 +228,16 @@ class FakeModel:
         elif self.provider == "openai_responses":  # flat function tools, and native ones
             names = {t["name"] for t in tools if t.get("type") == "function"}
             assert all("parameters" in t for t in tools if t.get("type") == "function")
-            if {"type": "apply_patch"} not in tools:
-                raise AssertionError("the Responses tools lack the native apply_patch")
-        elif self.provider == "anthropic":
+            for native in ({"type": "apply_patch"}, {"type": "shell"}):
+                if native not in tools:
+                    raise AssertionError(f"the Responses tools lack the native {native}")
+        elif self.provider == "anthropic":  # tools with a schema, and Anthropic-defined ones
             names = {t["name"] for t in tools if "input_schema" in t}
+            for native in ({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"},
+                           {"type": "bash_20250124", "name": "bash"}):
+                if native not in tools:
+                    raise AssertionError(f"the Anthropic tools lack the native {native}")
+            self.memory = {"type": "memory_20250818", "name": "memory"} in tools
         else:
             names = {d["name"] for t in tools for d in t.get("functionDeclarations", [])}
         missing = {"ask_question", "list_directory", "run_command", "view_file"} - names
@@ -193,6 +256,10 @@ class FakeModel:
                 elif item.get("type") == "apply_patch_call_output":
                     assert item["status"] == "completed", item
                     outputs["apply_patch"] = item["output"]
+                elif item.get("type") == "shell_call_output":  # one output per command
+                    [command] = item["output"]
+                    assert command["outcome"] == {"type": "exit", "exit_code": 0}, item
+                    outputs["shell"] = command["stdout"]
             return outputs
         last_call = max(i for i, m in enumerate(conversation)
                         if m["role"] in ("assistant", "model"))

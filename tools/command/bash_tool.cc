@@ -125,6 +125,9 @@ class BashTool final : public PersistentShellTool {
       if (!text.empty() && text.back() != '\n') text += '\n';
       text += absl::StrCat("[", absl::StrJoin(tail, "; "), "]");
     }
+    // Never empty: an empty text reads as "no text given" to a harness,
+    // which would send the payload instead.
+    if (text.empty()) return "(no output)";
     return CutMiddle(text, budget.max_chars);
   }
 

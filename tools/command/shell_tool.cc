@@ -179,6 +179,7 @@ class ShellTool final : public PersistentShellTool {
       }
     }
     if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (text.empty()) return "(no output)";  // never empty, as bash's
     return CutMiddle(text, budget.max_chars);
   }
 

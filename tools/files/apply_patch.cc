@@ -434,9 +434,10 @@ absl::StatusOr<std::string> ApplyHunks(const Op& op, const std::string& display,
     for (const std::string& context : hunk.contexts) {
       auto found = Seek(lines, {context}, at, false, /*prefix=*/true);
       if (!found.has_value()) {
+        const std::string hint = MissHint(text, context, "view_file", cancel);
         return failed(absl::StrCat("its context line '", context, "' was not found",
                                    at > 0 ? absl::StrCat(" after line ", at) : "",
-                                   MissHint(text, context, "view_file", cancel)));
+                                   hint.empty() ? "" : ".", hint));
       }
       at = *found + 1;
     }

@@ -333,7 +333,7 @@ class MemoryTool final : public Tool {
     return out;
   }
 
-  // Up to two levels, hidden entries left out, sorted by name.
+  // Up to two levels, hidden entries and node_modules left out, sorted by name.
   static absl::StatusOr<std::string> ViewDirectory(const fs::WorkspacePath& wp,
                                                    absl::string_view path,
                                                    const struct stat& st) {
@@ -346,7 +346,7 @@ class MemoryTool final : public Tool {
           if (d == nullptr) return;
           std::vector<std::string> names;
           while (struct dirent* e = readdir(d)) {
-            if (e->d_name[0] == '.') continue;
+            if (e->d_name[0] == '.' || absl::string_view(e->d_name) == "node_modules") continue;
             names.emplace_back(e->d_name);
           }
           closedir(d);
@@ -369,7 +369,8 @@ class MemoryTool final : public Tool {
         };
     walk(wp, "", 1);
     return absl::StrCat("Here're the files and directories up to 2 levels deep in ", path,
-                        ", excluding hidden items:\n", absl::StrJoin(lines, "\n"));
+                        ", excluding hidden items and node_modules:\n",
+                        absl::StrJoin(lines, "\n"));
   }
 
   absl::StatusOr<std::string> Create(const std::shared_ptr<const fs::ConfinedRoot>& root,

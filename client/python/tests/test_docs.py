@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, subprocess_env
+from conftest import CONFIG, REPO, Daemon, subprocess_env
 
 EXAMPLE = os.path.join(REPO, "examples", "python", "agent_loop.py")
 # Until toolexecd serves declaration formats, list_tools(format) says so; nothing
@@ -44,17 +44,56 @@ def test_readme_example_runs_as_written(daemon, tmp_path):
     assert lines[-1] == "{'count': 1}"
 
 
+# What each provider's fake model does beyond the common turns, in its native shapes:
+# the Responses API's model patches a file with an apply_patch_call, then reads it back
+# with a shell_call; Claude runs bash, then the text editor's insert (and memory, when
+# the daemon's config sets memory_dir).
+NATIVE_TURNS = {
+    "openai": [], "gemini": [],
+    "openai_responses": ["  apply_patch -> success", "  [stdout] hello from the user",
+                         "  shell -> success"],
+    "anthropic": ["  [stdout] hello from the user", "  bash -> success",
+                  "  str_replace_based_edit_tool -> success"],
+}
+ANTHROPIC_WITH_MEMORY = ["  [stdout] hello from the user", "  bash -> success",
+                         "  memory -> success", "  str_replace_based_edit_tool -> success",
+                         "  memory -> success"]
+
+
+def agent_loop_transcript(out, provider, native):
+    transcript = out.split(f"== {provider}\n", 1)[1].split("\n== ", 1)[0]
+    assert transcript.splitlines() == [
+        "  ask_question -> success", "  list_directory -> success",
+        "  [stdout] hello from the user", "  run_command -> success",
+        "  view_file -> error", *native,
+        "  model: The command printed 'hello from the user'; no-such-file.txt is missing."]
+
+
 def test_agent_loop_example_round_trips_in_every_provider_format(daemon, tmp_path):
     out = run_python([EXAMPLE, "--target", daemon.address], daemon, tmp_path)
-    for provider in ("openai", "openai_responses", "anthropic", "gemini"):
-        transcript = out.split(f"== {provider}\n", 1)[1].split("\n== ", 1)[0]
-        # The Responses API's model also patches a file with a native apply_patch_call.
-        patch = ["  apply_patch -> success"] if provider == "openai_responses" else []
-        assert transcript.splitlines() == [
-            "  ask_question -> success", "  list_directory -> success",
-            "  [stdout] hello from the user", "  run_command -> success",
-            "  view_file -> error", *patch,
-            "  model: The command printed 'hello from the user'; no-such-file.txt is missing."]
+    for provider, native in NATIVE_TURNS.items():
+        agent_loop_transcript(out, provider, native)
+    with open(os.path.join(daemon.workspace, "claude.txt"), encoding="utf-8") as f:
+        assert f.read() == "# What the user said\nhello from the user\n"
+
+
+def test_agent_loop_example_keeps_a_memory_when_memory_dir_is_set(tmp_path):
+    # Anthropic's memory tool is declared only with memory_dir: Claude views /memories
+    # and creates its note; a second run finds the note and views it instead.
+    workspace, memories = tmp_path / "ws", tmp_path / "memories"
+    workspace.mkdir()
+    config = tmp_path / "toolexecd.textproto"
+    with open(CONFIG, encoding="utf-8") as f:
+        config.write_text(f.read() + f'memory_dir: "{memories}"\n', encoding="utf-8")
+    d = Daemon(str(workspace), config=str(config))
+    try:
+        for _ in range(2):
+            out = run_python([EXAMPLE, "anthropic", "--target", d.address], d, tmp_path)
+            agent_loop_transcript(out, "anthropic", ANTHROPIC_WITH_MEMORY)
+    finally:
+        d.stop()
+    [note] = list(memories.rglob("agent_loop.md"))
+    assert note.read_text(encoding="utf-8") == "The user says hello.\n"
 
 
 def test_agent_loop_example_refuses_an_unknown_provider(daemon, tmp_path):

@@ -159,6 +159,8 @@ TEST_F(ApplyPatchTest, ContextMismatchNamesTheFileAndTheHunk) {
   EXPECT_THAT(context.status().message(),
               HasSubstr("hunk 1 of 'f.py' (@@ def c():, patch line 3) did not apply: its context "
                         "line 'def c():' was not found"));
+  // The closest line is its own sentence.
+  EXPECT_THAT(context.status().message(), HasSubstr("was not found. The closest line is"));
 }
 
 TEST_F(ApplyPatchTest, MatchesIgnoringTrailingThenSurroundingWhitespace) {

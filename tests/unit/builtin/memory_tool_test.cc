@@ -140,7 +140,7 @@ TEST_F(MemoryToolTest, TheReferenceCommandsAndTexts) {
   auto dir = Memory(R"({"command":"view","path":"/memories"})");
   EXPECT_THAT(dir.model_content,
               ::testing::StartsWith("Here're the files and directories up to 2 levels deep in "
-                                    "/memories, excluding hidden items:\n"));
+                                    "/memories, excluding hidden items and node_modules:\n"));
   EXPECT_THAT(dir.model_content, HasSubstr("\t/memories/a/\n"));
   EXPECT_THAT(dir.model_content, HasSubstr("B\t/memories/a/b.txt"));
   EXPECT_THAT(dir.model_content, HasSubstr("0B\t/memories/c.txt"));
