@@ -27,6 +27,7 @@
 #include "tools/process/command_line.h"
 #include "tools/command/launch.h"
 #include "tools/process/output_capture.h"
+#include "tools/runtime/model_content.h"
 #include "tools/process/pids_cgroup.h"
 #include "tools/workspace/confined.h"
 #include "tools/runtime/tool.h"
@@ -683,9 +684,16 @@ absl::StatusOr<ShellOutcome> ShellTable::Run(ToolContext& ctx, absl::string_view
 
     bool cut[3] = {false, false, false};
     const size_t chars = ctx.info().model_content.TextChars();
-    out.stdout_text = so.capture.Render(chars, &cut[0]);
-    out.stderr_text = se.capture.Render(chars, &cut[1]);
-    out.combined = combined.Render(chars, &cut[2]);
+    // A model given bash or shell may have no file viewer: the hint says
+    // how to read a part of a file with the shell itself.
+    auto marker = [](uint64_t bytes) {
+      return OmittedBytesMarker(bytes,
+                                "rerun piped through | tail, | head or | grep, or redirect the "
+                                "output to a file and read a part of it with sed -n '1,200p' FILE");
+    };
+    out.stdout_text = so.capture.Render(chars, &cut[0], marker);
+    out.stderr_text = se.capture.Render(chars, &cut[1], marker);
+    out.combined = combined.Render(chars, &cut[2], marker);
     out.truncated = cut[0] || cut[1] || cut[2];
     out.stdout_bytes = so.bytes;
     out.stderr_bytes = se.bytes;

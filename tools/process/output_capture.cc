@@ -75,11 +75,10 @@ std::string HeadTail::TailText() const {
 
 bool HeadTail::truncated() const { return after_head_ > ring_size_; }
 
-std::string HeadTail::Render(size_t max_chars, bool* cut) const {
-  if (!head_closed_) return CutMiddle(head_, max_chars, OmittedMarker, cut);
+std::string HeadTail::Render(size_t max_chars, bool* cut, OmittedMarkerFn marker) const {
+  if (!head_closed_) return CutMiddle(head_, max_chars, marker, cut);
   std::string tail = TailText();
-  return JoinHeadTail(head_, tail, total_ - head_.size() - tail.size(), max_chars, OmittedMarker,
-                      cut);
+  return JoinHeadTail(head_, tail, total_ - head_.size() - tail.size(), max_chars, marker, cut);
 }
 
 void BackgroundLog::Append(bool is_stderr, absl::string_view text) {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "tools/runtime/model_content.h"
 
 namespace toolexec::command {
 
@@ -36,8 +37,10 @@ class HeadTail final {
   // Head, then OmittedMarker(n) if n > 0 bytes were dropped, then tail; with
   // `max_chars`, at most that many characters (code points) in all, marker
   // included, keeping about as much of the head as of the tail.
-  // `*cut` (optional) says whether anything is left out.
-  std::string Render(size_t max_chars = SIZE_MAX, bool* cut = nullptr) const;
+  // `*cut` (optional) says whether anything is left out; `marker` replaces
+  // OmittedMarker for a tool that reads files by other means.
+  std::string Render(size_t max_chars = SIZE_MAX, bool* cut = nullptr,
+                     OmittedMarkerFn marker = OmittedMarker) const;
   uint64_t total_bytes() const { return total_; }
   // Whether the capture dropped bytes (a Render(max_chars) may drop more).
   bool truncated() const;

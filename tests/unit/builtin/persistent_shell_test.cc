@@ -148,6 +148,18 @@ TEST_F(BashToolTest, ExitCodesAreExact) {
   EXPECT_FALSE(Flag(missing.payload, "new_shell"));
 }
 
+// Output over the budget is cut in the middle with a hint the shell itself can
+// follow: a model given bash or shell may have no file viewer.
+TEST_F(BashToolTest, CutOutputSaysHowToReadItWithTheShell) {
+  auto r = Bash("seq 1 300000");
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  const std::string out = Str(r.payload, "output");
+  EXPECT_THAT(out, HasSubstr("bytes omitted"));
+  EXPECT_THAT(out, HasSubstr("sed -n '1,200p' FILE"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("view_file")));
+  EXPECT_THAT(r.model_content, ::testing::Not(HasSubstr("view_file")));
+}
+
 TEST_F(BashToolTest, OutputWithoutNewlineBinaryAndStdinEndNormally) {
   auto partial = Bash("printf 'no newline'");
   EXPECT_EQ(Str(partial.payload, "output"), "no newline");
