@@ -88,6 +88,25 @@ def daemon(workspace):
     d.stop()
 
 
+def memory_daemon(prefix):
+    """A daemon of the example config plus memory_dir, so that every native tool
+    (memory included) is registered, in a fresh workspace; for a fixture to
+    `yield from`. Stopped and cleaned up after."""
+    workspace = tempfile.mkdtemp(prefix=f"{prefix}-ws-")
+    memories = tempfile.mkdtemp(prefix=f"{prefix}-mem-")
+    config = os.path.join(memories, "toolexecd.textproto")
+    with open(CONFIG, encoding="utf-8") as f, open(config, "w", encoding="utf-8") as out:
+        out.write(f.read())
+        out.write(f'memory_dir: "{memories}/store"\n')
+    d = Daemon(workspace, config=config)
+    try:
+        yield d
+    finally:
+        d.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(memories, ignore_errors=True)
+
+
 @pytest.fixture
 def client(daemon):
     from toolexec import Client

@@ -12,12 +12,10 @@ repeated here.
 """
 
 import os
-import shutil
-import tempfile
 
 import pytest
 
-from conftest import CONFIG, Daemon
+from conftest import memory_daemon
 from toolexec import Client, providers
 
 BASH_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/bash-tool"
@@ -30,17 +28,7 @@ PATCH_DOC = "https://developers.openai.com/api/docs/guides/tools-apply-patch"
 @pytest.fixture(scope="module")
 def native_daemon():
     """A daemon with memory_dir set, so that every native tool is registered."""
-    workspace = tempfile.mkdtemp(prefix="toolexec-doc-ws-")
-    memories = tempfile.mkdtemp(prefix="toolexec-doc-mem-")
-    config = os.path.join(memories, "toolexecd.textproto")
-    with open(CONFIG, encoding="utf-8") as f, open(config, "w", encoding="utf-8") as out:
-        out.write(f.read())
-        out.write(f'memory_dir: "{memories}/store"\n')
-    d = Daemon(workspace, config=config)
-    yield d
-    d.stop()
-    shutil.rmtree(workspace, ignore_errors=True)
-    shutil.rmtree(memories, ignore_errors=True)
+    yield from memory_daemon("toolexec-doc")
 
 
 @pytest.fixture

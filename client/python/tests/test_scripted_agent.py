@@ -6,28 +6,16 @@ keeps its working directory between calls, the editor's insert_text, a
 Responses apply_patch_call, and a memory that outlives the session."""
 
 import os
-import shutil
-import tempfile
 
 import pytest
 
-from conftest import CONFIG, Daemon
+from conftest import memory_daemon
 from toolexec import Client, providers
 
 
 @pytest.fixture
 def agent_daemon():
-    workspace = tempfile.mkdtemp(prefix="toolexec-agent-ws-")
-    memories = tempfile.mkdtemp(prefix="toolexec-agent-mem-")
-    config = os.path.join(memories, "toolexecd.textproto")
-    with open(CONFIG, encoding="utf-8") as f, open(config, "w", encoding="utf-8") as out:
-        out.write(f.read())
-        out.write(f'memory_dir: "{memories}/store"\n')
-    d = Daemon(workspace, config=config)
-    yield d
-    d.stop()
-    shutil.rmtree(workspace, ignore_errors=True)
-    shutil.rmtree(memories, ignore_errors=True)
+    yield from memory_daemon("toolexec-agent")
 
 
 def tool_use(n, name, **input_):
