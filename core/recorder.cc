@@ -71,6 +71,8 @@ ToolCallResult CopyOf(const ToolCallResult& r) {
   c.index = r.index;
   c.id = r.id;
   c.name = r.name;
+  c.called_as = r.called_as;
+  c.item_type = r.item_type;
   c.step_id = r.step_id;
   c.status = r.status;
   c.payload = CopyJson(r.payload);
@@ -93,6 +95,7 @@ struct SentCall {
   std::string id;
   std::string name;
   std::string called_as;
+  std::string item_type;
   std::string step_id;
   std::optional<Json> args;
   std::string args_json;
@@ -128,6 +131,7 @@ void ResultToRecordingJson(const ToolCallResult& r, JsonValue& out, Json::Alloca
   Put(out, "id", r.id, a);
   Put(out, "name", r.name, a);
   if (!r.called_as.empty()) Put(out, "called_as", r.called_as, a);
+  if (!r.item_type.empty()) Put(out, "item_type", r.item_type, a);
   Put(out, "step_id", r.step_id, a);
   Put(out, "status", EnumName("RESULT_STATUS_", ResultStatusName(r.status)), a);
   JsonValue payload;
@@ -220,7 +224,7 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
   std::vector<SentCall> sent;
   sent.reserve(calls.size());
   for (const CallRequest& c : calls) {
-    sent.push_back({c.id, c.name, c.called_as, c.step_id,
+    sent.push_back({c.id, c.name, c.called_as, c.item_type, c.step_id,
                     c.args.has_value() ? std::optional<Json>(CopyJson(*c.args)) : std::nullopt,
                     c.args_json});
   }
@@ -239,6 +243,7 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
       Put(call, "id", c.id, a);
       Put(call, "name", c.name, a);
       if (!c.called_as.empty()) Put(call, "called_as", c.called_as, a);
+      if (!c.item_type.empty()) Put(call, "item_type", c.item_type, a);
       Put(call, "step_id", c.step_id, a);
       if (c.args.has_value()) {
         JsonValue args;

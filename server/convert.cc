@@ -153,6 +153,7 @@ CallRequest FromProto(const v1::ToolCall& call) {
   req.id = call.id();
   req.name = call.name();
   req.step_id = call.step_id();
+  req.item_type = call.item_type();
   req.args_json = call.args_json();
   if (call.has_args()) {
     auto args = StructToJson(call.args());

@@ -322,6 +322,39 @@ TEST_F(RecordingTest, SurvivesARestartAndBelongsToItsCaller) {
       absl::StatusCode::kInvalidArgument);
 }
 
+// A call by a tool's provider-safe name, and a Responses native item, are
+// exported as the model sent them, its result included.
+TEST_F(RecordingTest, TranscriptsAnswerTheNameAndItemTheModelSent) {
+  Start([](EngineOptions& o) {
+    CommandToolOptions echo;
+    echo.name = "acme.echo";
+    echo.description = "Echoes its arguments.";
+    echo.argv = {"/bin/cat"};
+    o.command_tools.push_back(echo);
+  });
+  const std::string s = Open();
+  auto calls = Calls({{"e1", "acme_echo", R"({"x":1})"}, {"p1", "apply_patch",
+      R"({"operation":{"type":"create_file","path":"n.txt","diff":"+one\n"}})"}});
+  calls[1].item_type = "apply_patch_call";
+  auto results = Run(s, std::move(calls));
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_TRUE(results[1].ok()) << results[1].error_message;
+
+  Json gemini = testing::J(*engine_->ExportRecording({}, s, RecordingFormat::kGemini));
+  ASSERT_EQ(gemini.Size(), 2u);
+  EXPECT_EQ(gemini[0]["parts"][0]["functionCall"]["name"].GetString(), std::string("acme_echo"));
+  EXPECT_EQ(gemini[1]["parts"][0]["functionResponse"]["name"].GetString(),
+            std::string("acme_echo"));
+
+  Json responses =
+      testing::J(*engine_->ExportRecording({}, s, RecordingFormat::kOpenAiResponses));
+  ASSERT_EQ(responses.Size(), 4u);
+  EXPECT_EQ(responses[1]["type"].GetString(), std::string("apply_patch_call"));
+  EXPECT_EQ(responses[1]["operation"]["path"].GetString(), std::string("n.txt"));
+  EXPECT_EQ(responses[3]["type"].GetString(), std::string("apply_patch_call_output"));
+  EXPECT_EQ(responses[3]["status"].GetString(), std::string("completed"));
+}
+
 TEST_F(RecordingTest, TranscriptsPairCallsWithTheirResults) {
   Start();
   const std::string s = Open();

@@ -809,7 +809,23 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
     }
     case TranscriptFormat::kOpenAiResponses:
       for (const JsonValue* call : calls) {
+        const std::string item_type = builtin::StringField(*call, "item_type");
         JsonValue item(rapidjson::kObjectType);
+        if (item_type == "apply_patch_call" || item_type == "shell_call") {
+          // The native item as the model sent it: apply_patch's operation,
+          // shell's action.
+          Add(item, "type", Text(item_type, a), a);
+          Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
+          Add(item, "status", Text("completed", a), a);
+          JsonValue args = ArgumentsObject(*call, a);
+          if (item_type == "apply_patch_call") {
+            Add(item, "operation", Copy(Member(args, "operation"), a), a);
+          } else {
+            Add(item, "action", std::move(args), a);
+          }
+          out.PushBack(item, a);
+          continue;
+        }
         Add(item, "type", Text("function_call", a), a);
         Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
         Add(item, "name", Text(CalledName(*call), a), a);
@@ -853,6 +869,64 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
   }
 }
 
+namespace {
+
+// The Responses input item answering `r`'s call, as the Python client's
+// responses_output_item builds it: apply_patch_call_output {call_id, status,
+// output}; shell_call_output {call_id, output: [{stdout, stderr, outcome}],
+// max_output_length} (a failed call: one command's stderr, exit code 1);
+// else function_call_output {call_id, output}.
+JsonValue ResponsesOutputItem(const JsonValue& r, Alloc& a) {
+  const std::string item_type = builtin::StringField(r, "item_type");
+  JsonValue item(rapidjson::kObjectType);
+  if (item_type == "apply_patch_call") {
+    Add(item, "type", Text("apply_patch_call_output", a), a);
+    Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
+    Add(item, "status", Text(IsError(r) ? "failed" : "completed", a), a);
+    Add(item, "output", Text(ResultText(r), a), a);
+    return item;
+  }
+  if (item_type == "shell_call") {
+    Add(item, "type", Text("shell_call_output", a), a);
+    Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
+    const JsonValue* payload = Member(r, "payload");
+    const JsonValue* outputs = payload != nullptr ? Member(*payload, "output") : nullptr;
+    JsonValue list(rapidjson::kArrayType);
+    if (IsError(r) || outputs == nullptr || !outputs->IsArray()) {
+      JsonValue entry(rapidjson::kObjectType);
+      Add(entry, "stdout", Text("", a), a);
+      Add(entry, "stderr", Text(ResultText(r), a), a);
+      JsonValue outcome(rapidjson::kObjectType);
+      Add(outcome, "type", Text("exit", a), a);
+      Add(outcome, "exit_code", JsonValue(1), a);
+      Add(entry, "outcome", std::move(outcome), a);
+      list.PushBack(entry, a);
+    } else {
+      for (const auto& o : outputs->GetArray()) {
+        JsonValue entry(rapidjson::kObjectType);
+        Add(entry, "stdout", Text(builtin::StringField(o, "stdout"), a), a);
+        Add(entry, "stderr", Text(builtin::StringField(o, "stderr"), a), a);
+        Add(entry, "outcome", Copy(Member(o, "outcome"), a), a);
+        list.PushBack(entry, a);
+      }
+    }
+    Add(item, "output", std::move(list), a);
+    if (payload != nullptr) {
+      if (const JsonValue* max = Member(*payload, "max_output_length");
+          max != nullptr && !max->IsNull()) {
+        Add(item, "max_output_length", Copy(max, a), a);
+      }
+    }
+    return item;
+  }
+  Add(item, "type", Text("function_call_output", a), a);
+  Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
+  Add(item, "output", Text(ResultText(r), a), a);
+  return item;
+}
+
+}  // namespace
+
 void AppendToolResultMessages(TranscriptFormat format,
                               const std::vector<const JsonValue*>& results, JsonValue& out,
                               Alloc& a) {
@@ -868,11 +942,7 @@ void AppendToolResultMessages(TranscriptFormat format,
       return;
     case TranscriptFormat::kOpenAiResponses:
       for (const JsonValue* r : results) {
-        JsonValue item(rapidjson::kObjectType);
-        Add(item, "type", Text("function_call_output", a), a);
-        Add(item, "call_id", Text(builtin::StringField(*r, "id"), a), a);
-        Add(item, "output", Text(ResultText(*r), a), a);
-        out.PushBack(item, a);
+        out.PushBack(ResponsesOutputItem(*r, a), a);
       }
       return;
     case TranscriptFormat::kAnthropic: {

@@ -728,6 +728,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     result.id = c.request.id;
     result.name = c.request.name;
     result.called_as = c.request.called_as;
+    result.item_type = c.request.item_type;
     result.step_id = c.request.step_id;
     result.duration = absl::Now() - started;
     if (MetricsSink* metrics = runner_->options_.metrics) {

@@ -145,6 +145,7 @@ struct ToolCallResult {
   std::string id;
   std::string name;
   std::string called_as;  // CallRequest::called_as
+  std::string item_type;  // CallRequest::item_type
   std::string step_id;
   ResultStatus status = ResultStatus::kSuccess;
   // Success: the tool's object, {"result": v} for any other value, {} for null.
@@ -173,6 +174,9 @@ struct CallRequest {
   // tool is declared under (ProviderNames: "docs_search" for "docs.search");
   // "" when it was `name`. The model's transcript must say it.
   std::string called_as;
+  // ToolCall.item_type: the provider's item the call came as ("shell_call"),
+  // "" for a function call. Kept on the result and in recordings.
+  std::string item_type;
   std::string step_id;
   std::optional<Json> args;
   std::string args_json;

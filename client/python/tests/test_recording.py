@@ -220,3 +220,45 @@ def test_the_cli_exports_what_the_client_exports(recorded, fmt):
             assert run.stdout == f.read()
     else:
         assert json.loads(run.stdout) == recorded["exports"][fmt]
+
+
+def test_responses_export_gives_native_items_back_in_their_own_form():
+    """apply_patch_call and shell_call items are recorded as such and exported as
+    the model sent them, answered exactly as tool_result_messages answers them."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-native-")
+    try:
+        os.makedirs(os.path.join(root, "ws"))
+        recordings = os.path.join(root, "recordings")
+        config = os.path.join(root, "toolexecd.textproto")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{recordings}" }}\n')
+        daemon = Daemon(root, config=config)
+        try:
+            items = [
+                {"type": "apply_patch_call", "id": "apc_1", "call_id": "call_p",
+                 "status": "completed",
+                 "operation": {"type": "create_file", "path": "n.txt", "diff": "+one\n"}},
+                {"type": "shell_call", "id": "sh_1", "call_id": "call_s", "status": "completed",
+                 "action": {"commands": ["cat n.txt", "exit 3"], "timeout_ms": 10000,
+                            "max_output_length": 4096}},
+                {"type": "function_call", "call_id": "call_f", "name": "list_directory",
+                 "arguments": "{}"},
+            ]
+            with Client(daemon.address) as client:
+                session = client.open_session("conv", workspaces=["ws"], record=True)
+                results = []
+                for item in items:  # one batch each: the shell reads what the patch wrote
+                    results += session.run_batch([item])
+                exported = session.export("openai_responses")
+                session.close()
+        finally:
+            daemon.stop()
+        expected = []
+        for item, result in zip(items, results):
+            expected.append({k: v for k, v in item.items() if k != "id"})
+            expected += tool_result_messages([result], "openai_responses")
+        assert exported == expected, json.dumps(exported, indent=1)
+        assert [e["type"] for e in exported[1::2]] == \
+            ["apply_patch_call_output", "shell_call_output", "function_call_output"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -112,8 +112,11 @@ def to_proto_call(call):
         # JSON text, not a Struct: integers stay integers (a Struct has only doubles)
         # and nesting is not limited by protobuf's Struct parse depth.
         args_json = json.dumps(call["args"], allow_nan=False, ensure_ascii=False)
+    # A Responses native item says so, so that a recording exports it as one.
+    item_type = call.get("item_type", "")
     return pb.ToolCall(id=call["id"], name=call["name"], step_id=call["step_id"],
-                       args_json=args_json)
+                       args_json=args_json,
+                       item_type=item_type if item_type != "function_call" else "")
 
 
 def _duration(seconds):
