@@ -245,8 +245,11 @@ class Engine {
   // FAILED_PRECONDITION when the daemon takes none. A restore refuses
   // (FAILED_PRECONDITION) while a batch of the session, or of a child session
   // sharing its workspace, runs; it first takes an undo checkpoint, and the
-  // policy judges it as a write of every path it changes. Restores and diffs
-  // do file I/O: call them off the transport's event threads.
+  // policy judges it as a write of every path it changes. A restore holds the
+  // file tools' write locks of every path it changes (CheckpointStore::Restore),
+  // so it waits for, never interleaves with, a write of another session
+  // sharing the workspace. Restores and diffs do file I/O: call them off the
+  // transport's event threads.
   virtual absl::StatusOr<std::vector<checkpoint::CheckpointInfo>> ListCheckpoints(
       const CallerIdentity& /*caller*/, const std::string& /*session_id*/) {
     return absl::FailedPreconditionError(kCheckpointsOff);

@@ -5,6 +5,8 @@
 // the file until after its rename. So a read-modify-write by one call never
 // interleaves with another call's write of the same file: an edit reads the
 // latest content, and nothing written after that read is overwritten by it.
+// A checkpoint restore (checkpoint/store.h) holds the locks of every path it
+// deletes or writes, taken together with AcquireAll, for the same reason.
 //
 // Key: the file's directory as resolved (st_dev, st_ino of the directory
 // handle the write uses) and the file's name. Paths that alias (a symlinked

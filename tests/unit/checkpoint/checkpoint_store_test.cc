@@ -7,11 +7,13 @@
 // directories, empty ones included, must be what it was.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,10 +22,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tests/common/shell.h"
+#include "tools/runtime/cancellation.h"
+#include "tools/runtime/file_io.h"
 #include "tools/workspace/confined.h"
 #include "tools/workspace/checkpoint/manifest.h"
 #include "tools/workspace/checkpoint/store.h"
+#include "tools/workspace/write_lock.h"
 
 namespace toolexec::checkpoint {
 namespace {
@@ -352,6 +358,55 @@ TEST_F(CheckpointStoreTest, IncludeIgnoredTakesIgnoredContentToo) {
   Sh("rm -r out");
   Restore(cp.id);
   EXPECT_EQ(Sh("cat out/a.o"), "object\n");
+}
+
+// A restore takes the write locks the file tools take (fs::FileWriteLock) of
+// what it changes. Another call's edit of a file the restore puts back (here
+// a holder of the file's lock, as edit_file holds it from its read to its
+// rename, writing after the restore's undo checkpoint read the tree) finishes
+// first; the restore then reads the tree again, so its undo checkpoint holds
+// the edit, and puts the checkpoint's content over it.
+TEST_F(CheckpointStoreTest, RestoreTakesTheWriteLocksOfWhatItChangesAndKeepsAConcurrentEdit) {
+  WriteFile(ws_ + "/f", "one\n");
+  WriteFile(ws_ + "/g", "g one\n");
+  const CheckpointInfo before = Take();
+  WriteFile(ws_ + "/f", "two\n");
+  WriteFile(ws_ + "/g", "g two\n");
+  UniqueFd dir(open(ws_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir.valid());
+  CancellationToken never;
+  auto held = fs::FileWriteLock::Acquire(dir.get(), "f", never, "f");
+  ASSERT_TRUE(held.ok()) << held.status();
+
+  std::atomic<bool> done{false};
+  absl::StatusOr<RestoreResult> restored;
+  std::thread restore([&] {
+    restored = store_->Restore(root_, "s1", before.id, {}, false,
+                               TakeRequest{"s1", "", {"restore"}}, nullptr);
+    done = true;
+  });
+  // The restore waits for the holder (a generous bound: it gets there at
+  // once; a restore that takes no lock ends the wait by finishing).
+  for (int i = 0; i < 30000 && !done && fs::FileWriteLock::UsersForTesting(dir.get(), "f") < 2;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_FALSE(done) << "the restore did not wait for the write lock of f";
+  EXPECT_EQ(fs::FileWriteLock::UsersForTesting(dir.get(), "f"), 2);
+  EXPECT_EQ(Sh("cat f g"), "two\ng two\n");  // nothing restored while it waits
+  // The edit's write, as edit_file makes it, then its lock released.
+  AtomicWriteOptions write;
+  write.replace_existing = true;
+  write.display = "f";
+  ASSERT_TRUE(WriteFileAtomic(dir.get(), "f", "three\n", write).ok());
+  { fs::FileWriteLock release = std::move(*held); }
+  restore.join();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(Sh("cat f g"), "one\ng one\n");
+  EXPECT_EQ(fs::FileWriteLock::KeysInUse(), 0u);
+  // The undo checkpoint is the tree after the edit, not before it.
+  Restore(restored->undo_checkpoint_id);
+  EXPECT_EQ(Sh("cat f g"), "three\ng two\n");
 }
 
 TEST(ManifestTest, RoundTripsPathsWithTabsNewlinesAndBackslashes) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <functional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -19,6 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tools/files/file_tools.h"
+#include "tools/runtime/cancellation.h"
+#include "tools/workspace/write_lock.h"
 #include "tools/workspace/text.h"
 #include "tools/search/confine.h"
 #include "tools/search/walker.h"
@@ -248,6 +251,40 @@ bool UnderLeftOut(const absl::flat_hash_set<absl::string_view>& left_out, absl::
     if (slash == absl::string_view::npos) return false;
     path = path.substr(0, slash);
   }
+}
+
+// How often a restore reads the tree again when other calls wrote what it
+// is about to change (between its undo checkpoint and taking the locks).
+constexpr int kRestoreAttempts = 4;
+
+// Whether `name` in the directory `dir` is still what the scan recorded:
+// `from` (nullptr: absent), to become `to`. Directories are not compared
+// (their times change as entries come and go in them, and the restore itself
+// may have made one). A write of the daemon replaces a file (WriteFileAtomic
+// renames a new inode over it), so the inode tells even where the recorded
+// times are too recent to be trusted.
+bool StillAsScanned(int dir, const std::string& name, const Entry* from, const Entry* to) {
+  struct stat st;
+  if (from == nullptr) {
+    if (to->type == EntryType::kDir) return true;
+    return fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+  }
+  if (from->type == EntryType::kDir) return true;
+  if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (from->type == EntryType::kSymlink) {
+    if (!S_ISLNK(st.st_mode)) return false;
+    std::string target(from->target.size() + 1, '\0');
+    const ssize_t n = readlinkat(dir, name.c_str(), target.data(), target.size());
+    return n >= 0 && static_cast<size_t>(n) == from->target.size() &&
+           target.compare(0, from->target.size(), from->target) == 0;
+  }
+  if (!S_ISREG(st.st_mode) || from->dev != static_cast<uint64_t>(st.st_dev) ||
+      from->ino != static_cast<uint64_t>(st.st_ino) ||
+      from->size != static_cast<uint64_t>(st.st_size) || from->mode != (st.st_mode & 07777)) {
+    return false;
+  }
+  return from->mtime_ns < 0 ||
+         (from->mtime_ns == Nanos(st.st_mtim) && from->ctime_ns == Nanos(st.st_ctim));
 }
 
 }  // namespace
@@ -844,47 +881,137 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
         absl::StrCat("checkpoint '", id, "' is of the workspace ", target->info.root, ", not ",
                      root->path()));
   }
-  // The tree as it is: an undo checkpoint, or for a dry run a scan that
-  // stores nothing.
+  // The tree is read and the plan made again until the plan's paths, once
+  // locked, are still as read: a write of another call (another session, a
+  // parent or child sharing the workspace) may land between the two.
   RestoreResult result;
   absl::StatusOr<Manifest> current;
-  if (dry_run) {
-    std::shared_ptr<RootCache> cache = CacheFor(root->path());
-    std::shared_ptr<const CacheData> data;
-    {
-      absl::MutexLock take_lock(&cache->take_mu);
-      data = CurrentCache(*cache);
-    }
-    current = Scan(root, data.get(), false, nullptr);
-  } else {
-    absl::StatusOr<CheckpointInfo> taken = Take(root, undo, &result.undo_stats);
-    if (!taken.ok()) return taken.status();
-    result.undo_checkpoint_id = taken->id;
-    {
-      absl::MutexLock lock(&mu_);
-      pins.Add(taken->id);
-    }
-    current = LoadManifest(session_id, taken->id);
-  }
-  if (!current.ok()) return current.status();
-
-  absl::flat_hash_set<absl::string_view> left_out;
-  for (const LeftOut& l : target->left_out) {
-    if (filter->Selects(l.path)) result.not_restored.push_back(l);
-    left_out.insert(l.path);
-  }
   std::vector<std::pair<FileChange, Pair>> plan;
-  for (auto& step : Compare(current->entries, target->entries, *filter)) {
-    const Pair& p = step.second;
-    // What the checkpoint left out is neither deleted nor replaced.
-    if (p.to == nullptr && UnderLeftOut(left_out, p.from->path)) continue;
-    plan.push_back(std::move(step));
+  std::vector<fs::FileWriteLock> locks;
+  const CancellationToken never;  // a restore is not cancelled; lock holders finish
+  // Directories the restore writes in, opened or made, by path relative to
+  // the root; and others opened only to key the locks.
+  absl::flat_hash_map<std::string, int> dir_fds;
+  absl::flat_hash_map<std::string, int> lock_fds;
+  auto close_all = [&dir_fds, &lock_fds] {
+    for (auto* fds : {&dir_fds, &lock_fds}) {
+      for (auto& [path, fd] : *fds) close(fd);
+      fds->clear();
+    }
+  };
+  struct CloseAll {
+    std::function<void()> fn;
+    ~CloseAll() { fn(); }
+  } close_at_end{close_all};
+  // The directory `rel`, made (with its missing parents) when absent.
+  std::function<int(const std::string&)> dir_of = [&](const std::string& rel) -> int {
+    auto it = dir_fds.find(rel);
+    if (it != dir_fds.end()) return it->second;
+    int fd = OpenDir(*root, rel);
+    if (fd < 0 && errno == ENOENT && !rel.empty()) {
+      const int parent = dir_of(Parent(rel));
+      if (parent < 0) return -1;
+      if (mkdirat(parent, Base(rel).c_str(), 0700) != 0 && errno != EEXIST) return -1;
+      fd = OpenDir(*root, rel);
+    }
+    if (fd >= 0) dir_fds.emplace(rel, fd);
+    return fd;
+  };
+  // The directory `rel` for a lock's key; made, when `make` and absent, as
+  // step 2 below would make it.
+  auto lock_dir = [&](const std::string& rel, bool make) -> int {
+    if (auto it = dir_fds.find(rel); it != dir_fds.end()) return it->second;
+    if (auto it = lock_fds.find(rel); it != lock_fds.end()) return it->second;
+    const int fd = OpenDir(*root, rel);
+    if (fd >= 0) {
+      lock_fds.emplace(rel, fd);
+      return fd;
+    }
+    return make && errno == ENOENT ? dir_of(rel) : -1;
+  };
+  for (int attempt = 1;; ++attempt) {
+    plan.clear();
+    result = RestoreResult();
+    // The tree as it is: an undo checkpoint, or for a dry run a scan that
+    // stores nothing.
+    if (dry_run) {
+      std::shared_ptr<RootCache> cache = CacheFor(root->path());
+      std::shared_ptr<const CacheData> data;
+      {
+        absl::MutexLock take_lock(&cache->take_mu);
+        data = CurrentCache(*cache);
+      }
+      current = Scan(root, data.get(), false, nullptr);
+    } else {
+      absl::StatusOr<CheckpointInfo> taken = Take(root, undo, &result.undo_stats);
+      if (!taken.ok()) return taken.status();
+      result.undo_checkpoint_id = taken->id;
+      {
+        absl::MutexLock lock(&mu_);
+        pins.Add(taken->id);
+      }
+      current = LoadManifest(session_id, taken->id);
+    }
+    if (!current.ok()) return current.status();
+
+    absl::flat_hash_set<absl::string_view> left_out;
+    for (const LeftOut& l : target->left_out) {
+      if (filter->Selects(l.path)) result.not_restored.push_back(l);
+      left_out.insert(l.path);
+    }
+    for (auto& step : Compare(current->entries, target->entries, *filter)) {
+      const Pair& p = step.second;
+      // What the checkpoint left out is neither deleted nor replaced.
+      if (p.to == nullptr && UnderLeftOut(left_out, p.from->path)) continue;
+      plan.push_back(std::move(step));
+    }
+    for (const auto& [change, pair] : plan) result.changes.push_back(change);
+    if (approve) {
+      if (absl::Status ok = approve(result.changes); !ok.ok()) return ok;
+    }
+    if (dry_run || plan.empty()) return result;
+
+    // The write locks the file tools take (fs::FileWriteLock), of every path
+    // the restore deletes or writes, all at once (one global order, so no
+    // deadlock). A lock's key is the path's directory, so the missing
+    // directories of what the restore writes are made first, as a file tool
+    // makes them before locking; a path whose directory cannot be opened yet
+    // (it is a file or link now, which the restore replaces) is not locked.
+    std::vector<fs::FileWriteLock::Target> targets;
+    targets.reserve(plan.size());
+    for (const auto& [change, pair] : plan) {
+      const std::string& path = (pair.to != nullptr ? pair.to : pair.from)->path;
+      const int dir = lock_dir(Parent(path), pair.to != nullptr);
+      if (dir < 0) continue;
+      targets.push_back(fs::FileWriteLock::Target{dir, Base(path), path});
+    }
+    absl::StatusOr<std::vector<fs::FileWriteLock>> acquired =
+        fs::FileWriteLock::AcquireAll(targets, never);
+    if (!acquired.ok()) return acquired.status();
+    locks = *std::move(acquired);
+    // Locked, each file and link is still what the undo checkpoint recorded,
+    // or another call wrote it after the scan: the restore would lose that
+    // write (and its undo checkpoint not hold it), so it reads the tree again.
+    const std::string* moved = nullptr;
+    size_t t = 0;
+    for (const auto& [change, pair] : plan) {
+      const Entry* e = pair.to != nullptr ? pair.to : pair.from;
+      if (t == targets.size() || targets[t].display != e->path) continue;  // not locked
+      const int dir = targets[t++].dir_fd;
+      if (!StillAsScanned(dir, Base(e->path), pair.from, pair.to)) {
+        moved = &e->path;
+        break;
+      }
+    }
+    if (moved == nullptr) break;
+    locks.clear();
+    if (attempt == kRestoreAttempts) {
+      return absl::AbortedError(absl::StrCat(
+          "other calls kept writing '", *moved, "' as the restore of checkpoint '", id,
+          "' began, ", kRestoreAttempts, " times; no file was changed (restore again once they "
+          "have finished)"));
+    }
   }
-  for (const auto& [change, pair] : plan) result.changes.push_back(change);
-  if (approve) {
-    if (absl::Status ok = approve(result.changes); !ok.ok()) return ok;
-  }
-  if (dry_run || plan.empty()) return result;
 
   absl::ReaderMutexLock gc(&gc_mu_);
   std::vector<std::string> failures;
@@ -904,25 +1031,6 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
     }
   }
   // 2. Directories, files and links, parents first.
-  absl::flat_hash_map<std::string, int> dir_fds;
-  auto close_all = [&dir_fds] {
-    for (auto& [path, fd] : dir_fds) close(fd);
-    dir_fds.clear();
-  };
-  // The directory `rel`, made (with its missing parents) when absent.
-  std::function<int(const std::string&)> dir_of = [&](const std::string& rel) -> int {
-    auto it = dir_fds.find(rel);
-    if (it != dir_fds.end()) return it->second;
-    int fd = OpenDir(*root, rel);
-    if (fd < 0 && errno == ENOENT && !rel.empty()) {
-      const int parent = dir_of(Parent(rel));
-      if (parent < 0) return -1;
-      if (mkdirat(parent, Base(rel).c_str(), 0700) != 0 && errno != EEXIST) return -1;
-      fd = OpenDir(*root, rel);
-    }
-    if (fd >= 0) dir_fds.emplace(rel, fd);
-    return fd;
-  };
   uint64_t temp = 0;
   for (const auto& [change, pair] : plan) {
     const Entry* now = pair.from;

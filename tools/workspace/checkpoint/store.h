@@ -40,6 +40,24 @@
 // workspace without following symlinks (openat2 RESOLVE_NO_SYMLINKS or an
 // O_NOFOLLOW walk): a link in the tree never leads a restore out of it.
 //
+// Restore and the file tools: a restore holds the write locks the file tools
+// take (fs::FileWriteLock, tools/workspace/write_lock.h) of every path it
+// deletes or writes, from before its changes until after the last, all taken
+// at once by FileWriteLock::AcquireAll (one global order, so no deadlock with
+// apply_patch's sets or single-file writers). So a write of another call (a
+// session sharing the workspace, a parent or child) never interleaves with
+// it: an edit that holds a file's lock finishes first. The locks are taken
+// after the undo checkpoint, once the paths are known; a file or link another
+// call wrote in between (its inode, size, mode or times no longer those the
+// undo checkpoint recorded) makes the restore release them and start again
+// from a new undo checkpoint, so the undo always holds what the restore
+// replaces (the superseded undo checkpoint stays listed); after 4 tries it
+// fails ABORTED with nothing changed. The missing directories of what it
+// writes are made before locking (a lock's key is the file's directory), as
+// a file tool makes them; only a path inside a directory the restore makes
+// where a file or link is now goes unlocked. A restore is not cancelled
+// while it waits: a holder's work is bounded local file I/O.
+//
 // A checkpoint covers the session's first (default) workspace root.
 //
 // Thread safety: every method may be called concurrently. Takes of one root
