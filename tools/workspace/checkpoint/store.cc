@@ -12,6 +12,7 @@
 #include <functional>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -889,20 +890,14 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
   std::vector<std::pair<FileChange, Pair>> plan;
   std::vector<fs::FileWriteLock> locks;
   const CancellationToken never;  // a restore is not cancelled; lock holders finish
-  // Directories the restore writes in, opened or made, by path relative to
-  // the root; and others opened only to key the locks.
+  // Directories the restore writes in or keys a lock by, opened or made, by
+  // path relative to the root.
   absl::flat_hash_map<std::string, int> dir_fds;
-  absl::flat_hash_map<std::string, int> lock_fds;
-  auto close_all = [&dir_fds, &lock_fds] {
-    for (auto* fds : {&dir_fds, &lock_fds}) {
-      for (auto& [path, fd] : *fds) close(fd);
-      fds->clear();
-    }
+  auto close_all = [&dir_fds] {
+    for (auto& [path, fd] : dir_fds) close(fd);
+    dir_fds.clear();
   };
-  struct CloseAll {
-    std::function<void()> fn;
-    ~CloseAll() { fn(); }
-  } close_at_end{close_all};
+  absl::Cleanup close_at_end = close_all;
   // The directory `rel`, made (with its missing parents) when absent.
   std::function<int(const std::string&)> dir_of = [&](const std::string& rel) -> int {
     auto it = dir_fds.find(rel);
@@ -920,14 +915,11 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
   // The directory `rel` for a lock's key; made, when `make` and absent, as
   // step 2 below would make it.
   auto lock_dir = [&](const std::string& rel, bool make) -> int {
+    if (make) return dir_of(rel);
     if (auto it = dir_fds.find(rel); it != dir_fds.end()) return it->second;
-    if (auto it = lock_fds.find(rel); it != lock_fds.end()) return it->second;
     const int fd = OpenDir(*root, rel);
-    if (fd >= 0) {
-      lock_fds.emplace(rel, fd);
-      return fd;
-    }
-    return make && errno == ENOENT ? dir_of(rel) : -1;
+    if (fd >= 0) dir_fds.emplace(rel, fd);
+    return fd;
   };
   for (int attempt = 1;; ++attempt) {
     plan.clear();
