@@ -169,8 +169,8 @@ class HookSet final : public std::enable_shared_from_this<HookSet> {
   std::vector<std::unique_ptr<CommandHook>> on_error_;
   std::vector<std::unique_ptr<CommandHook>> post_;
   std::unique_ptr<AuditLog> audit_;
-  // Command hooks and audit writes of results completed off their calls'
-  // threads; stopped by shutdown_.
+  // Command hooks of results completed off their calls' threads; stopped by
+  // shutdown_.
   std::unique_ptr<Executor> async_;
   CancellationToken shutdown_;
 };

@@ -12,6 +12,7 @@
 #include "tools/process/result.h"
 #include "tools/command/shell_session.h"
 #include "tools/runtime/json_fields.h"
+#include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
 namespace toolexec::command {
@@ -125,9 +126,7 @@ class BashTool final : public PersistentShellTool {
       if (!text.empty() && text.back() != '\n') text += '\n';
       text += absl::StrCat("[", absl::StrJoin(tail, "; "), "]");
     }
-    // Never empty: an empty text reads as "no text given" to a harness,
-    // which would send the payload instead.
-    if (text.empty()) return "(no output)";
+    if (text.empty()) return kNoOutputText;
     return CutMiddle(text, budget.max_chars);
   }
 

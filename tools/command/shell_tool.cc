@@ -179,7 +179,7 @@ class ShellTool final : public PersistentShellTool {
       }
     }
     if (!text.empty() && text.back() == '\n') text.pop_back();
-    if (text.empty()) return "(no output)";  // never empty, as bash's
+    if (text.empty()) return kNoOutputText;
     return CutMiddle(text, budget.max_chars);
   }
 

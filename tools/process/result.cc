@@ -127,7 +127,7 @@ std::string CommandModelContent(const JsonValue& input, const JsonValue& result,
   const std::string combined = builtin::StringField(result, "combined_output");
   const std::string& text = !combined.empty() ? combined : !out.empty() ? out : err;
   if (result.HasMember("process_id") && !result.HasMember("running")) return head;
-  if (text.empty()) return absl::StrCat(head, "\n(no output)");
+  if (text.empty()) return absl::StrCat(head, "\n", kNoOutputText);
   const char* label = !combined.empty() ? "stdout and stderr, interleaved"
                       : !out.empty()    ? "stdout"
                                         : "stderr";

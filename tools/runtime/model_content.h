@@ -55,6 +55,11 @@ using OmittedMarkerFn = absl::FunctionRef<std::string(uint64_t omitted_bytes)>;
 // "\n[... 1,157,849 bytes omitted; rerun with | tail ...]\n".
 std::string OmittedBytesMarker(uint64_t omitted_bytes, absl::string_view hint = "");
 
+// What a command tool tells the model when the command printed nothing: a
+// text, never "" (an empty model_content reads as "none given" to a harness,
+// which would send the payload instead).
+inline constexpr char kNoOutputText[] = "(no output)";
+
 // A text known as `head`, then `gap_bytes` bytes already dropped, then `tail`,
 // rendered within `max_chars` code points: all of it when it fits and nothing
 // was dropped; else the start of head and the end of tail (about half the
