@@ -276,7 +276,7 @@ std::unique_ptr<Daemon> StartDaemon(const Config& config, const char* workspace,
   options.server.listen = "127.0.0.1:0";
   options.server.auth = auth;
   options.engine.workspace = workspace;
-  options.engine.example_tools = true;
+  options.tools.example_tools = true;
   for (int i = 0; i < config.policy_rules; ++i) {
     // Alternately a command rule for every tool and a path rule for one tool:
     // each is looked at for every call, none matches get_weather or wait.

@@ -53,7 +53,7 @@ std::unique_ptr<Daemon> StartDaemon(const std::string& workspace, const std::str
   DaemonOptions options;
   options.server.listen = "127.0.0.1:0";
   options.engine.workspace = workspace;
-  options.engine.example_tools = true;
+  options.tools.example_tools = true;
   if (!recordings.empty()) {
     options.engine.recording.dir = recordings;
     options.engine.recording.all_sessions = true;

@@ -23,10 +23,7 @@
 #include "core/hooks.h"
 #include "core/recorder.h"
 #include "spdlog/spdlog.h"
-#include "tools/builtin.h"
-#include "tools/command/command.h"
 #include "tools/workspace/confined.h"
-#include "examples/tools/examples.h"
 #include "tools/process/environment.h"
 #include "mcp/client/mcp_tools.h"
 #include "tools/runtime/executor.h"
@@ -44,38 +41,6 @@ struct ResolvedSubagent {
   std::vector<ToolSelection> selections;
   std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
-
-// The tools an engine registers, in order [Names and order]: the chosen built-ins, the
-// declared tools [Tools run elsewhere], the example tools, then the command tools.
-absl::Status RegisterEngineTools(const EngineOptions& options, ToolRegistry& registry) {
-  // Register every built-in in a scratch registry, then keep the chosen ones:
-  // the selection is by tool and tool-set names, which need the registry.
-  ToolRegistry builtins;
-  if (absl::Status s = RegisterFileTools(builtins, options.builtin); !s.ok()) return s;
-  if (absl::Status s = RegisterSearchTools(builtins, options.builtin); !s.ok()) return s;
-  if (absl::Status s = RegisterCommandTools(builtins, options.builtin); !s.ok()) return s;
-  if (absl::Status s = RegisterMemoryTool(builtins, options.builtin); !s.ok()) return s;
-  if (absl::Status s = RegisterControlTools(builtins, options.builtin); !s.ok()) return s;
-  auto chosen = ResolveToolSelection(builtins, options.builtin_enabled, options.builtin_disabled,
-                                     "builtin_tools");
-  if (!chosen.ok()) return chosen.status();
-  absl::flat_hash_set<std::string> keep(chosen->begin(), chosen->end());
-  for (auto& tool : builtins.Release()) {
-    if (!keep.contains(tool->name())) continue;
-    if (absl::Status s = registry.Register(std::move(tool), "built-in"); !s.ok()) return s;
-  }
-  if (absl::Status s = RegisterDeclaredTools(registry, options.builtin); !s.ok()) return s;
-  if (options.example_tools) {
-    if (absl::Status s = examples::RegisterExampleTools(registry); !s.ok()) return s;
-  }
-  // --- command tools (config command_tools) ---
-  if (absl::Status s =
-          RegisterConfiguredCommandTools(registry, options.builtin, options.command_tools);
-      !s.ok()) {
-    return s;
-  }
-  return absl::OkStatus();
-}
 
 // [Subagents]: each configured subagent's tools, or InvalidArgument naming the
 // subagent and the problem (both lists, an unknown tool, a duplicate name).
@@ -136,7 +101,7 @@ class RuntimeEngine final : public Engine {
   explicit RuntimeEngine(EngineOptions options) : options_(std::move(options)) {}
   ~RuntimeEngine() override;
 
-  absl::Status Init(ToolInstaller extra_tools);
+  absl::Status Init(ToolRegistry tools);
 
   const ToolRegistry& registry() const override { return *startup_tools_; }
   std::shared_ptr<const ToolRegistry> tools() const override { return tools_->Snapshot(); }
@@ -283,7 +248,7 @@ class RuntimeEngine final : public Engine {
   bool runner_abandoned_ = false;  // tools ignored cancellation past the grace
 };
 
-absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
+absl::Status RuntimeEngine::Init(ToolRegistry fixed) {
   const EngineOptions& o = options_;
   // Opened once (Open refuses a relative path): every call without a session,
   // and every session's workspace, resolves beneath this handle, whatever
@@ -295,16 +260,6 @@ absl::Status RuntimeEngine::Init(ToolInstaller extra_tools) {
     auto recorder = Recorder::Create(o.recording);
     if (!recorder.ok()) return recorder.status();
     recorder_ = *std::move(recorder);
-  }
-  // start_subagent's declaration names the configured subagents.
-  BuiltinOptions builtin = o.builtin;
-  for (const auto& sa : o.subagents) builtin.subagents.push_back({sa.name, sa.description});
-  EngineOptions with_subagents = o;
-  with_subagents.builtin = std::move(builtin);
-  ToolRegistry fixed;
-  if (absl::Status s = RegisterEngineTools(with_subagents, fixed); !s.ok()) return s;
-  if (extra_tools) {
-    if (absl::Status s = extra_tools(fixed); !s.ok()) return s;
   }
   // ---- MCP servers' tools, after the others, changing at runtime -------------
   std::vector<std::string> dynamic_sources;
@@ -1051,10 +1006,9 @@ bool RuntimeEngine::Stop() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options,
-                                                       ToolInstaller extra_tools) {
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, ToolRegistry tools) {
   auto engine = std::make_unique<RuntimeEngine>(std::move(options));
-  if (absl::Status s = engine->Init(std::move(extra_tools)); !s.ok()) return s;
+  if (absl::Status s = engine->Init(std::move(tools)); !s.ok()) return s;
   return engine;
 }
 

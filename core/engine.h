@@ -161,15 +161,12 @@ class Subscription final {
 
 class Engine {
  public:
-  // Registers extra tools after the engine's own and before the MCP
-  // servers' (tests, embedders); they never change.
-  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
-
-  // Registers the tools (a duplicate name, an invalid schema or selection is
-  // an error naming it), resolves the subagents [Subagents], opens the workspace and
-  // the artifact store, and starts the runtime.
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options,
-                                                        ToolInstaller extra_tools = nullptr);
+  // Serves `tools` (built by the composition root: server/tool_catalogue.h),
+  // then the MCP servers' tools after them as they come and go; starts the
+  // MCP servers, resolves the subagents [Subagents] (an unknown tool is an
+  // error naming it), opens the workspace and the artifact store, and starts
+  // the runtime.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options, ToolRegistry tools);
   // Stop() if it has not run.
   virtual ~Engine() = default;
 

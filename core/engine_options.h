@@ -15,7 +15,6 @@
 #include "core/policy.h"
 #include "core/hooks.h"
 #include "core/recorder.h"
-#include "tools/builtin.h"
 #include "mcp/client/options.h"
 #include "tools/runtime/metrics.h"
 #include "tools/runtime/model_content.h"
@@ -37,7 +36,6 @@ struct EngineOptions {
   // Absolute path of the default workspace: calls without a session, and
   // every session's workspace, resolve beneath it.
   std::string workspace;
-  bool example_tools = false;
 
   uint32_t max_calls_per_batch = 1024;
   uint32_t max_concurrent_calls = 256;
@@ -64,16 +62,9 @@ struct EngineOptions {
   int session_max_depth = 5;
   absl::Duration session_idle_ttl = kDefaultSessionIdleTtl;  // zero = never
 
-  BuiltinOptions builtin;
-  // Which built-in tools to register: tool or tool-set names; at most one list.
-  std::vector<std::string> builtin_enabled;
-  std::vector<std::string> builtin_disabled;
   // "" = artifacts in memory.
   std::string artifact_dir;
   std::vector<SubagentOptions> subagents;
-  // Tools run by the user's programs (config command_tools), registered
-  // after the built-in, declared and example tools.
-  std::vector<CommandToolOptions> command_tools;
   // MCP servers whose tools are registered after the built-ins (mcp/).
   std::vector<mcp::McpServerOptions> mcp_servers;
 

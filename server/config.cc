@@ -414,9 +414,10 @@ absl::Status ApplyMcpServers(const v1::DaemonConfig& config, EngineOptions* opti
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
   EngineOptions* options = &daemon->engine;
+  ToolCatalogueOptions* tools = &daemon->tools;
   if (!config.listen().empty()) daemon->server.listen = config.listen();
   if (!config.workspace().empty()) options->workspace = config.workspace();
-  if (config.example_tools()) options->example_tools = true;
+  if (config.example_tools()) tools->example_tools = true;
   if (!config.log_level().empty()) {
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
     bool known = false;
@@ -449,10 +450,10 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
     options->model_content_max_chars = config.model_content_max_chars();
   }
   const v1::ToolSelection& sel = config.builtin_tools();
-  options->builtin_enabled.assign(sel.enabled().begin(), sel.enabled().end());
-  options->builtin_disabled.assign(sel.disabled().begin(), sel.disabled().end());
+  tools->builtin_enabled.assign(sel.enabled().begin(), sel.enabled().end());
+  tools->builtin_disabled.assign(sel.disabled().begin(), sel.disabled().end());
 
-  BuiltinOptions& b = options->builtin;
+  BuiltinOptions& b = tools->builtin;
   const v1::FileToolsConfig& f = config.file_tools();
   if (f.view_max_lines()) b.view_max_lines = f.view_max_lines();
   if (f.view_max_bytes()) b.view_max_bytes = f.view_max_bytes();
@@ -527,7 +528,7 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
       return absl::InvalidArgumentError(
           absl::StrCat("command_tools '", tool->name, "' is declared twice"));
     }
-    options->command_tools.push_back(*std::move(tool));
+    tools->command_tools.push_back(*std::move(tool));
   }
   if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
   // --- operating it: metrics and log format ---
@@ -757,7 +758,7 @@ absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen
 std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
   const EngineOptions& o = daemon.engine;
   const ServerOptions& server = daemon.server;
-  const BuiltinOptions& b = o.builtin;
+  const BuiltinOptions& b = daemon.tools.builtin;
   return {
       {"limits.max_calls_per_batch (--max_calls_per_batch)", o.max_calls_per_batch, 1, 1 << 20,
        ""},

@@ -15,7 +15,7 @@
 namespace toolexec {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
-                                                       Engine::ToolInstaller extra_tools) {
+                                                       ToolInstaller extra_tools) {
   std::shared_ptr<PrometheusMetrics> metrics;
   if (!options.server.metrics_listen.empty()) {
     metrics = std::make_shared<PrometheusMetrics>();
@@ -23,7 +23,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
   d->metrics_ = std::move(metrics);
-  auto engine = Engine::Create(d->options_.engine, std::move(extra_tools));
+  auto tools = BuildToolCatalogue(d->options_.tools, d->options_.engine.subagents);
+  if (!tools.ok()) return tools.status();
+  if (extra_tools) {
+    if (absl::Status s = extra_tools(*tools); !s.ok()) return s;
+  }
+  auto engine = Engine::Create(d->options_.engine, *std::move(tools));
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
   const Engine* checked_by = d->engine_.get();

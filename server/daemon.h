@@ -12,6 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,11 +34,15 @@ namespace toolexec {
 
 class Daemon final {
  public:
-  // Builds the engine (fails on a duplicate tool name, an invalid schema or
-  // selection) and reads the credentials it checks (a malformed token file
-  // fails). Does not listen yet.
-  static absl::StatusOr<std::unique_ptr<Daemon>> Create(
-      DaemonOptions options, Engine::ToolInstaller extra_tools = nullptr);
+  // Registers tools after the catalogue's and before the MCP servers'
+  // (tests, embedders); they never change.
+  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
+
+  // Builds the tool catalogue and the engine (fails on a duplicate tool
+  // name, an invalid schema or selection) and reads the credentials it
+  // checks (a malformed token file fails). Does not listen yet.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(DaemonOptions options,
+                                                        ToolInstaller extra_tools = nullptr);
   // Shutdown() if still running.
   ~Daemon();
   Daemon(const Daemon&) = delete;

@@ -386,7 +386,9 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level, bool check_on
     server.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));
   }
   if (OnCommandLine("workspace")) engine.workspace = absl::GetFlag(FLAGS_workspace);
-  if (OnCommandLine("example_tools")) engine.example_tools = absl::GetFlag(FLAGS_example_tools);
+  if (OnCommandLine("example_tools")) {
+    options.tools.example_tools = absl::GetFlag(FLAGS_example_tools);
+  }
   if (OnCommandLine("max_calls_per_batch")) {
     engine.max_calls_per_batch = absl::GetFlag(FLAGS_max_calls_per_batch);
   }

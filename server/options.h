@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine_options.h"
+#include "server/tool_catalogue.h"
 
 namespace toolexec {
 
@@ -100,6 +101,8 @@ bool AuthenticatesCallers(const ServerOptions& options);
 
 struct DaemonOptions {
   EngineOptions engine;
+  // The tools besides the MCP servers' (server/tool_catalogue.h).
+  ToolCatalogueOptions tools;
   ServerOptions server;
   // Log lines: "text" or "json" (server/logging.h). log_format, --log_format.
   std::string log_format = "text";

@@ -106,6 +106,9 @@ const std::vector<std::string>& DeclarableToolNames();
 absl::Status RegisterConfiguredCommandTools(ToolRegistry& registry, const BuiltinOptions& options,
                                             const std::vector<CommandToolOptions>& tools);
 
+// Every group above but the declared tools, in order: the tools the
+// builtin_tools selection chooses from.
+absl::Status RegisterSelectableBuiltinTools(ToolRegistry& registry, const BuiltinOptions& options);
 // Every group above, in order.
 absl::Status RegisterBuiltinTools(ToolRegistry& registry, const BuiltinOptions& options);
 

@@ -30,7 +30,7 @@ class AgentControlTest : public ::testing::Test {
     if (daemon_) daemon_->Shutdown();
     options.server.listen = "127.0.0.1:0";
     options.engine.workspace = std::filesystem::temp_directory_path().string();
-    options.engine.example_tools = true;
+    options.tools.example_tools = true;
     auto d = Daemon::Create(options);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
@@ -189,7 +189,7 @@ TEST_F(AgentControlTest, DiskArtifactsSurviveARestart) {
 
 TEST_F(AgentControlTest, ExitLoopAndDeclaredTools) {
   DaemonOptions options;
-  options.engine.builtin.declared_tools = {"ask_question", "google_search"};
+  options.tools.builtin.declared_tools = {"ask_question", "google_search"};
   Start(options);
   auto exit = Call("exit_loop", "");
   EXPECT_EQ(exit.status(), v1::RESULT_STATUS_SUCCESS);
@@ -218,7 +218,7 @@ TEST_F(AgentControlTest, ExitLoopAndDeclaredTools) {
 
 TEST_F(AgentControlTest, Subagents) {
   DaemonOptions options;
-  options.engine.builtin.declared_tools = {"start_subagent"};
+  options.tools.builtin.declared_tools = {"start_subagent"};
   options.engine.subagents = {{"reader", "reads", {}, {}},
                        {"helper", "helps", {"get_weather", "start_subagent"}, {}}};
   Start(options);
@@ -268,7 +268,7 @@ TEST_F(AgentControlTest, BadSubagentConfigStopsTheDaemon) {
   options.server.listen = "127.0.0.1:0";
   options.engine.workspace = "/tmp";
   options.engine.subagents = {{"both", "", {"get_weather"}, {"wait"}}};
-  options.engine.example_tools = true;
+  options.tools.example_tools = true;
   auto d = Daemon::Create(options);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr("subagent 'both'"));
@@ -478,7 +478,7 @@ TEST_F(AgentControlTest, ASessionInUseOutlivesTheTtl) {
 // kill grace, SIGKILL); that wait must not hold up the daemon's other RPCs.
 TEST_F(AgentControlTest, ASlowSessionCloseDoesNotStallOtherCalls) {
   DaemonOptions options;
-  options.engine.builtin.command_kill_grace = absl::Seconds(3);
+  options.tools.builtin.command_kill_grace = absl::Seconds(3);
   Start(options);
   std::vector<std::string> sessions;
   for (int i = 0; i < 4; ++i) {
@@ -512,7 +512,7 @@ TEST_F(AgentControlTest, ASlowSessionCloseDoesNotStallOtherCalls) {
 // is waited out once, not once per session.
 TEST_F(AgentControlTest, ShutdownEndsAllSessionsCommandsTogether) {
   DaemonOptions options;
-  options.engine.builtin.command_kill_grace = absl::Seconds(2);
+  options.tools.builtin.command_kill_grace = absl::Seconds(2);
   Start(options);
   // Each command touches a file once its trap is in place.
   std::filesystem::path ready =

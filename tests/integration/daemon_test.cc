@@ -85,7 +85,7 @@ class DaemonTest : public ::testing::Test {
     if (options.engine.workspace.empty()) {
       options.engine.workspace = std::filesystem::temp_directory_path().string();
     }
-    options.engine.example_tools = true;
+    options.tools.example_tools = true;
     auto d = Daemon::Create(options, InstallTestTools);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
@@ -729,10 +729,10 @@ TEST_F(WorkspaceSwapTest, FileToolsKeepTheDirectoryOpenedAtOpenSession) {
 
 TEST_F(WorkspaceSwapTest, SandboxedCommandsBindTheDirectoryOpenedAtOpenSession) {
   DaemonOptions options;
-  options.engine.builtin.sandbox = "bwrap";
+  options.tools.builtin.sandbox = "bwrap";
   options.engine.workspace = Ws();
   options.server.listen = "127.0.0.1:0";
-  options.engine.example_tools = true;
+  options.tools.example_tools = true;
   if (auto probe = Daemon::Create(options, InstallTestTools); !probe.ok()) {
     GTEST_SKIP() << "bwrap cannot create its sandbox here: " << probe.status();
   }

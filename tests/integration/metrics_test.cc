@@ -115,7 +115,7 @@ class MetricsTest : public ::testing::Test {
     options.server.listen = "127.0.0.1:0";
     options.server.metrics_listen = "127.0.0.1:0";
     options.engine.workspace = workspace_.string();
-    options.engine.example_tools = true;
+    options.tools.example_tools = true;
     Configure(options);
     auto daemon = Daemon::Create(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();

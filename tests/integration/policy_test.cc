@@ -45,7 +45,7 @@ class PolicyGrpcTest : public ::testing::Test {
     ASSERT_TRUE(ApplyConfig(config, &options, &log_level).ok());
     options.server.listen = "127.0.0.1:0";
     options.engine.workspace = workspace;
-    options.engine.example_tools = true;
+    options.tools.example_tools = true;
     auto d = Daemon::Create(options);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);

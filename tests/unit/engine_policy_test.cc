@@ -27,6 +27,9 @@
 namespace toolexec {
 namespace {
 
+using toolexec::testing::CreateEngine;
+using toolexec::testing::WithExampleTools;
+
 using ::testing::HasSubstr;
 
 // Records a batch's questions and results; waits for either.
@@ -146,10 +149,9 @@ class EnginePolicyTest : public ::testing::Test {
   void Start(PolicyOptions policy, const std::function<void(EngineOptions&)>& more = nullptr) {
     EngineOptions options;
     options.workspace = tree_.path();
-    options.example_tools = true;
     options.policy = std::move(policy);
     if (more) more(options);
-    auto engine = Engine::Create(options);
+    auto engine = CreateEngine(options, WithExampleTools());
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
   }

@@ -18,6 +18,8 @@
 namespace toolexec {
 namespace {
 
+using toolexec::testing::CreateEngine;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Quoted;
@@ -29,8 +31,9 @@ class EngineShellPolicyTest : public ::testing::Test {
     EngineOptions options;
     options.workspace = tree_.path();
     options.policy = std::move(policy);
-    options.builtin.command_kill_grace = absl::Milliseconds(200);
-    auto engine = Engine::Create(options);
+    ToolCatalogueOptions tools;
+    tools.builtin.command_kill_grace = absl::Milliseconds(200);
+    auto engine = CreateEngine(options, tools);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
     auto session = engine_->OpenSession(caller_, {});

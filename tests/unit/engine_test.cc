@@ -15,6 +15,9 @@
 namespace toolexec {
 namespace {
 
+using toolexec::testing::CreateEngine;
+using toolexec::testing::WithExampleTools;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using toolexec::testing::Call;
@@ -33,9 +36,8 @@ class EngineTest : public ::testing::Test {
   void SetUp() override {
     EngineOptions options;
     options.workspace = tree_.path();
-    options.example_tools = true;
     options.max_calls_per_batch = 2;
-    auto engine = Engine::Create(options);
+    auto engine = CreateEngine(options, WithExampleTools());
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
   }
@@ -49,7 +51,7 @@ TEST(EngineCreateTest, RefusesAWorkspaceThatIsNotAnAbsoluteDirectory) {
   for (std::string workspace : {"", "relative/dir"}) {
     EngineOptions options;
     options.workspace = workspace;
-    auto engine = Engine::Create(options);
+    auto engine = CreateEngine(options);
     ASSERT_FALSE(engine.ok()) << "workspace '" << workspace << "'";
     EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(engine.status().message()), HasSubstr("not an absolute path"));
@@ -184,6 +186,9 @@ TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
 namespace toolexec {
 namespace {
 
+using toolexec::testing::CreateEngine;
+using toolexec::testing::WithExampleTools;
+
 // A tool name the providers reject ("acme.echo": a dot) is declared as
 // "acme_echo" (ProviderNames); a call by that name runs the tool under its
 // real name, which the result then carries.
@@ -195,8 +200,9 @@ TEST(EngineProviderNamesTest, ACallByTheRewrittenNameRunsTheToolUnderItsRealName
   echo.name = "acme.echo";
   echo.description = "Echoes its arguments.";
   echo.argv = {"/bin/cat"};
-  options.command_tools.push_back(echo);
-  auto engine = Engine::Create(options);
+  ToolCatalogueOptions tools;
+  tools.command_tools.push_back(echo);
+  auto engine = CreateEngine(options, tools);
   ASSERT_TRUE(engine.ok()) << engine.status();
   Collector collector;
   auto batch = (*engine)->StartBatch(

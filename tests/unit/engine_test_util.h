@@ -1,16 +1,40 @@
-// Helpers for tests that drive the Engine's policy without a transport (Call
-// and Collector are in tests/common/test_tools.h).
+// Helpers for tests that drive the Engine without a transport (Call and
+// Collector are in tests/common/test_tools.h).
 #ifndef TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "core/engine.h"
 #include "core/policy.h"
+#include "server/tool_catalogue.h"
 #include "tests/common/test_tools.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec::testing {
+
+// An Engine over the tools toolexecd would register for `tools`, then
+// `extra`'s (test tools), as the daemon builds it.
+inline absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
+    EngineOptions options, const ToolCatalogueOptions& tools = {},
+    const std::function<absl::Status(ToolRegistry&)>& extra = nullptr) {
+  auto registry = BuildToolCatalogue(tools, options.subagents);
+  if (!registry.ok()) return registry.status();
+  if (extra) {
+    if (absl::Status s = extra(*registry); !s.ok()) return s;
+  }
+  return Engine::Create(std::move(options), *std::move(registry));
+}
+
+// The catalogue options with the example tools.
+inline ToolCatalogueOptions WithExampleTools() {
+  ToolCatalogueOptions tools;
+  tools.example_tools = true;
+  return tools;
+}
 
 inline PolicyRuleOptions Rule(std::string name, std::string tool, PolicyDecision d) {
   PolicyRuleOptions r;

@@ -26,11 +26,14 @@
 #include "core/audit_log.h"
 #include "core/engine.h"
 #include "server/config.h"
+#include "tests/unit/engine_test_util.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 
 namespace toolexec {
 namespace {
+
+using toolexec::testing::CreateEngine;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -90,7 +93,7 @@ class HooksTest : public ::testing::Test {
     options.workspace = tree_.path();
     options.max_calls_per_batch = max_calls;
     options.hooks = std::move(hooks);
-    auto engine = Engine::Create(options, [this](ToolRegistry& r) -> absl::Status {
+    auto engine = CreateEngine(options, {}, [this](ToolRegistry& r) -> absl::Status {
       auto echo = [this](const JsonValue& args, ToolContext&) -> absl::StatusOr<Json> {
         ran_.fetch_add(1);
         return CopyJson(args);
@@ -416,13 +419,13 @@ TEST_F(HooksTest, CommandHookConfigErrorsNameTheHook) {
   EngineOptions options;
   options.workspace = tree_.path();
   options.hooks = std::move(hooks);
-  auto engine = Engine::Create(options);
+  auto engine = CreateEngine(options);
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("hook 'h': no-such-program-xyz"));
 
   options.hooks.command_hooks = {CommandHookOf("h", HookEvent::kPreCall, {"/bin/true"})};
   options.hooks.command_hooks[0].tools = {"nosuch"};
-  engine = Engine::Create(options);
+  engine = CreateEngine(options);
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("hook 'h' names tool 'nosuch'"));
 }
@@ -567,7 +570,7 @@ TEST_F(HooksTest, AuditLogThatCannotBeOpenedIsAStartUpError) {
   EngineOptions options;
   options.workspace = tree_.path();
   options.hooks = std::move(hooks);
-  auto engine = Engine::Create(options);
+  auto engine = CreateEngine(options);
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("audit_log"));
 }

@@ -30,6 +30,9 @@
 namespace toolexec {
 namespace {
 
+using toolexec::testing::CreateEngine;
+using toolexec::testing::WithExampleTools;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -81,14 +84,14 @@ class Batch final : public BatchObserver {
 
 class RecordingTest : public ::testing::Test {
  protected:
-  void Start(const std::function<void(EngineOptions&)>& more = nullptr) {
+  void Start(const std::function<void(EngineOptions&)>& more = nullptr,
+             const ToolCatalogueOptions& tools = WithExampleTools()) {
     EngineOptions options;
     options.workspace = tree_.path();
-    options.example_tools = true;
     options.recording.dir = dir();
     options.recording.producer = "test";
     if (more) more(options);
-    auto engine = Engine::Create(options, [](ToolRegistry& r) -> absl::Status {
+    auto engine = CreateEngine(options, tools, [](ToolRegistry& r) -> absl::Status {
       // echo: its arguments back, as a tool whose output repeats its input.
       return r.Register(testing::MakeTool("echo",
                                           [](const JsonValue& args, ToolContext&) {
@@ -325,13 +328,13 @@ TEST_F(RecordingTest, SurvivesARestartAndBelongsToItsCaller) {
 // A call by a tool's provider-safe name, and a Responses native item, are
 // exported as the model sent them, its result included.
 TEST_F(RecordingTest, TranscriptsAnswerTheNameAndItemTheModelSent) {
-  Start([](EngineOptions& o) {
-    CommandToolOptions echo;
-    echo.name = "acme.echo";
-    echo.description = "Echoes its arguments.";
-    echo.argv = {"/bin/cat"};
-    o.command_tools.push_back(echo);
-  });
+  ToolCatalogueOptions tools = WithExampleTools();
+  CommandToolOptions echo;
+  echo.name = "acme.echo";
+  echo.description = "Echoes its arguments.";
+  echo.argv = {"/bin/cat"};
+  tools.command_tools.push_back(echo);
+  Start(nullptr, tools);
   const std::string s = Open();
   auto calls = Calls({{"e1", "acme_echo", R"({"x":1})"}, {"p1", "apply_patch",
       R"({"operation":{"type":"create_file","path":"n.txt","diff":"+one\n"}})"}});
@@ -418,9 +421,8 @@ TEST(RecordingCrashTest, KillMidBatchLeavesAParseableFile) {
     close(ready[0]);
     EngineOptions options;
     options.workspace = tree.path();
-    options.example_tools = true;
     options.recording.dir = dir;
-    auto engine = Engine::Create(options);
+    auto engine = CreateEngine(options, WithExampleTools());
     if (!engine.ok()) _exit(2);
     OpenSessionSpec spec;
     spec.record = true;

@@ -37,13 +37,13 @@ TEST(ShellAndMemoryConfigTest, DefaultsAndValidation) {
   };
   DaemonOptions defaults;
   ASSERT_TRUE(apply("", &defaults).ok());
-  EXPECT_EQ(defaults.engine.builtin.shell_idle_timeout, absl::Minutes(30));
-  EXPECT_EQ(defaults.engine.builtin.memory_dir, "");
+  EXPECT_EQ(defaults.tools.builtin.shell_idle_timeout, absl::Minutes(30));
+  EXPECT_EQ(defaults.tools.builtin.memory_dir, "");
   DaemonOptions set;
   ASSERT_TRUE(apply("shell_idle_timeout_ms: 0 memory_dir: \"/var/lib/toolexec/memories\"", &set)
                   .ok());
-  EXPECT_EQ(set.engine.builtin.shell_idle_timeout, absl::ZeroDuration());
-  EXPECT_EQ(set.engine.builtin.memory_dir, "/var/lib/toolexec/memories");
+  EXPECT_EQ(set.tools.builtin.shell_idle_timeout, absl::ZeroDuration());
+  EXPECT_EQ(set.tools.builtin.memory_dir, "/var/lib/toolexec/memories");
   DaemonOptions relative;
   absl::Status s = apply("memory_dir: \"memories\"", &relative);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
