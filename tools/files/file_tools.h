@@ -184,7 +184,7 @@ class StrReplaceBasedEditTool final : public Tool {
 // `%%bash` / `apply_patch <<"EOF"` ... `EOF` heredoc of OpenAI's examples), or
 // one operation of the Responses API's native tool, {"operation": {"type":
 // "create_file" | "update_file" | "delete_file", "path", "diff"}}.
-// See apply_patch.cc for the grammar and how hunks are located. All files of
+// See apply_patch_v4a.h for the grammar and how hunks are located. All files of
 // a patch change or none: the whole patch is parsed, every path confined and
 // every hunk located before anything is written; the files' write locks are
 // held together; a write that fails undoes the ones before it.
