@@ -626,7 +626,9 @@ TEST(AuditLogWriteTest, AStalledFileMakesWriteWaitAndLosesNothing) {
   auto log = AuditLog::Open(absl::StrCat("/proc/self/fd/", write_end.get()));
   ASSERT_TRUE(log.ok()) << log.status();
   const std::string line = std::string(1023, 'x') + "\n";
-  const size_t count = 2 * AuditLog::kMaxQueuedBytes / line.size();  // twice the bound
+  // More than the queue, the batch the writer is blocked writing (up to the
+  // queue's size) and the pipe can hold together.
+  const size_t count = 3 * AuditLog::kMaxQueuedBytes / line.size();
   std::atomic<bool> all_queued{false};
   std::thread writer([&] {
     for (size_t i = 0; i < count; ++i) (*log)->Write(line);
