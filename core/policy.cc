@@ -19,7 +19,7 @@
 #include "spdlog/spdlog.h"
 #include "tools/process/environment.h"
 #include "tools/workspace/confined.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/glob.h"
 #include "tools/runtime/executor.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/timer_queue.h"
@@ -116,7 +116,7 @@ absl::Status CheckRule(absl::string_view policy, const PolicyRuleOptions& r) {
         where, ": tool \"", r.tool, "\" is neither a tool name, \"<server>/*\" nor \"*\""));
   }
   if (!r.path_glob.empty()) {
-    if (auto g = search::ParseUserGlob(r.path_glob); !g.ok()) {
+    if (auto g = fs::ParseUserGlob(r.path_glob); !g.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": path_glob: ", g.status().message()));
     }
   }
@@ -162,7 +162,7 @@ struct Policy::Rule {
   PolicyRuleOptions options;
   Bucket bucket = Bucket::kGlobal;
   std::string server;  // kPrefix: the server name
-  std::unique_ptr<search::GlobSet> glob;
+  std::unique_ptr<fs::GlobSet> glob;
   std::optional<CommandPattern> command;
 };
 
@@ -186,10 +186,10 @@ absl::StatusOr<std::shared_ptr<const Policy>> Policy::Create(
       rule.bucket = Bucket::kSpecific;
     }
     if (!r.path_glob.empty()) {
-      auto g = search::ParseUserGlob(r.path_glob);
+      auto g = fs::ParseUserGlob(r.path_glob);
       if (!g.ok()) return g.status();
-      std::vector<search::GlobPattern> patterns{*std::move(g)};
-      auto set = search::GlobSet::Create(std::move(patterns), /*skip_invalid=*/false);
+      std::vector<fs::GlobPattern> patterns{*std::move(g)};
+      auto set = fs::GlobSet::Create(std::move(patterns), /*skip_invalid=*/false);
       if (!set.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("policy '", options.name, "': rule '",
                                                        r.name, "': path_glob: ",

@@ -1,4 +1,4 @@
-// Fuzzes the glob and .gitignore matcher (tools/search/glob.h): the
+// Fuzzes the glob and .gitignore matcher (tools/workspace/glob.h): the
 // pattern parsers and GlobSet, whose shortcuts (literal and suffix compares,
 // RE2::Set groups, skipping patterns by component count and literal prefix)
 // are checked against the plain definition: the last pattern whose regex
@@ -18,12 +18,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "re2/re2.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/glob.h"
 
 namespace {
 
-using toolexec::search::GlobPattern;
-using toolexec::search::GlobSet;
+using toolexec::fs::GlobPattern;
+using toolexec::fs::GlobSet;
 
 // The deciding pattern by the definition, one RE2 per pattern: its index or -1.
 int Reference(const std::vector<GlobPattern>& patterns, absl::string_view path, bool is_dir) {
@@ -31,7 +31,7 @@ int Reference(const std::vector<GlobPattern>& patterns, absl::string_view path, 
   options.set_encoding(RE2::Options::EncodingLatin1);
   options.set_dot_nl(true);
   options.set_log_errors(false);
-  const toolexec::search::GlobTarget target = toolexec::search::MakeGlobTarget(path);
+  const toolexec::fs::GlobTarget target = toolexec::fs::MakeGlobTarget(path);
   for (int i = static_cast<int>(patterns.size()) - 1; i >= 0; --i) {
     const GlobPattern& p = patterns[static_cast<size_t>(i)];
     if (p.dir_only && !is_dir) continue;
@@ -76,8 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<GlobPattern> gitignore;
   std::vector<GlobPattern> user;
   for (size_t i = 1; i < lines.size(); ++i) {
-    if (auto p = toolexec::search::ParseGitignoreLine(lines[i])) gitignore.push_back(*std::move(p));
-    if (auto p = toolexec::search::ParseUserGlob(lines[i]); p.ok()) user.push_back(*std::move(p));
+    if (auto p = toolexec::fs::ParseGitignoreLine(lines[i])) gitignore.push_back(*std::move(p));
+    if (auto p = toolexec::fs::ParseUserGlob(lines[i]); p.ok()) user.push_back(*std::move(p));
   }
   Check(gitignore, path, ".gitignore");
   Check(user, path, "user glob");

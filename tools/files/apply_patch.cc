@@ -279,7 +279,7 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
                            " bytes; apply_patch writes at most ", options_.max_file_bytes));
         }
         p.after = op.contents;
-        p.diff = UnifiedDiff(p.replaced.has_value() ? absl::string_view(p.replaced->raw) : "",
+        p.diff = fs::UnifiedDiff(p.replaced.has_value() ? absl::string_view(p.replaced->raw) : "",
                              p.after, t.wp.display, 3, nullptr, &ctx.cancellation(),
                              options_.view_max_bytes);
         continue;
@@ -301,11 +301,11 @@ absl::StatusOr<Json> ApplyPatchTool::Call(const JsonValue& args, ToolContext& ct
               " bytes; apply_patch writes at most ", options_.max_file_bytes));
         }
         p.after = Encode(*file, *text);
-        p.diff = UnifiedDiff(file->text, *text,
+        p.diff = fs::UnifiedDiff(file->text, *text,
                              dest[k] >= 0 ? targets[dest[k]].wp.display : t.wp.display, 3,
                              nullptr, &ctx.cancellation(), options_.view_max_bytes);
       } else {
-        p.diff = UnifiedDiff(file->text, "", t.wp.display, 3, nullptr, &ctx.cancellation(),
+        p.diff = fs::UnifiedDiff(file->text, "", t.wp.display, 3, nullptr, &ctx.cancellation(),
                              options_.view_max_bytes);
       }
       p.before = *std::move(file);

@@ -160,7 +160,7 @@ absl::StatusOr<Json> CreateFileTool::Call(const JsonValue& args, ToolContext& ct
   out.AddMember("path", JsonValue(wp->display, a), a);
   out.AddMember("bytes_written", static_cast<uint64_t>(contents->size()), a);
   out.AddMember("created", *created, a);
-  out.AddMember("sha256", JsonValue(Sha256Hex(*contents), a), a);
+  out.AddMember("sha256", JsonValue(fs::Sha256Hex(*contents), a), a);
   return out;
 }
 

@@ -167,7 +167,7 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   auto file = ReadEditable(dir->get(), *wp, limits);
   if (!file.ok()) return file.status();
   const std::string& raw = file->raw;
-  const std::string previous_sha = Sha256Hex(raw);
+  const std::string previous_sha = fs::Sha256Hex(raw);
   if (expected.has_value() && *expected != previous_sha) {
     return absl::FailedPreconditionError(absl::StrCat(
         "file changed since read: sha256 is ", previous_sha, ", expected ", *expected,
@@ -243,11 +243,11 @@ absl::StatusOr<Json> EditFileTool::Call(const JsonValue& args, ToolContext& ctx)
   const uint64_t out_size = EncodedSize(*file, text);
   if (out_size > options_.max_file_bytes) return too_big("the edits", out_size);
   const std::string out_bytes = Encode(*file, text);
-  const std::string new_sha = Sha256Hex(out_bytes);
+  const std::string new_sha = fs::Sha256Hex(out_bytes);
 
-  DiffStats stats;
+  fs::DiffStats stats;
   bool diff_truncated = false;
-  std::string diff = UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation(),
+  std::string diff = fs::UnifiedDiff(original, text, wp->display, 3, &stats, &ctx.cancellation(),
                                  options_.view_max_bytes, &diff_truncated);
   if (ctx.cancelled()) return absl::CancelledError("edit_file was cancelled");
 

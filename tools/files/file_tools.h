@@ -36,12 +36,13 @@
 #include "absl/strings/string_view.h"
 #include "tools/builtin.h"
 #include "tools/workspace/confined.h"
+#include "tools/workspace/diff.h"
+#include "tools/workspace/sha256.h"
 #include "tools/runtime/json_fields.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
 
-typedef struct evp_md_ctx_st EVP_MD_CTX;
 
 namespace toolexec::builtin {
 
@@ -245,41 +246,7 @@ absl::StatusOr<ViewedLines> ViewLines(const fs::WorkspacePath& wp, int64_t start
 // Appends "<number right-aligned in 6 columns>\t", as `cat -n` numbers a line.
 void AppendLineNumber(std::string* out, int64_t number);
 
-// Incremental SHA-256 (OpenSSL libcrypto). Not thread-safe; one per use.
-class Sha256 final {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(absl::string_view data);
-  // Lower-case hex of the digest. Call once.
-  std::string HexDigest();
 
- private:
-  EVP_MD_CTX* ctx_;
-};
-std::string Sha256Hex(absl::string_view data);
-
-struct DiffStats {
-  int added = 0;
-  int removed = 0;
-};
-
-// A unified diff (like `diff -u`) of two texts, line by line: "--- a/<label>",
-// "+++ b/<label>", "@@ -l,n +l,n @@" hunks with `context` lines of context,
-// "\ No newline at end of file" where a last line has none. "" when equal.
-// Invalid UTF-8 is replaced with U+FFFD so the diff is a valid string. Very
-// different texts (more than a few thousand changed lines) fall back to
-// replacing the whole differing middle. Cancelled -> stops early and returns "".
-// The text is cut at `max_bytes` (on a UTF-8 boundary; `*truncated` says so)
-// and never built beyond it, whatever the size of the change; `stats` count
-// the whole change.
-std::string UnifiedDiff(absl::string_view old_text, absl::string_view new_text,
-                        absl::string_view label, int context, DiffStats* stats,
-                        const CancellationToken* cancel = nullptr,
-                        size_t max_bytes = std::numeric_limits<size_t>::max(),
-                        bool* truncated = nullptr);
 
 // 1-based line number of byte `offset` in `text`.
 int LineNumberAt(absl::string_view text, size_t offset);

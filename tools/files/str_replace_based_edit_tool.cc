@@ -323,7 +323,7 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
     if (!created.ok()) return created.status();
     Json out = Result(*wp, absl::StrCat("File created successfully at: ", *path));
     out.AddMember("bytes_written", static_cast<uint64_t>(file_text->size()), out.GetAllocator());
-    out.AddMember("sha256", JsonValue(Sha256Hex(*file_text), out.GetAllocator()),
+    out.AddMember("sha256", JsonValue(fs::Sha256Hex(*file_text), out.GetAllocator()),
                   out.GetAllocator());
     return out;
   }
@@ -460,9 +460,9 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
         " writes at most ", options_.max_file_bytes, " bytes"));
   }
   const std::string bytes = Encode(*file, next);
-  DiffStats stats;
+  fs::DiffStats stats;
   bool diff_truncated = false;
-  std::string diff = UnifiedDiff(text, next, wp->display, 3, &stats, &ctx.cancellation(),
+  std::string diff = fs::UnifiedDiff(text, next, wp->display, 3, &stats, &ctx.cancellation(),
                                  options_.view_max_bytes, &diff_truncated);
   if (ctx.cancelled()) return absl::CancelledError(absl::StrCat(kName, " was cancelled"));
   if (bytes != file->raw) {
@@ -472,7 +472,7 @@ absl::StatusOr<Json> StrReplaceBasedEditTool::Call(const JsonValue& args, ToolCo
   auto& a = out.GetAllocator();
   out.AddMember("diff", JsonValue(diff, a), a);
   if (diff_truncated) out.AddMember("diff_truncated", true, a);
-  out.AddMember("sha256", JsonValue(Sha256Hex(bytes), a), a);
+  out.AddMember("sha256", JsonValue(fs::Sha256Hex(bytes), a), a);
   out.AddMember("lines_added", stats.added, a);
   out.AddMember("lines_removed", stats.removed, a);
   out.AddMember("line_endings", JsonValue(file->line_endings(), a), a);

@@ -110,7 +110,7 @@ class Scanner {
 
   const int64_t first_, last_;
   const size_t budget_;
-  Sha256 sha_;
+  fs::Sha256 sha_;
   uint64_t size_ = 0, crlf_ = 0, lf_ = 0;
   int64_t line_ = 1;  // the line the next byte belongs to
   char prev_ = 0;     // the last byte seen

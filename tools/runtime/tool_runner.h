@@ -79,7 +79,7 @@
 // Threads a call can cause, all bounded: one executor thread per running call
 // (Options::executor.max_threads, the daemon's --max_concurrent_calls; idle
 // ones retire after idle_timeout, most recently used first); search walk
-// helpers (a process-wide budget, search/walker.h); one output pump per
+// helpers (a process-wide budget, workspace/walker.h); one output pump per
 // background command (at most command::kMaxRunningBackground). Shared: the
 // timer thread, the delivery thread (retires when idle).
 //

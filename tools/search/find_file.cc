@@ -7,11 +7,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "tools/search/confine.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/glob.h"
 #include "tools/search/grep.h"
 #include "tools/search/search_tools.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
@@ -50,7 +50,7 @@ class PathCollector {
   void Add(std::string path) {
     absl::MutexLock lock(&mu_);
     ++total_;
-    if (paths_.size() >= cap_ && search::PathLess(*paths_.rbegin(), path)) return;
+    if (paths_.size() >= cap_ && fs::PathLess(*paths_.rbegin(), path)) return;
     paths_.insert(std::move(path));
     if (paths_.size() > cap_) paths_.erase(std::prev(paths_.end()));
   }
@@ -66,7 +66,7 @@ class PathCollector {
  private:
   const size_t cap_;
   absl::Mutex mu_;
-  std::set<std::string, search::PathLessCmp> paths_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string, fs::PathLessCmp> paths_ ABSL_GUARDED_BY(mu_);
   uint64_t total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -125,15 +125,15 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
       std::clamp<int64_t>(IntArg(args, "max_results", options_.search_max_results), 1,
                           std::max<int64_t>(options_.search_max_results, 1)));
 
-  absl::StatusOr<search::GlobPattern> glob = search::ParseUserGlob(pattern);
+  absl::StatusOr<fs::GlobPattern> glob = fs::ParseUserGlob(pattern);
   if (!glob.ok()) return glob.status();
   const bool negated = glob->negated;
-  absl::StatusOr<std::unique_ptr<search::GlobSet>> set =
-      search::GlobSet::Create({*std::move(glob)}, /*skip_invalid=*/false);
+  absl::StatusOr<std::unique_ptr<fs::GlobSet>> set =
+      fs::GlobSet::Create({*std::move(glob)}, /*skip_invalid=*/false);
   if (!set.ok()) return set.status();
 
-  absl::StatusOr<search::ConfinedPath> start =
-      search::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
+  absl::StatusOr<fs::ConfinedPath> start =
+      fs::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
   if (!start.ok()) return start.status();
   const std::string display = start->Display(start->relative);
   if (!start->is_dir) {
@@ -142,14 +142,14 @@ absl::StatusOr<Json> FindFileTool::Call(const JsonValue& args, ToolContext& ctx)
   }
 
   PathCollector collector(cap);
-  search::WalkOptions walk;
+  fs::WalkOptions walk;
   walk.visit_dirs = true;
   walk.visit_symlinks = true;
   walk.cancellation = &ctx.cancellation();
   walk.left_out = LeftOutFilter(ctx);
-  absl::StatusOr<search::WalkStats> stats =
-      search::Walk(*start, walk, [&](const search::WalkEntry& e, int) {
-        const bool is_dir = e.kind == search::EntryKind::kDir;
+  absl::StatusOr<fs::WalkStats> stats =
+      fs::Walk(*start, walk, [&](const fs::WalkEntry& e, int) {
+        const bool is_dir = e.kind == fs::EntryKind::kDir;
         const bool matched = ((*set)->Match(e.start_path, is_dir) != nullptr) != negated;
         if (!matched) return;
         std::string path = SanitizeUtf8(start->Display(e.path));

@@ -19,10 +19,19 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 #include "tools/runtime/utf8.h"
 
 namespace toolexec::search {
+
+using fs::ConfinedPath;
+using fs::PathLess;
+using fs::PathLessCmp;
+using fs::Walk;
+using fs::WalkEntry;
+using fs::WalkOptions;
+using fs::WalkStats;
+using fs::WalkThreads;
 namespace {
 
 constexpr size_t kBlockBytes = 1 << 20;

@@ -49,8 +49,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tools/search/confine.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/glob.h"
 #include "tools/search/matcher.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/tool_context.h"
@@ -72,7 +72,7 @@ struct GrepRequest {
   OutputMode mode = OutputMode::kFilesWithMatches;
   int context_lines = 0;          // content mode: lines before and after each match
   size_t max_results = 1000;      // files (files/count modes) or matching lines (content)
-  const GlobSet* glob = nullptr;  // grep_search's `glob` (WalkOptions::overrides)
+  const fs::GlobSet* glob = nullptr;  // grep_search's `glob` (WalkOptions::overrides)
   int threads = 0;                // 0 = DefaultWalkThreads()
   size_t max_line_bytes = 2000;   // longer line texts are cut (on a UTF-8 boundary)
   const CancellationToken* cancellation = nullptr;
@@ -108,7 +108,7 @@ struct GrepResult {
 // Searches `start` (a directory, walked; or a single file, searched even if
 // hidden or ignored, as when a file is named to ripgrep). Cancelled if the
 // request's token trips; InvalidArgument for a bad pattern.
-absl::StatusOr<GrepResult> Grep(const ConfinedPath& start, const GrepRequest& request);
+absl::StatusOr<GrepResult> Grep(const fs::ConfinedPath& start, const GrepRequest& request);
 
 // Text for JSON: invalid UTF-8 replaced by U+FFFD (tools/runtime/utf8.h), cut to at most
 // `max_bytes` (on a character boundary; *cut set when it was cut). A trailing '\r' is dropped.

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/search/confine.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/glob.h"
 #include "tools/search/grep.h"
 #include "tools/search/search_tools.h"
 #include "tools/runtime/model_content.h"
@@ -168,19 +168,19 @@ absl::StatusOr<Json> GrepSearchTool::Call(const JsonValue& args, ToolContext& ct
       search::LineMatcher::Create(request.matcher);
   if (!check.ok()) return check.status();
   request.compiled = check->get();
-  std::unique_ptr<search::GlobSet> glob;
+  std::unique_ptr<fs::GlobSet> glob;
   if (!glob_arg.empty()) {
-    absl::StatusOr<search::GlobPattern> g = search::ParseUserGlob(glob_arg);
+    absl::StatusOr<fs::GlobPattern> g = fs::ParseUserGlob(glob_arg);
     if (!g.ok()) return g.status();
-    absl::StatusOr<std::unique_ptr<search::GlobSet>> set =
-        search::GlobSet::Create({*std::move(g)}, /*skip_invalid=*/false);
+    absl::StatusOr<std::unique_ptr<fs::GlobSet>> set =
+        fs::GlobSet::Create({*std::move(g)}, /*skip_invalid=*/false);
     if (!set.ok()) return set.status();
     glob = *std::move(set);
     request.glob = glob.get();
   }
 
-  absl::StatusOr<search::ConfinedPath> start =
-      search::OpenConfined(ctx.info().workspaces, path_arg, "path");
+  absl::StatusOr<fs::ConfinedPath> start =
+      fs::OpenConfined(ctx.info().workspaces, path_arg, "path");
   if (!start.ok()) return start.status();
   absl::StatusOr<search::GrepResult> r = search::Grep(*start, request);
   if (!r.ok()) return r.status();

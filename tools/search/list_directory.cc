@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/search/confine.h"
+#include "tools/workspace/confined_path.h"
 #include "tools/search/grep.h"
 #include "tools/search/search_tools.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/tool_context.h"
 
@@ -27,20 +27,20 @@ constexpr int kMaxDepth = 32;
 
 struct Listed {
   std::string path;  // relative to the listed directory
-  search::EntryKind kind;
+  fs::EntryKind kind;
   uint64_t size = 0;
   std::string target;  // symlinks
 };
 
-const char* KindName(search::EntryKind kind) {
+const char* KindName(fs::EntryKind kind) {
   switch (kind) {
-    case search::EntryKind::kFile:
+    case fs::EntryKind::kFile:
       return "file";
-    case search::EntryKind::kDir:
+    case fs::EntryKind::kDir:
       return "dir";
-    case search::EntryKind::kSymlink:
+    case fs::EntryKind::kSymlink:
       return "symlink";
-    case search::EntryKind::kOther:
+    case fs::EntryKind::kOther:
       break;
   }
   return "other";
@@ -118,8 +118,8 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
   const bool include_hidden = BoolArg(args, "include_hidden", false);
   const size_t cap = std::max<uint32_t>(options_.list_max_entries, 1);
 
-  absl::StatusOr<search::ConfinedPath> start =
-      search::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
+  absl::StatusOr<fs::ConfinedPath> start =
+      fs::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
   if (!start.ok()) return start.status();
   const std::string display = start->Display(start->relative);
   if (!start->is_dir) {
@@ -137,38 +137,38 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
     std::vector<std::string> next;
     for (const std::string& dir : level) {
       if (ctx.cancelled()) return absl::CancelledError("list_directory was cancelled");
-      search::UniqueFd fd(dir.empty()
+      fs::UniqueFd fd(dir.empty()
                               ? openat(start->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                              : search::OpenSubdirNoFollow(start->fd.get(), dir));
-      std::vector<search::DirEntry> entries;
-      if (!fd.valid() || !search::ReadEntries(fd.get(), &entries)) {
+                              : fs::OpenSubdirNoFollow(start->fd.get(), dir));
+      std::vector<fs::DirEntry> entries;
+      if (!fd.valid() || !fs::ReadEntries(fd.get(), &entries)) {
         if (dir.empty()) return fs::ErrnoStatus(errno, display, "listing");
         ++unreadable;
         continue;
       }
       std::sort(
           entries.begin(), entries.end(),
-          [](const search::DirEntry& a, const search::DirEntry& b) { return a.name < b.name; });
-      for (const search::DirEntry& e : entries) {
+          [](const fs::DirEntry& a, const fs::DirEntry& b) { return a.name < b.name; });
+      for (const fs::DirEntry& e : entries) {
         if (!include_hidden && e.name.front() == '.') continue;
         if (listed.size() >= cap) {
           truncated = true;
           break;
         }
         Listed item;
-        item.path = search::JoinRelative(dir, e.name);
+        item.path = fs::JoinRelative(dir, e.name);
         item.kind = e.kind;
         struct stat st;
         if (fstatat(fd.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
           item.size = static_cast<uint64_t>(st.st_size);
         }
-        if (e.kind == search::EntryKind::kSymlink) {
+        if (e.kind == fs::EntryKind::kSymlink) {
           char target[4096];
           const ssize_t n = readlinkat(fd.get(), e.name.c_str(), target, sizeof target);
           if (n > 0) item.target.assign(target, static_cast<size_t>(n));
         }
         // .git is listed but never expanded: its contents are noise.
-        if (e.kind == search::EntryKind::kDir && d < depth && e.name != ".git") {
+        if (e.kind == fs::EntryKind::kDir && d < depth && e.name != ".git") {
           next.push_back(item.path);
         }
         listed.push_back(std::move(item));
@@ -178,7 +178,7 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
     level = std::move(next);
   }
   std::sort(listed.begin(), listed.end(),
-            [](const Listed& a, const Listed& b) { return search::PathLess(a.path, b.path); });
+            [](const Listed& a, const Listed& b) { return fs::PathLess(a.path, b.path); });
 
   Json result = MakeObject();
   auto& alloc = result.GetAllocator();
@@ -188,7 +188,7 @@ absl::StatusOr<Json> ListDirectoryTool::Call(const JsonValue& args, ToolContext&
     JsonValue e(rapidjson::kObjectType);
     AddString(result, e, "name", SanitizeUtf8(item.path));
     AddString(result, e, "type", KindName(item.kind));
-    if (item.kind != search::EntryKind::kDir) e.AddMember("size", item.size, alloc);
+    if (item.kind != fs::EntryKind::kDir) e.AddMember("size", item.size, alloc);
     if (!item.target.empty()) AddString(result, e, "target", SanitizeUtf8(item.target));
     entries.PushBack(e, alloc);
   }

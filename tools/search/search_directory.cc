@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/search/confine.h"
+#include "tools/workspace/confined_path.h"
 #include "tools/search/grep.h"
 #include "tools/search/search_tools.h"
 #include "tools/runtime/model_content.h"
@@ -84,8 +84,8 @@ absl::StatusOr<Json> SearchDirectoryTool::Call(const JsonValue& args, ToolContex
       static_cast<size_t>(std::clamp<int64_t>(IntArg(args, "num_results", cap), 1, cap));
   if (query.empty()) return absl::InvalidArgumentError("query must not be empty");
 
-  absl::StatusOr<search::ConfinedPath> start =
-      search::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
+  absl::StatusOr<fs::ConfinedPath> start =
+      fs::OpenConfined(ctx.info().workspaces, dir_arg, "directory_path");
   if (!start.ok()) return start.status();
 
   search::GrepRequest request;

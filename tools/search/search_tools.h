@@ -2,7 +2,7 @@
 // search_directory and grep_search, one class per .cc file in tools/builtin/,
 // registered by RegisterSearchTools in that order. All four are path-scoped
 // [Tool sets] [Deciding what runs]: their path is opened beneath the call's workspace by
-// search::OpenConfined, and the walk below it never follows a symlink.
+// fs::OpenConfined, and the walk below it never follows a symlink.
 //
 // The walks of find_file, search_directory and grep_search leave out the
 // entries the policy keeps from the call (CallInfo::left_out_by_policy) and
@@ -66,7 +66,7 @@ class ListDirectoryTool final : public Tool {
 
 // find_file{pattern*, directory_path=".", max_results}: files, directories
 // and symlinks whose path (relative to directory_path) matches a glob
-// (search/glob.h: "*.md" matches a name at any depth, "src/*.h" is anchored,
+// (workspace/glob.h: "*.md" matches a name at any depth, "src/*.h" is anchored,
 // "**/" spans directories, {a,b} alternatives), honouring .gitignore and
 // skipping hidden entries and .git. Result: {pattern, directory, paths
 // (relative to the workspace root, sorted; directories end in '/'), count

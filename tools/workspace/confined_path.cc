@@ -1,4 +1,4 @@
-#include "tools/search/confine.h"
+#include "tools/workspace/confined_path.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 namespace {
 
 // Lexical normalisation of a path the kernel already resolved beneath the
@@ -54,16 +54,16 @@ bool PathLess(absl::string_view a, absl::string_view b) {
 }
 
 absl::StatusOr<ConfinedPath> OpenConfined(
-    const std::vector<std::shared_ptr<const fs::ConfinedRoot>>& workspaces, absl::string_view path,
+    const std::vector<std::shared_ptr<const ConfinedRoot>>& workspaces, absl::string_view path,
     absl::string_view param) {
   if (path.empty()) path = ".";
-  absl::StatusOr<fs::WorkspacePath> wp = fs::ResolveWorkspacePath(workspaces, path, param);
+  absl::StatusOr<WorkspacePath> wp = ResolveWorkspacePath(workspaces, path, param);
   if (!wp.ok()) return wp.status();
   // O_NONBLOCK: naming a FIFO must not hang the call.
-  absl::StatusOr<UniqueFd> fd = fs::OpenBeneath(*wp, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  absl::StatusOr<UniqueFd> fd = OpenBeneath(*wp, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (!fd.ok()) return fd.status();
   struct stat st;
-  if (fstat(fd->get(), &st) != 0) return fs::ErrnoStatus(errno, wp->display);
+  if (fstat(fd->get(), &st) != 0) return ErrnoStatus(errno, wp->display);
   if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", wp->display, "' is neither a directory nor a regular file"));
@@ -75,8 +75,8 @@ absl::StatusOr<ConfinedPath> OpenConfined(
   out.fd = *std::move(fd);
   if (!wp->is_default_root) out.display_prefix = absl::StrCat(wp->root->path(), "/");
   // The kernel's view of both descriptors, so "a/link/.." reports where it is.
-  const std::string real_root = fs::FdPath(out.root->fd());
-  const std::string real = fs::FdPath(out.fd.get());
+  const std::string real_root = FdPath(out.root->fd());
+  const std::string real = FdPath(out.fd.get());
   absl::string_view r = real;
   if (!real_root.empty() && !real.empty() && absl::ConsumePrefix(&r, real_root) &&
       (r.empty() || r.front() == '/' || real_root == "/")) {
@@ -87,4 +87,4 @@ absl::StatusOr<ConfinedPath> OpenConfined(
   return out;
 }
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs

@@ -5,8 +5,8 @@
 // out are refused without a check-then-open race. The walk below it never
 // follows a symlink (every step is openat(parent, name, O_NOFOLLOW)), so
 // nothing inside the tree can lead out of it either.
-#ifndef TOOLEXEC_TOOLS_SEARCH_CONFINE_H_
-#define TOOLEXEC_TOOLS_SEARCH_CONFINE_H_
+#ifndef TOOLEXEC_TOOLS_WORKSPACE_CONFINED_PATH_H_
+#define TOOLEXEC_TOOLS_WORKSPACE_CONFINED_PATH_H_
 
 #include <memory>
 #include <string>
@@ -16,13 +16,12 @@
 #include "absl/strings/string_view.h"
 #include "tools/workspace/confined.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 
-using UniqueFd = fs::UniqueFd;
 
 // A path opened beneath a workspace root.
 struct ConfinedPath {
-  std::shared_ptr<const fs::ConfinedRoot> root;
+  std::shared_ptr<const ConfinedRoot> root;
   UniqueFd fd;  // O_RDONLY: a directory, or a regular file
   // The path relative to the root as the kernel resolved it: '/'-separated,
   // no "." or "..", "" for the root itself.
@@ -43,7 +42,7 @@ struct ConfinedPath {
 // malformed path), plus InvalidArgument for something that is neither a
 // directory nor a regular file.
 absl::StatusOr<ConfinedPath> OpenConfined(
-    const std::vector<std::shared_ptr<const fs::ConfinedRoot>>& workspaces, absl::string_view path,
+    const std::vector<std::shared_ptr<const ConfinedRoot>>& workspaces, absl::string_view path,
     absl::string_view param);
 
 // Joins a root-relative directory and a name ("" + "a" = "a").
@@ -58,6 +57,6 @@ struct PathLessCmp {
   bool operator()(absl::string_view a, absl::string_view b) const { return PathLess(a, b); }
 };
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs
 
-#endif  // TOOLEXEC_TOOLS_SEARCH_CONFINE_H_
+#endif  // TOOLEXEC_TOOLS_WORKSPACE_CONFINED_PATH_H_

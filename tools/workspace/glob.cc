@@ -1,4 +1,4 @@
-#include "tools/search/glob.h"
+#include "tools/workspace/glob.h"
 
 #include <algorithm>
 #include <bitset>
@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 namespace {
 
 void AppendLiteral(char c, std::string* out) {
@@ -519,4 +519,4 @@ const GlobPattern* GlobSet::Match(const GlobTarget& target, bool is_dir, unsigne
   return best < 0 ? nullptr : &patterns_[static_cast<size_t>(best)];
 }
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs

@@ -37,8 +37,8 @@
 //
 // Thread safety: a GlobSet is immutable once created; Match may run
 // concurrently.
-#ifndef TOOLEXEC_TOOLS_SEARCH_GLOB_H_
-#define TOOLEXEC_TOOLS_SEARCH_GLOB_H_
+#ifndef TOOLEXEC_TOOLS_WORKSPACE_GLOB_H_
+#define TOOLEXEC_TOOLS_WORKSPACE_GLOB_H_
 
 #include <memory>
 #include <optional>
@@ -50,7 +50,7 @@
 #include "re2/re2.h"
 #include "re2/set.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 
 struct GlobPattern {
   // How a pattern is matched: a literal compared with the name (anchored:
@@ -150,6 +150,6 @@ class GlobSet final {
   bool has_positive_ = false;
 };
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs
 
-#endif  // TOOLEXEC_TOOLS_SEARCH_GLOB_H_
+#endif  // TOOLEXEC_TOOLS_WORKSPACE_GLOB_H_

@@ -3,7 +3,7 @@
 // ignore files (LoadIgnoreRules), and the rules git applies from above the
 // workspace (RepositoryRules: .git/info/exclude, core.excludesFile). See
 // walker.h.
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -23,7 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 namespace {
 
 constexpr size_t kMaxIgnoreFileBytes = 1 << 20;
@@ -401,4 +401,4 @@ std::shared_ptr<const IgnoreRules> LoadIgnoreRules(int dir_fd, absl::string_view
   return std::make_shared<const IgnoreRules>(std::move(parent), dir_path, std::move(sets));
 }
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs

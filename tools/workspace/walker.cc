@@ -1,7 +1,7 @@
 // The directory walk: listing directories (getdents64), the parallel walk
 // with its filters, and Walk. The ignore rules it applies are in
 // ignore_rules.cc. See walker.h.
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "tools/runtime/executor.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 namespace {
 
 constexpr size_t kFileBatch = 32;
@@ -333,7 +333,7 @@ class ParallelWalk {
 
   void SetStartError(int err) {
     absl::MutexLock lock(&mu_);
-    start_error_ = fs::ErrnoStatus(err, start_.Display(start_.relative), "listing");
+    start_error_ = ErrnoStatus(err, start_.Display(start_.relative), "listing");
   }
 
   const ConfinedPath& start_;
@@ -392,7 +392,7 @@ bool ReadEntries(int dir_fd, std::vector<DirEntry>* out) {
 
 int OpenSubdirNoFollow(int base_fd, absl::string_view rel) {
   const std::string path(rel.empty() ? "." : rel);
-  const long fd = fs::Openat2(base_fd, path.c_str(), O_RDONLY | O_DIRECTORY,
+  const long fd = Openat2(base_fd, path.c_str(), O_RDONLY | O_DIRECTORY,
                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
   UniqueFd cur(openat(base_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -428,4 +428,4 @@ absl::StatusOr<WalkStats> Walk(const ConfinedPath& start, const WalkOptions& opt
   return walk.Run(std::move(ancestors));
 }
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs

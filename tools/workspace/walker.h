@@ -50,8 +50,8 @@
 // visitor is called concurrently from every worker, with the worker's index so
 // it can keep per-worker state without locks; it is never called again after
 // Walk returns. Visit order is not deterministic: callers sort.
-#ifndef TOOLEXEC_TOOLS_SEARCH_WALKER_H_
-#define TOOLEXEC_TOOLS_SEARCH_WALKER_H_
+#ifndef TOOLEXEC_TOOLS_WORKSPACE_WALKER_H_
+#define TOOLEXEC_TOOLS_WORKSPACE_WALKER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -62,12 +62,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tools/search/confine.h"
-#include "tools/search/glob.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/glob.h"
 #include "tools/runtime/cancellation.h"
 #include "tools/runtime/tool_context.h"
 
-namespace toolexec::search {
+namespace toolexec::fs {
 
 enum class EntryKind { kFile, kDir, kSymlink, kOther };
 
@@ -235,6 +235,6 @@ inline int WalkThreads(const WalkOptions& options) {
 absl::StatusOr<WalkStats> Walk(const ConfinedPath& start, const WalkOptions& options,
                                const WalkVisitor& visit);
 
-}  // namespace toolexec::search
+}  // namespace toolexec::fs
 
-#endif  // TOOLEXEC_TOOLS_SEARCH_WALKER_H_
+#endif  // TOOLEXEC_TOOLS_WORKSPACE_WALKER_H_

@@ -54,7 +54,7 @@ TEST_F(CreateFileTest, CreatesWithParents) {
   EXPECT_EQ(Str(*r, "path"), "src/deep/er/new.cc");
   EXPECT_EQ((*r)["bytes_written"].GetUint64(), 14u);
   EXPECT_TRUE(Flag(*r, "created"));
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex("int main() {}\n"));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex("int main() {}\n"));
   EXPECT_EQ(t_.Read("src/deep/er/new.cc"), "int main() {}\n");
   mode_t mask = umask(0);
   umask(mask);

@@ -73,8 +73,8 @@ TEST_F(EditFileTest, ReplacesOnceAndReturnsDiffAndSha) {
   const std::string after = "one\ntwo\nthree\nFOUR\nFOUR-B\nfive\nsix\nseven\neight\n";
   EXPECT_EQ(t_.Read("src/f.txt"), after);
   EXPECT_EQ(Int(*r, "replacements"), 1);
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex(after));
-  EXPECT_EQ(Str(*r, "previous_sha256"), builtin::Sha256Hex(before));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex(after));
+  EXPECT_EQ(Str(*r, "previous_sha256"), fs::Sha256Hex(before));
   EXPECT_TRUE(Flag(*r, "written"));
   EXPECT_FALSE(Flag(*r, "dry_run"));
   EXPECT_EQ(Int(*r, "lines_added"), 2);
@@ -175,7 +175,7 @@ TEST_F(EditFileTest, DryRunDoesNotWrite) {
   EXPECT_TRUE(Flag(*r, "dry_run"));
   EXPECT_FALSE(Flag(*r, "written"));
   EXPECT_EQ(Str(*r, "diff"), "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n keep\n-change\n+changed\n");
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex("keep\nchanged\n"));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex("keep\nchanged\n"));
   EXPECT_EQ(t_.Read("f"), "keep\nchange\n");
   ExpectNoTempFiles();
 }
@@ -183,17 +183,17 @@ TEST_F(EditFileTest, DryRunDoesNotWrite) {
 TEST_F(EditFileTest, ExpectedSha256) {
   const std::string v1 = "v1\n";
   t_.Write("f", v1);
-  const std::string sha = builtin::Sha256Hex(v1);
+  const std::string sha = fs::Sha256Hex(v1);
   t_.Write("f", "v2\n");  // someone changed it after we read it
   auto stale = Edit("f", {{"v", "w"}}, absl::StrCat(R"(,"expected_sha256":")", sha, "\""));
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(ErrorCodeOf(stale.status()), ErrorCode::kToolFailed);
   EXPECT_THAT(stale.status().message(),
               HasSubstr(absl::StrCat("file changed since read: sha256 is ",
-                                     builtin::Sha256Hex("v2\n"), ", expected ", sha)));
+                                     fs::Sha256Hex("v2\n"), ", expected ", sha)));
   EXPECT_EQ(t_.Read("f"), "v2\n");
   // Upper case is accepted; the current hash lets the edit through.
-  std::string upper = builtin::Sha256Hex("v2\n");
+  std::string upper = fs::Sha256Hex("v2\n");
   for (char& c : upper) c = static_cast<char>(toupper(c));
   auto fresh = Edit("f", {{"v2", "v3"}}, absl::StrCat(R"(,"expected_sha256":")", upper, "\""));
   ASSERT_TRUE(fresh.ok()) << fresh.status();
@@ -223,7 +223,7 @@ TEST_F(EditFileTest, CrlfFileStaysCrlfAndMatchesLfEdits) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(t_.Read("dos.txt"), "ALPHA\r\nBETA\r\nextra\r\ngamma\r\n");
   EXPECT_EQ(Str(*r, "line_endings"), "crlf");
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex("ALPHA\r\nBETA\r\nextra\r\ngamma\r\n"));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex("ALPHA\r\nBETA\r\nextra\r\ngamma\r\n"));
   EXPECT_THAT(Str(*r, "diff"), Not(HasSubstr("\r")));
   // old_string sent with CRLF matches too.
   auto crlf = Edit("dos.txt", {{"extra\r\ngamma", "gamma"}});
@@ -504,21 +504,21 @@ TEST(EditFileAsOwnerTest, SpecialModeBitsAreKept) {
 // The unified diff on its own.
 
 TEST(EditDiffTest, Shapes) {
-  EXPECT_EQ(builtin::UnifiedDiff("a\n", "a\n", "f", 3, nullptr), "");
-  EXPECT_EQ(builtin::UnifiedDiff("", "new\n", "f", 3, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("a\n", "a\n", "f", 3, nullptr), "");
+  EXPECT_EQ(fs::UnifiedDiff("", "new\n", "f", 3, nullptr),
             "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+new\n");
-  EXPECT_EQ(builtin::UnifiedDiff("old\n", "", "f", 3, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("old\n", "", "f", 3, nullptr),
             "--- a/f\n+++ b/f\n@@ -1 +0,0 @@\n-old\n");
-  EXPECT_EQ(builtin::UnifiedDiff("b\nc\n", "a\nb\nc\n", "f", 3, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("b\nc\n", "a\nb\nc\n", "f", 3, nullptr),
             "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n+a\n b\n c\n");
-  EXPECT_EQ(builtin::UnifiedDiff("a\nb\n", "a\nb\nc\n", "f", 3, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("a\nb\n", "a\nb\nc\n", "f", 3, nullptr),
             "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n b\n+c\n");
   // Without context, an insertion names the line it follows.
-  EXPECT_EQ(builtin::UnifiedDiff("b\nc\n", "a\nb\nc\n", "f", 0, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("b\nc\n", "a\nb\nc\n", "f", 0, nullptr),
             "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+a\n");
-  EXPECT_EQ(builtin::UnifiedDiff("a\nb\n", "a\nb\nc\n", "f", 0, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("a\nb\n", "a\nb\nc\n", "f", 0, nullptr),
             "--- a/f\n+++ b/f\n@@ -2,0 +3 @@\n+c\n");
-  EXPECT_EQ(builtin::UnifiedDiff("a\nb\n", "a\nb", "f", 3, nullptr),
+  EXPECT_EQ(fs::UnifiedDiff("a\nb\n", "a\nb", "f", 3, nullptr),
             "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n");
 }
 
@@ -528,8 +528,8 @@ TEST(EditDiffTest, SeparateHunksAndMergedHunks) {
     absl::StrAppend(&a, i, "\n");
     absl::StrAppend(&b, i == 5 || i == 25 ? "X" : absl::StrCat(i), "\n");
   }
-  builtin::DiffStats stats;
-  std::string d = builtin::UnifiedDiff(a, b, "n", 3, &stats);
+  fs::DiffStats stats;
+  std::string d = fs::UnifiedDiff(a, b, "n", 3, &stats);
   EXPECT_EQ(d,
             "--- a/n\n+++ b/n\n"
             "@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+X\n 6\n 7\n 8\n"
@@ -539,14 +539,14 @@ TEST(EditDiffTest, SeparateHunksAndMergedHunks) {
   // Changes 6 lines apart share one hunk (their contexts touch).
   std::string c;
   for (int i = 1; i <= 30; ++i) absl::StrAppend(&c, i == 5 || i == 11 ? "X" : absl::StrCat(i), "\n");
-  std::string merged = builtin::UnifiedDiff(a, c, "n", 3, nullptr);
+  std::string merged = fs::UnifiedDiff(a, c, "n", 3, nullptr);
   EXPECT_THAT(merged, HasSubstr("@@ -2,13 +2,13 @@\n"));
   EXPECT_EQ(merged.find("\n@@", merged.find("@@ -2,13") + 2), std::string::npos);
 }
 
 TEST(EditDiffTest, MinimalEditScript) {
   // Myers finds the shortest script: one line moved is one delete + one insert.
-  std::string d = builtin::UnifiedDiff("a\nb\nc\nd\n", "b\nc\nd\na\n", "m", 0, nullptr);
+  std::string d = fs::UnifiedDiff("a\nb\nc\nd\n", "b\nc\nd\na\n", "m", 0, nullptr);
   EXPECT_EQ(d, "--- a/m\n+++ b/m\n@@ -1 +0,0 @@\n-a\n@@ -4,0 +4 @@\n+a\n");
 }
 
@@ -558,11 +558,11 @@ TEST(EditDiffTest, BoundedByMaxBytes) {
     absl::StrAppend(&a, "old \xff ", i, "\n");  // invalid UTF-8, shown as U+FFFD
     absl::StrAppend(&b, "new ", i, "\n");
   }
-  const std::string whole = builtin::UnifiedDiff(a, b, "f", 3, nullptr);
+  const std::string whole = fs::UnifiedDiff(a, b, "f", 3, nullptr);
   for (size_t max : {size_t{0}, size_t{1}, size_t{7}, size_t{100}, size_t{1001}, size_t{4096}}) {
-    builtin::DiffStats stats;
+    fs::DiffStats stats;
     bool truncated = false;
-    std::string d = builtin::UnifiedDiff(a, b, "f", 3, &stats, nullptr, max, &truncated);
+    std::string d = fs::UnifiedDiff(a, b, "f", 3, &stats, nullptr, max, &truncated);
     EXPECT_LE(d.size(), max);
     EXPECT_TRUE(truncated) << max;
     EXPECT_EQ(whole.substr(0, d.size()), d) << max;
@@ -571,7 +571,7 @@ TEST(EditDiffTest, BoundedByMaxBytes) {
     EXPECT_EQ(stats.removed, 1000);
   }
   bool truncated = true;
-  EXPECT_EQ(builtin::UnifiedDiff(a, b, "f", 3, nullptr, nullptr, whole.size(), &truncated), whole);
+  EXPECT_EQ(fs::UnifiedDiff(a, b, "f", 3, nullptr, nullptr, whole.size(), &truncated), whole);
   EXPECT_FALSE(truncated);
 }
 
@@ -581,8 +581,8 @@ TEST(EditDiffTest, LargeRewriteFallsBackButStaysValid) {
     absl::StrAppend(&a, "old ", i, "\n");
     absl::StrAppend(&b, "new ", i, "\n");
   }
-  builtin::DiffStats stats;
-  std::string d = builtin::UnifiedDiff(a, b, "big", 3, &stats);
+  fs::DiffStats stats;
+  std::string d = fs::UnifiedDiff(a, b, "big", 3, &stats);
   EXPECT_EQ(stats.added, 5000);
   EXPECT_EQ(stats.removed, 5000);
   EXPECT_THAT(d, HasSubstr("@@ -1,5000 +1,5000 @@\n"));

@@ -152,9 +152,9 @@ TEST_F(ConcurrentWritesTest, FiftyEditsOfOneFileInOneBatchAllApply) {
     }
     EXPECT_EQ(chain_breaks, 0) << "round " << round;
     // The chain from the initial version takes every write and ends at the file.
-    auto [end, steps] = Follow(next, builtin::Sha256Hex(initial));
+    auto [end, steps] = Follow(next, fs::Sha256Hex(initial));
     EXPECT_EQ(steps, next.size()) << "round " << round;
-    EXPECT_EQ(end, builtin::Sha256Hex(final_content)) << "round " << round;
+    EXPECT_EQ(end, fs::Sha256Hex(final_content)) << "round " << round;
   }
   std::cout << "lost updates over " << kRounds << " rounds of " << kEdits
             << " edits: " << lost << " (edits that failed: " << failed << ")\n";
@@ -178,7 +178,7 @@ TEST_F(ConcurrentWritesTest, SameExpectedShaExactlyOneApplies) {
     for (int round = 0; round < c.rounds; ++round) {
       const std::string initial = Slots(c.edits);
       t_.Write("f.txt", initial);
-      std::vector<ToolCallResult> results = EditBatch(c.edits, builtin::Sha256Hex(initial));
+      std::vector<ToolCallResult> results = EditBatch(c.edits, fs::Sha256Hex(initial));
       const std::string final_content = t_.Read("f.txt");
       int ok = 0;
       for (int i = 0; i < c.edits; ++i) {
@@ -186,7 +186,7 @@ TEST_F(ConcurrentWritesTest, SameExpectedShaExactlyOneApplies) {
         if (r.ok()) {
           ++ok;
           EXPECT_THAT(final_content, HasSubstr(Slot(i, "new")));
-          EXPECT_EQ(Str(r.payload, "sha256"), builtin::Sha256Hex(final_content));
+          EXPECT_EQ(Str(r.payload, "sha256"), fs::Sha256Hex(final_content));
         } else {
           EXPECT_EQ(r.error->code, ErrorCode::kToolFailed);
           EXPECT_THAT(r.error_message, HasSubstr("file changed since read")) << r.error_message;
@@ -235,10 +235,10 @@ TEST_F(ConcurrentWritesTest, CreateAndEditsOfOneFileSerialize) {
       EXPECT_TRUE(next.emplace(Str(r.payload, "previous_sha256"), Str(r.payload, "sha256")).second)
           << "round " << round << ": two writes made from the same version";
     }
-    auto before = Follow(next, builtin::Sha256Hex(initial));
-    auto after = Follow(next, builtin::Sha256Hex(created));
+    auto before = Follow(next, fs::Sha256Hex(initial));
+    auto after = Follow(next, fs::Sha256Hex(created));
     EXPECT_EQ(before.second + after.second, next.size()) << "round " << round;
-    EXPECT_EQ(after.first, builtin::Sha256Hex(t_.Read("f.txt"))) << "round " << round;
+    EXPECT_EQ(after.first, fs::Sha256Hex(t_.Read("f.txt"))) << "round " << round;
   }
 }
 
@@ -326,7 +326,7 @@ TEST_F(ConcurrentWritesTest, WritersWaitForTheLockThroughAnyPath) {
   std::thread edit_thread([&] {
     edit = testing::RunOneCall(
         *runner_, "edit_file",
-        absl::StrCat(R"({"file_path":"alias/f","expected_sha256":")", builtin::Sha256Hex(v1),
+        absl::StrCat(R"({"file_path":"alias/f","expected_sha256":")", fs::Sha256Hex(v1),
                      R"(","edits":[{"old_string":"version","new_string":"edit"}]})"));
     edited.Notify();
   });

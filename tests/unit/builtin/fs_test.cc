@@ -18,7 +18,7 @@
 #include "tests/unit/builtin/file_test_util.h"
 #include "tools/files/file_tools.h"
 #include "tools/workspace/text.h"
-#include "tools/search/confine.h"
+#include "tools/workspace/confined_path.h"
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
@@ -562,7 +562,7 @@ TEST(FsRootTest, RootStaysTheDirectoryItOpened) {
     EXPECT_EQ(t.Read("r_old/" + name), "n");
     EXPECT_FALSE(std::filesystem::exists(t.Abs("out/" + name)));
     EXPECT_FALSE(std::filesystem::exists(t.Abs("r/" + name)));
-    auto dir = search::OpenConfined(roots, ".", "path");
+    auto dir = fs::OpenConfined(roots, ".", "path");
     ASSERT_TRUE(dir.ok()) << dir.status();
     struct stat st;
     EXPECT_EQ(fstatat(dir->fd.get(), "marker.txt", &st, 0), 0);

@@ -33,10 +33,15 @@
 #include "absl/synchronization/mutex.h"
 #include "tests/common/shell.h"
 #include "tests/unit/builtin/search_test_util.h"
-#include "tools/search/confine.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/walker.h"
 
 namespace toolexec::search {
+
+using fs::OpenConfined;
+using fs::Walk;
+using fs::WalkEntry;
+using fs::WalkOptions;
 namespace {
 
 using search_testing::ScopedEnv;

@@ -1,4 +1,4 @@
-// Gitignore-style globs (tools/search/glob.h): the pattern language of
+// Gitignore-style globs (tools/workspace/glob.h): the pattern language of
 // .gitignore files, find_file and grep_search's glob.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,9 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "tools/search/glob.h"
+#include "tools/workspace/glob.h"
 
 namespace toolexec::search {
+
+using fs::GlobPattern;
+using fs::GlobSet;
+using fs::ParseGitignoreLine;
+using fs::ParseUserGlob;
 namespace {
 
 // A set from .gitignore lines.

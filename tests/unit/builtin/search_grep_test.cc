@@ -14,6 +14,8 @@
 #include "tools/search/grep.h"
 
 namespace toolexec::search {
+
+using fs::OpenConfined;
 namespace {
 
 using search_testing::TempWorkspace;

@@ -1,4 +1,4 @@
-// The parallel directory walk (tools/search/walker.h): ignore files,
+// The parallel directory walk (tools/workspace/walker.h): ignore files,
 // hidden entries, .git, glob overrides, symlinks never followed, cancellation.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,10 +25,24 @@
 #include "absl/time/time.h"
 #include "tests/common/thread_limit.h"
 #include "tests/unit/builtin/search_test_util.h"
-#include "tools/search/confine.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/walker.h"
 
 namespace toolexec::search {
+
+using fs::DefaultWalkThreads;
+using fs::DirEntry;
+using fs::EntryKind;
+using fs::GlobSet;
+using fs::OpenConfined;
+using fs::OpenSubdirNoFollow;
+using fs::ParseUserGlob;
+using fs::ReadEntries;
+using fs::Walk;
+using fs::WalkEntry;
+using fs::WalkOptions;
+using fs::WalkStats;
+using fs::kMaxWalkHelperThreads;
 namespace {
 
 using search_testing::ScopedEnv;

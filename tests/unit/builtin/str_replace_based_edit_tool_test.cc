@@ -115,7 +115,7 @@ TEST_F(TextEditorTest, DocumentedExampleViewsAndFixesPrimes) {
   std::string fixed = kPrimes;
   fixed.replace(fixed.find("limit + 1)\n"), 11, "limit + 1):\n");
   EXPECT_EQ(t_.Read("primes.py"), fixed);
-  EXPECT_EQ(Str(*fix, "sha256"), builtin::Sha256Hex(fixed));
+  EXPECT_EQ(Str(*fix, "sha256"), fs::Sha256Hex(fixed));
 }
 
 TEST_F(TextEditorTest, NoMatchIsTheDocumentedErrorAndChangesNothing) {

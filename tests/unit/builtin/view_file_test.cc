@@ -63,7 +63,7 @@ TEST_F(ViewFileTest, NumbersLinesLikeCatN) {
   EXPECT_FALSE(r->HasMember("hint"));
   EXPECT_EQ(Str(*r, "line_endings"), "lf");
   EXPECT_EQ(Int(*r, "size_bytes"), 17);
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex("alpha\nbeta\ngamma\n"));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex("alpha\nbeta\ngamma\n"));
   EXPECT_FALSE(r->HasMember("final_newline"));
   EXPECT_FALSE(r->HasMember("invalid_utf8"));
   EXPECT_FALSE(r->HasMember("bom"));
@@ -289,7 +289,7 @@ TEST_F(ViewFileTest, LargeFileStreamsWithExactCounts) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Int(*r, "total_lines"), 100000);
   EXPECT_EQ(Str(*r, "content"), " 99999\trow 99999\n100000\trow 100000\n");
-  EXPECT_EQ(Str(*r, "sha256"), builtin::Sha256Hex(content));
+  EXPECT_EQ(Str(*r, "sha256"), fs::Sha256Hex(content));
   EXPECT_EQ(Int(*r, "size_bytes"), static_cast<int64_t>(content.size()));
 }
 

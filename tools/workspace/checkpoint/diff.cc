@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "tools/files/file_tools.h"
-#include "tools/search/confine.h"
 #include "tools/workspace/checkpoint/store.h"
 #include "tools/workspace/checkpoint/store_internal.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/diff.h"
 #include "tools/workspace/text.h"
 
 namespace toolexec::checkpoint {
@@ -28,7 +28,7 @@ using internal::Parent;
 using internal::PathFilter;
 using internal::Pins;
 using internal::ReadAll;
-using search::PathLess;
+using fs::PathLess;
 
 std::string ShownPath(const Entry& e) {
   return e.type == EntryType::kDir ? absl::StrCat(e.path, "/") : e.path;
@@ -225,12 +225,12 @@ absl::StatusOr<DiffResult> CheckpointStore::Diff(const std::shared_ptr<const fs:
         absl::StrAppend(&text, "Binary files ", a != nullptr ? "a/" + path : "/dev/null", " and ",
                         b != nullptr ? "b/" + path : "/dev/null", " differ\n");
       } else {
-        builtin::DiffStats stats;
+        fs::DiffStats stats;
         bool cut = false;
         const size_t room = kMaxDiffBytes > out.unified_diff.size() + text.size()
                                 ? kMaxDiffBytes - out.unified_diff.size() - text.size()
                                 : 0;
-        absl::StrAppend(&text, builtin::UnifiedDiff(old_text, new_text, path, 3, &stats, nullptr,
+        absl::StrAppend(&text, fs::UnifiedDiff(old_text, new_text, path, 3, &stats, nullptr,
                                                     room, &cut));
         if (cut) out.diff_truncated = true;
       }

@@ -2,7 +2,7 @@
 // checkpoint store keeps it on disk (one file per checkpoint).
 //
 // Every entry below the workspace root that a restore puts back is listed,
-// sorted by path (search::PathLess): regular files (mode, size, the SHA-256 of
+// sorted by path (fs::PathLess): regular files (mode, size, the SHA-256 of
 // their content, and the stat fields the next checkpoint compares to decide
 // that the file is unchanged without reading it), symbolic links (their
 // target, never followed) and directories (so empty ones come back too). What
@@ -84,8 +84,8 @@ struct CheckpointInfo {
 
 struct Manifest {
   CheckpointInfo info;
-  std::vector<Entry> entries;     // sorted by search::PathLess
-  std::vector<LeftOut> left_out;  // sorted by search::PathLess
+  std::vector<Entry> entries;     // sorted by fs::PathLess
+  std::vector<LeftOut> left_out;  // sorted by fs::PathLess
 };
 
 std::string SerializeManifest(const Manifest& manifest);

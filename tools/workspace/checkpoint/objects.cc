@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "tools/files/file_tools.h"
+#include "tools/workspace/sha256.h"
 
 namespace toolexec::checkpoint {
 namespace {
@@ -130,7 +130,7 @@ absl::StatusOr<std::string> ObjectStore::Get(absl::string_view hash, uint64_t si
       got != size) {
     return damaged("damaged (does not decompress to its size)");
   }
-  if (builtin::Sha256Hex(data) != hash) return damaged("damaged (content does not match its hash)");
+  if (fs::Sha256Hex(data) != hash) return damaged("damaged (content does not match its hash)");
   return data;
 }
 

@@ -12,18 +12,18 @@
 #include <iterator>
 #include <utility>
 
-#include "tools/files/file_tools.h"
-#include "tools/search/confine.h"
-#include "tools/search/walker.h"
 #include "tools/workspace/checkpoint/store.h"
 #include "tools/workspace/checkpoint/store_internal.h"
+#include "tools/workspace/confined_path.h"
+#include "tools/workspace/sha256.h"
+#include "tools/workspace/walker.h"
 
 namespace toolexec::checkpoint {
 namespace {
 
 using internal::Nanos;
 using internal::ReadAll;
-using search::PathLess;
+using fs::PathLess;
 
 // Whether a time `t` read from a file's stat is safely before `start` (the
 // coarse clock when the walk began): a later change of the file cannot carry
@@ -78,13 +78,13 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
   const int64_t start_ns = Nanos(now);
-  search::ConfinedPath start;
+  fs::ConfinedPath start;
   start.root = root;
   start.fd = UniqueFd(openat(root->fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!start.fd.valid()) return ErrnoStatus(errno, root->path(), "opening");
   start.is_dir = true;
 
-  search::WalkOptions walk;
+  fs::WalkOptions walk;
   walk.skip_hidden = false;
   walk.use_ignore_files = !options_.include_ignored;
   walk.visit_dirs = true;
@@ -98,7 +98,7 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
     uint64_t bytes_stored = 0;
     absl::Status error;
   };
-  std::vector<Worker> workers(static_cast<size_t>(search::WalkThreads(walk)));
+  std::vector<Worker> workers(static_cast<size_t>(fs::WalkThreads(walk)));
   absl::Mutex ignored_mu;
   std::vector<LeftOut> ignored;
   const std::function<void(absl::string_view, bool)> on_ignored = [&](absl::string_view path,
@@ -110,7 +110,7 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
   walk.ignored = &on_ignored;
   const uint64_t max_bytes = options_.max_file_bytes;
 
-  auto visit = [&](const search::WalkEntry& we, int w) {
+  auto visit = [&](const fs::WalkEntry& we, int w) {
     Worker& worker = workers[static_cast<size_t>(w)];
     const std::string name(we.name);
     struct stat st;
@@ -170,7 +170,7 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
     FillStat(opened, start_ns, &e);
     if (data.size() != e.size) e.mtime_ns = -1;  // it changed while read: read it again next time
     e.size = data.size();
-    e.hash = builtin::Sha256Hex(data);
+    e.hash = fs::Sha256Hex(data);
     if (store) {
       absl::StatusOr<uint64_t> put = objects_->Put(e.hash, data);
       if (!put.ok()) {
@@ -181,7 +181,7 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
     }
     worker.entries.push_back(std::move(e));
   };
-  absl::StatusOr<search::WalkStats> walked = search::Walk(start, walk, visit);
+  absl::StatusOr<fs::WalkStats> walked = fs::Walk(start, walk, visit);
   if (!walked.ok()) return walked.status();
   Manifest m;
   m.left_out = std::move(ignored);

@@ -1,7 +1,7 @@
 // CheckpointStore: snapshots of a workspace tree, their differences, and
 // putting a tree back as a snapshot had it.
 //
-// Take() walks the workspace with the search walker (search/walker.h: the
+// Take() walks the workspace with the workspace walker (workspace/walker.h: the
 // same .gitignore, .ignore and .git/info/exclude rules as the search tools,
 // hidden entries included, ".git" directories skipped) and writes a manifest
 // (manifest.h). A file whose stat fields (size, mtime and ctime in ns, inode,

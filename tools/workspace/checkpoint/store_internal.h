@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "tools/search/walker.h"
+#include "tools/workspace/walker.h"
 #include "tools/workspace/confined.h"
 #include "tools/workspace/checkpoint/manifest.h"
 #include "tools/workspace/checkpoint/store.h"
@@ -61,7 +61,7 @@ inline std::string Base(absl::string_view path) {
 // Opens the directory `rel` of the root without following symlinks: -1 with
 // errno on failure.
 inline int OpenDir(const fs::ConfinedRoot& root, absl::string_view rel) {
-  return search::OpenSubdirNoFollow(root.fd(), rel);
+  return fs::OpenSubdirNoFollow(root.fd(), rel);
 }
 
 // The paths a request names, relative to the root: "" (or ".") selects all.
