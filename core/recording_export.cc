@@ -5,26 +5,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/recorder.h"
+#include "tools/runtime/json_fields.h"
 #include "tools/runtime/provider_format.h"
 
 namespace toolexec {
 namespace {
 
-const JsonValue* Member(const JsonValue& o, const char* key) {
-  if (!o.IsObject()) return nullptr;
-  auto it = o.FindMember(key);
-  return it == o.MemberEnd() ? nullptr : &it->value;
-}
-
-std::string StringOf(const JsonValue& o, const char* key) {
-  const JsonValue* v = Member(o, key);
-  return v != nullptr && v->IsString() ? std::string(v->GetString(), v->GetStringLength()) : "";
-}
-
-uint64_t BatchOf(const JsonValue& e) {
-  const JsonValue* v = Member(e, "batch");
-  return v != nullptr && v->IsUint64() ? v->GetUint64() : 0;
-}
+using builtin::Member;
+using builtin::StringField;
 
 }  // namespace
 
@@ -47,7 +35,7 @@ absl::StatusOr<Recording> ParseRecording(absl::string_view text) {
           parsed.ok() ? "" : absl::StrCat(": ", parsed.status().message())));
     }
     if (line_no == 1) {
-      if (StringOf(*parsed, "format") != kRecordingFormatVersion) {
+      if (StringField(*parsed, "format") != kRecordingFormatVersion) {
         return absl::InvalidArgumentError(absl::StrCat(
             "not a toolexec recording: the first line's \"format\" is not \"",
             kRecordingFormatVersion, "\""));
@@ -63,9 +51,9 @@ absl::StatusOr<Recording> ParseRecording(absl::string_view text) {
 
 std::string RecordingOwner(const Recording& recording) {
   for (const Json& e : recording.events) {
-    if (StringOf(e, "type") != "open_session") continue;
+    if (StringField(e, "type") != "open_session") continue;
     const JsonValue* session = Member(e, "session");
-    return session != nullptr ? StringOf(*session, "owner") : "";
+    return session != nullptr ? StringField(*session, "owner") : "";
   }
   return "";
 }
@@ -84,16 +72,16 @@ std::string RecordingTranscript(const Recording& recording, RecordingFormat form
   std::vector<uint64_t> order;
   std::map<uint64_t, std::vector<const JsonValue*>> calls, results;
   for (const Json& e : recording.events) {
-    const std::string type = StringOf(e, "type");
+    const std::string type = StringField(e, "type");
     if (type == "batch") {
-      const uint64_t b = BatchOf(e);
+      const uint64_t b = builtin::UintField(e, "batch");
       order.push_back(b);
       if (const JsonValue* list = Member(e, "calls"); list != nullptr && list->IsArray()) {
         for (const auto& c : list->GetArray()) calls[b].push_back(&c);
       }
     } else if (type == "result") {
       if (const JsonValue* r = Member(e, "result"); r != nullptr && r->IsObject()) {
-        results[BatchOf(e)].push_back(r);
+        results[builtin::UintField(e, "batch")].push_back(r);
       }
     }
   }

@@ -15,10 +15,6 @@ using builtin::StringField;
 // is refused rather than followed forever.
 constexpr int kMaxListPages = 1000;
 
-JsonValue Str(absl::string_view s, Json::AllocatorType& alloc) {
-  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
-}
-
 // "message", or "3/10", or "3" of a progress notification.
 std::string ProgressText(const JsonValue& params) {
   std::string message = StringField(params, "message");
@@ -108,7 +104,9 @@ absl::StatusOr<ToolListing> Connection::ListTools(
   std::string cursor;
   for (int page = 0; page < kMaxListPages; ++page) {
     Json params(rapidjson::kObjectType);
-    if (!cursor.empty()) params.AddMember("cursor", Str(cursor, params.GetAllocator()), params.GetAllocator());
+    if (!cursor.empty()) {
+      params.AddMember("cursor", MakeString(cursor, params.GetAllocator()), params.GetAllocator());
+    }
     auto result = Request("tools/list", std::move(params), deadline, cancel);
     if (!result.ok()) return result.status();
     if (!result->IsObject() || !result->HasMember("tools") || !(*result)["tools"].IsArray()) {

@@ -13,10 +13,6 @@ namespace {
 using builtin::StringArg;
 using builtin::StringField;
 
-JsonValue Str(absl::string_view s, Json::AllocatorType& alloc) {
-  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
-}
-
 // A hint's value: true, false, or `fallback` when absent or not a boolean.
 bool Hint(const JsonValue* annotations, const char* key, bool fallback) {
   if (annotations == nullptr) return fallback;
@@ -25,8 +21,8 @@ bool Hint(const JsonValue* annotations, const char* key, bool fallback) {
 
 // {"mime_type", "data"} (+ "uri" for a blob resource) of a binary block.
 void AddBinary(JsonValue& out, const JsonValue& block, Json::AllocatorType& alloc) {
-  out.AddMember("mime_type", Str(StringField(block, "mimeType"), alloc), alloc);
-  out.AddMember("data", Str(StringField(block, "data"), alloc), alloc);
+  out.AddMember("mime_type", MakeString(StringField(block, "mimeType"), alloc), alloc);
+  out.AddMember("data", MakeString(StringField(block, "data"), alloc), alloc);
 }
 
 }  // namespace
@@ -75,18 +71,18 @@ absl::StatusOr<CallOutcome> FromCallToolResult(const JsonValue& result) {
       } else if (type == "resource" && block.HasMember("resource") &&
                  block["resource"].IsObject()) {
         const JsonValue& resource = block["resource"];
-        item.AddMember("uri", Str(StringField(resource, "uri"), alloc), alloc);
+        item.AddMember("uri", MakeString(StringField(resource, "uri"), alloc), alloc);
         if (auto text = StringArg(resource, "text"); text.has_value()) {
-          item.AddMember("mime_type", Str(StringField(resource, "mimeType"), alloc), alloc);
-          item.AddMember("text", Str(*text, alloc), alloc);
+          item.AddMember("mime_type", MakeString(StringField(resource, "mimeType"), alloc), alloc);
+          item.AddMember("text", MakeString(*text, alloc), alloc);
         } else {
-          item.AddMember("mime_type", Str(StringField(resource, "mimeType"), alloc), alloc);
-          item.AddMember("data", Str(StringField(resource, "blob"), alloc), alloc);
+          item.AddMember("mime_type", MakeString(StringField(resource, "mimeType"), alloc), alloc);
+          item.AddMember("data", MakeString(StringField(resource, "blob"), alloc), alloc);
         }
       } else if (type == "resource_link") {
-        item.AddMember("uri", Str(StringField(block, "uri"), alloc), alloc);
-        item.AddMember("name", Str(StringField(block, "name"), alloc), alloc);
-        item.AddMember("mime_type", Str(StringField(block, "mimeType"), alloc), alloc);
+        item.AddMember("uri", MakeString(StringField(block, "uri"), alloc), alloc);
+        item.AddMember("name", MakeString(StringField(block, "name"), alloc), alloc);
+        item.AddMember("mime_type", MakeString(StringField(block, "mimeType"), alloc), alloc);
       } else {
         item.CopyFrom(block, alloc);  // a block type newer than this code: kept as sent
       }
@@ -110,7 +106,7 @@ absl::StatusOr<CallOutcome> FromCallToolResult(const JsonValue& result) {
   }
   out.value.SetObject();
   auto& oalloc = out.value.GetAllocator();
-  if (!texts.empty()) out.value.AddMember("result", Str(joined, oalloc), oalloc);
+  if (!texts.empty()) out.value.AddMember("result", MakeString(joined, oalloc), oalloc);
   out.value.AddMember("content", JsonValue(others, oalloc), oalloc);
   return out;
 }
@@ -121,7 +117,7 @@ Json ToCallToolResult(const JsonValue& payload, absl::string_view model_content,
   const std::string text = model_content.empty() ? ToJsonString(payload) : std::string(model_content);
   JsonValue block(rapidjson::kObjectType);
   block.AddMember("type", "text", alloc);
-  block.AddMember("text", Str(text, alloc), alloc);
+  block.AddMember("text", MakeString(text, alloc), alloc);
   JsonValue content(rapidjson::kArrayType);
   content.PushBack(block, alloc);
   out.AddMember("content", content, alloc);

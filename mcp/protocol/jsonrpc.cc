@@ -9,18 +9,16 @@
 #include "rapidjson/encodedstream.h"
 #include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
+#include "tools/runtime/json_fields.h"
 
 namespace toolexec::mcp {
 namespace {
 
+using builtin::Member;
+
 // A message wraps a tool's arguments or result two levels deep
 // ({"params":{"arguments":...}}), so it may nest that much more than they may.
 constexpr int kMaxMessageDepth = kMaxJsonDepth + 4;
-
-const JsonValue* Member(const JsonValue& object, const char* key) {
-  auto it = object.FindMember(key);
-  return it == object.MemberEnd() ? nullptr : &it->value;
-}
 
 absl::Status Invalid(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("invalid JSON-RPC message: ", what));

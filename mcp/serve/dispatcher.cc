@@ -7,11 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "mcp/protocol/content.h"
+#include "tools/runtime/json_fields.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/tool.h"
 
 namespace toolexec {
 namespace {
+
+using builtin::Member;
 
 // Proto JSON of a Value or Struct, parsed: {} when it cannot be converted.
 template <typename Message>
@@ -24,21 +27,11 @@ Json ProtoToJson(const Message& message) {
   return MakeObject();
 }
 
-JsonValue Str(absl::string_view s, Json::AllocatorType& alloc) {
-  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
-}
-
 bool HasTag(const v1::ToolDeclaration& tool, absl::string_view tag) {
   for (const std::string& t : tool.tags()) {
     if (t == tag) return true;
   }
   return false;
-}
-
-const JsonValue* Member(const JsonValue& object, const char* name) {
-  if (!object.IsObject()) return nullptr;
-  auto it = object.FindMember(name);
-  return it == object.MemberEnd() ? nullptr : &it->value;
 }
 
 }  // namespace
@@ -60,11 +53,11 @@ bool IsServedMcpProtocolVersion(absl::string_view version) {
 Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
   Json out(rapidjson::kObjectType);
   auto& alloc = out.GetAllocator();
-  out.AddMember("name", Str(tool.name(), alloc), alloc);
+  out.AddMember("name", MakeString(tool.name(), alloc), alloc);
   if (!tool.display_name().empty() && tool.display_name() != tool.name()) {
-    out.AddMember("title", Str(tool.display_name(), alloc), alloc);
+    out.AddMember("title", MakeString(tool.display_name(), alloc), alloc);
   }
-  out.AddMember("description", Str(tool.description(), alloc), alloc);
+  out.AddMember("description", MakeString(tool.description(), alloc), alloc);
   Json schema;
   if (!tool.parameters_json().empty()) {
     auto parsed = ParseJson(tool.parameters_json());
@@ -148,7 +141,7 @@ bool McpCall::Run(const SendFn& send) {
     auto& alloc = params.GetAllocator();
     params.AddMember("progressToken", JsonValue(progress_token_, alloc), alloc);
     params.AddMember("progress", ++progress, alloc);
-    params.AddMember("message", Str(text, alloc), alloc);
+    params.AddMember("message", MakeString(text, alloc), alloc);
     send(mcp::BuildNotification("notifications/progress", &params));
   };
   absl::StatusOr<v1::ToolResult> result =
@@ -235,7 +228,8 @@ std::string McpDispatcher::Initialize(const mcp::Message& m) const {
   }
   Json result(rapidjson::kObjectType);
   auto& alloc = result.GetAllocator();
-  result.AddMember("protocolVersion", Str(NegotiateMcpProtocolVersion(requested), alloc), alloc);
+  result.AddMember("protocolVersion", MakeString(NegotiateMcpProtocolVersion(requested), alloc),
+                   alloc);
   JsonValue tools(rapidjson::kObjectType);
   tools.AddMember("listChanged", false, alloc);
   JsonValue capabilities(rapidjson::kObjectType);
@@ -243,7 +237,7 @@ std::string McpDispatcher::Initialize(const mcp::Message& m) const {
   result.AddMember("capabilities", capabilities, alloc);
   JsonValue info(rapidjson::kObjectType);
   info.AddMember("name", "toolexec", alloc);
-  info.AddMember("version", Str(options_.version, alloc), alloc);
+  info.AddMember("version", MakeString(options_.version, alloc), alloc);
   result.AddMember("serverInfo", info, alloc);
   return mcp::BuildResult(m.id, result);
 }

@@ -73,10 +73,6 @@ constexpr char kSchema[] = R"json({
   "additionalProperties": false
 })json";
 
-absl::string_view Str(const JsonValue& v) {
-  return absl::string_view(v.GetString(), v.GetStringLength());
-}
-
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // The `env` argument, in either form: {"NAME": "value"} or ["NAME=value"]
@@ -88,7 +84,7 @@ absl::StatusOr<EnvList> EnvArgument(const JsonValue& args) {
   if (it->value.IsArray()) {
     for (const auto& item : it->value.GetArray()) {
       if (!item.IsString()) return absl::InvalidArgumentError("env: every entry must be a string");
-      absl::string_view entry = Str(item);
+      absl::string_view entry = StringOf(item);
       size_t eq = entry.find('=');
       if (eq == absl::string_view::npos) {
         return absl::InvalidArgumentError(
@@ -100,9 +96,9 @@ absl::StatusOr<EnvList> EnvArgument(const JsonValue& args) {
     for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
       if (!m->value.IsString()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("env: the value of ", Str(m->name), " must be a string"));
+            absl::StrCat("env: the value of ", StringOf(m->name), " must be a string"));
       }
-      given.emplace_back(std::string(Str(m->name)), std::string(Str(m->value)));
+      given.emplace_back(std::string(StringOf(m->name)), std::string(StringOf(m->value)));
     }
   } else {
     return absl::InvalidArgumentError("env must be an array of \"NAME=value\" or an object");
@@ -176,7 +172,7 @@ class RunCommandTool final : public Tool {
     if (!input.IsObject()) return "";
     auto it = input.FindMember("command_line");
     if (it == input.MemberEnd() || !it->value.IsString()) return "";
-    return Str(it->value);
+    return StringOf(it->value);
   }
 
   const std::shared_ptr<const CommandConfig> config_;
@@ -185,7 +181,7 @@ class RunCommandTool final : public Tool {
 
 absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ctx) const {
   const BuiltinOptions& opt = config_->options;
-  const std::string command_line(Str(args["command_line"]));
+  const std::string command_line(StringOf(args["command_line"]));
   if (command_line.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError("command_line contains a NUL byte");
   }
@@ -196,7 +192,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   // --- where: beneath the workspace, resolved by the kernel ---
   std::string working_dir = ".";
   if (auto it = args.FindMember("working_dir"); it != args.MemberEnd()) {
-    working_dir = std::string(Str(it->value));
+    working_dir = std::string(StringOf(it->value));
     if (working_dir.empty()) working_dir = ".";
   }
   auto wp = fs::ResolveWorkspacePath(ctx.info().workspaces, working_dir, "working_dir");
@@ -210,7 +206,7 @@ absl::StatusOr<Json> RunCommandTool::Call(const JsonValue& args, ToolContext& ct
   CommandSpec spec = MakeCommandSpec(*config_, ctx, *wp, dir->get(),
                                      {"/bin/bash", "-c", command_line}, *std::move(overrides));
   if (auto it = args.FindMember("stdin"); it != args.MemberEnd()) {
-    spec.stdin_text = std::string(Str(it->value));
+    spec.stdin_text = std::string(StringOf(it->value));
   }
 
   // --- timeouts ---
@@ -295,7 +291,7 @@ std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonVa
   if (!ok || !result.IsObject()) return absl::StrCat("[run_command: `", cmd, "` error]");
   if (result.HasMember("process_id") && result["process_id"].IsString()) {
     return absl::StrCat("[run_command: `", cmd, "` started in the background as ",
-                        Str(result["process_id"]), "]");
+                        StringOf(result["process_id"]), "]");
   }
   int64_t ms = builtin::IntArg(result, "duration_ms", 0);
   std::string timed_out = builtin::StringField(result, "timed_out");
@@ -306,8 +302,8 @@ std::string RunCommandTool::compact_summary(const JsonValue& input, const JsonVa
         " after ", FormatMs(ms), "]");
   }
   if (result.HasMember("signal") && result["signal"].IsString()) {
-    return absl::StrCat("[run_command: `", cmd, "` killed by ", Str(result["signal"]), " after ",
-                        FormatMs(ms), "]");
+    return absl::StrCat("[run_command: `", cmd, "` killed by ", StringOf(result["signal"]),
+                        " after ", FormatMs(ms), "]");
   }
   int64_t code = builtin::IntArg(result, "exit_code", -1);
   return absl::StrCat("[run_command: `", cmd, "` exit ", code, " in ", FormatMs(ms), "]");

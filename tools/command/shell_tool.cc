@@ -60,10 +60,6 @@ std::string Limit(const std::string& text, size_t max) {
                       text.substr(tail_begin));
 }
 
-JsonValue Text(absl::string_view s, Json::AllocatorType& a) {
-  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
-
 class ShellTool final : public PersistentShellTool {
  public:
   ShellTool(std::shared_ptr<const CommandConfig> config, std::shared_ptr<ShellTable> shells)
@@ -101,7 +97,7 @@ class ShellTool final : public PersistentShellTool {
       if (!run.ok()) {
         if (i == 0) return run.status();
         // The earlier commands ran: report them, and why this one did not.
-        notes.PushBack(Text(absl::StrCat("command ", i + 1, " was not run: ",
+        notes.PushBack(MakeString(absl::StrCat("command ", i + 1, " was not run: ",
                                          run.status().message()),
                             a),
                        a);
@@ -114,8 +110,8 @@ class ShellTool final : public PersistentShellTool {
         se = Limit(se, static_cast<size_t>(max_len));
       }
       JsonValue entry(rapidjson::kObjectType);
-      entry.AddMember("stdout", Text(so, a), a);
-      entry.AddMember("stderr", Text(se, a), a);
+      entry.AddMember("stdout", MakeString(so, a), a);
+      entry.AddMember("stderr", MakeString(se, a), a);
       JsonValue outcome(rapidjson::kObjectType);
       // Only a timeout (or a cancellation) is one: a command that ended the
       // shell, a signal included, has the exit status the shell reported.
@@ -128,7 +124,7 @@ class ShellTool final : public PersistentShellTool {
       entry.AddMember("outcome", outcome, a);
       entries.PushBack(entry, a);
       for (const std::string& n : o.notes) {
-        notes.PushBack(Text(absl::StrCat("command ", i + 1, ": ", n), a), a);
+        notes.PushBack(MakeString(absl::StrCat("command ", i + 1, ": ", n), a), a);
       }
       if (o.timed_out == "cancelled") break;
     }

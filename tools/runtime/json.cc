@@ -327,6 +327,19 @@ Json MakeObject() {
   return doc;
 }
 
+JsonValue MakeString(absl::string_view s, Json::AllocatorType& a) {
+  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
+absl::string_view StringOf(const JsonValue& value) {
+  return {value.GetString(), value.GetStringLength()};
+}
+
+void AddMember(JsonValue& object, absl::string_view key, JsonValue value,
+               Json::AllocatorType& a) {
+  object.AddMember(MakeString(key, a), value, a);
+}
+
 absl::string_view JsonTypeName(const JsonValue& value) {
   switch (value.GetType()) {
     case rapidjson::kNullType:

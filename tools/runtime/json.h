@@ -61,6 +61,17 @@ bool HasIntegralNonIntegers(const JsonValue& value);
 // A new empty object document.
 Json MakeObject();
 
+// A string value holding a copy of `s` (embedded NULs kept).
+JsonValue MakeString(absl::string_view s, Json::AllocatorType& a);
+
+// The text of `value`, which must be a string (embedded NULs kept); a view
+// into `value`.
+absl::string_view StringOf(const JsonValue& value);
+
+// Adds the member `key` (copied) with `value` (moved from) to `object`.
+void AddMember(JsonValue& object, absl::string_view key, JsonValue value,
+               Json::AllocatorType& a);
+
 // Human name of a value's JSON type ("string", "integer", "object", ...).
 absl::string_view JsonTypeName(const JsonValue& value);
 

@@ -1,16 +1,12 @@
 #include "tools/runtime/json_fields.h"
 
 namespace toolexec::builtin {
-namespace {
 
-// The member `key` of `object`, or null.
-const JsonValue* Member(const JsonValue& object, const char* key) {
+const JsonValue* Member(const JsonValue& object, absl::string_view key) {
   if (!object.IsObject()) return nullptr;
-  auto it = object.FindMember(key);
+  auto it = object.FindMember(JsonValue(rapidjson::StringRef(key.data(), key.size())));
   return it == object.MemberEnd() ? nullptr : &it->value;
 }
-
-}  // namespace
 
 std::optional<absl::string_view> StringArg(const JsonValue& object, const char* key) {
   const JsonValue* v = Member(object, key);

@@ -14,6 +14,9 @@
 
 namespace toolexec::builtin {
 
+// The member `key` of `object`, or nullptr when absent or `object` is not an
+// object.
+const JsonValue* Member(const JsonValue& object, absl::string_view key);
 // A string member (embedded NULs kept), or nullopt if absent or not a string.
 std::optional<absl::string_view> StringArg(const JsonValue& object, const char* key);
 // A string member, or `fallback`.

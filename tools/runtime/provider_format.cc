@@ -18,32 +18,7 @@ namespace toolexec {
 namespace {
 
 using Alloc = Json::AllocatorType;
-
-absl::string_view Str(const JsonValue& v) { return {v.GetString(), v.GetStringLength()}; }
-
-const JsonValue* Member(const JsonValue& node, absl::string_view key) {
-  if (!node.IsObject()) return nullptr;
-  auto it = node.FindMember(JsonValue(rapidjson::StringRef(key.data(), key.size())));
-  return it == node.MemberEnd() ? nullptr : &it->value;
-}
-
-JsonValue Text(absl::string_view s, Alloc& a) {
-  return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
-
-void Add(JsonValue& obj, absl::string_view key, JsonValue value, Alloc& a) {
-  obj.AddMember(Text(key, a), value, a);
-}
-
-absl::string_view ValueType(const JsonValue& v) {
-  if (v.IsString()) return "string";
-  if (v.IsBool()) return "boolean";
-  if (v.IsInt64() || v.IsUint64()) return "integer";
-  if (v.IsNumber()) return "number";
-  if (v.IsArray()) return "array";
-  if (v.IsObject()) return "object";
-  return "null";
-}
+using builtin::Member;
 
 // The types a schema node admits: its "type", else what its enum, const,
 // properties or items imply, else any type. `nullable` says whether null is
@@ -62,21 +37,21 @@ std::vector<std::string> TypesOf(const JsonValue& node, bool* nullable) {
     types.emplace_back(t);
   };
   if (const JsonValue* type = Member(node, "type")) {
-    if (type->IsString()) add(Str(*type));
+    if (type->IsString()) add(StringOf(*type));
     if (type->IsArray()) {
       for (const auto& t : type->GetArray()) {
-        if (t.IsString()) add(Str(t));
+        if (t.IsString()) add(StringOf(t));
       }
     }
     return types;
   }
   const JsonValue* values = Member(node, "enum");
   if (values != nullptr && values->IsArray()) {
-    for (const auto& v : values->GetArray()) add(ValueType(v));
+    for (const auto& v : values->GetArray()) add(JsonTypeName(v));
     return types;
   }
   if (const JsonValue* c = Member(node, "const")) {
-    add(ValueType(*c));
+    add(JsonTypeName(*c));
     return types;
   }
   if (Member(node, "properties") != nullptr) return {"object"};
@@ -104,7 +79,7 @@ class Notes {
  public:
   explicit Notes(const JsonValue& node) {
     if (const JsonValue* d = Member(node, "description"); d != nullptr && d->IsString()) {
-      description_ = std::string(Str(*d));
+      description_ = std::string(StringOf(*d));
     }
   }
   void Default(const JsonValue& value) {
@@ -200,13 +175,13 @@ class Converter {
     }
     if (const JsonValue* def = Member(node, "default")) notes.Default(*def);
     for (const auto& m : node.GetObject()) {
-      absl::string_view k = Str(m.name);
+      absl::string_view k = StringOf(m.name);
       if (Structural(k) || keep_.AnyHas(k)) continue;
       if (k == "format" || k == "$ref" || k == "$defs" || k == "definitions") continue;
       notes.Constraint(k, m.value);
     }
     for (const auto& m : node.GetObject()) {
-      absl::string_view k = Str(m.name);
+      absl::string_view k = StringOf(m.name);
       if (keep_.AnyHas(k) && !ForAnyKept(kept, k)) notes.Constraint(k, m.value);
     }
     JsonValue out(rapidjson::kObjectType);
@@ -215,7 +190,7 @@ class Converter {
       // daemon's coercion parses back where the declared type is single.
       notes.Sentence(absl::StrCat("Give the value as JSON text (", absl::StrJoin(types, " or "),
                                   ")."));
-      Add(out, "type", TypeName("string", a), a);
+      AddMember(out, "type", TypeName("string", a), a);
     } else if (kept.size() == 1) {
       EmitTyped(kept[0], node, out, notes, a, inlined);
     } else {
@@ -226,12 +201,12 @@ class Converter {
         EmitTyped(t, node, branch, unused, a, inlined);
         branches.PushBack(branch, a);
       }
-      Add(out, "anyOf", std::move(branches), a);
+      AddMember(out, "anyOf", std::move(branches), a);
     }
     std::string description = notes.Text();
     if (!description.empty()) {
       JsonValue with(rapidjson::kObjectType);
-      Add(with, "description", Text(description, a), a);
+      AddMember(with, "description", MakeString(description, a), a);
       for (auto& m : out.GetObject()) with.AddMember(m.name, m.value, a);
       out = std::move(with);
     }
@@ -254,7 +229,7 @@ class Converter {
   }
 
   JsonValue TypeName(absl::string_view t, Alloc& a) const {
-    return Text(d_ == Dialect::kGemini ? absl::AsciiStrToUpper(t) : std::string(t), a);
+    return MakeString(d_ == Dialect::kGemini ? absl::AsciiStrToUpper(t) : std::string(t), a);
   }
 
   // `converted` with the description of the node that referred to it.
@@ -280,7 +255,7 @@ class Converter {
     std::vector<const JsonValue*> branches;
     for (const auto& b : list->GetArray()) {
       const JsonValue* type = Member(b, "type");
-      if (type != nullptr && type->IsString() && Str(*type) == "null") {
+      if (type != nullptr && type->IsString() && StringOf(*type) == "null") {
         nullable = true;
       } else if (b.IsObject()) {
         branches.push_back(&b);
@@ -296,7 +271,7 @@ class Converter {
     JsonValue converted(rapidjson::kArrayType);
     for (const JsonValue* b : branches) converted.PushBack(Convert(*b, false, false, a, inlined), a);
     JsonValue any_of(rapidjson::kObjectType);
-    Add(any_of, "anyOf", std::move(converted), a);
+    AddMember(any_of, "anyOf", std::move(converted), a);
     if (nullable) MakeNullable(any_of, a);
     *out = std::move(any_of);
     return true;
@@ -310,7 +285,9 @@ class Converter {
       return &(*all)[0];
     }
     const JsonValue* ref = Member(node, "$ref");
-    if (ref == nullptr || !ref->IsString() || !absl::StartsWith(Str(*ref), "#")) return nullptr;
+    if (ref == nullptr || !ref->IsString() || !absl::StartsWith(StringOf(*ref), "#")) {
+      return nullptr;
+    }
     // "#/$defs/Item": the part after '#' is a JSON Pointer into this document.
     rapidjson::Pointer pointer(ref->GetString() + 1, ref->GetStringLength() - 1);
     if (!pointer.IsValid()) return nullptr;
@@ -326,14 +303,14 @@ class Converter {
     const JsonValue* single = Member(node, "const");
     bool string_enum = d_ == Dialect::kGemini && (values != nullptr || single != nullptr) &&
                        t != "boolean";
-    Add(out, "type", TypeName(string_enum ? "string" : t, a), a);
+    AddMember(out, "type", TypeName(string_enum ? "string" : t, a), a);
     if (values != nullptr || single != nullptr) {
       JsonValue list(rapidjson::kArrayType);
       auto push = [&](const JsonValue& v) {
-        absl::string_view vt = ValueType(v);
+        absl::string_view vt = JsonTypeName(v);
         if (!(vt == t || (t == "number" && vt == "integer"))) return;
         if (string_enum && !v.IsString()) {
-          list.PushBack(Text(ToJsonString(v), a), a);
+          list.PushBack(MakeString(ToJsonString(v), a), a);
         } else {
           list.PushBack(JsonValue(v, a), a);
         }
@@ -343,17 +320,19 @@ class Converter {
       } else if (single != nullptr) {
         push(*single);
       }
-      if (!list.Empty()) Add(out, "enum", std::move(list), a);
+      if (!list.Empty()) AddMember(out, "enum", std::move(list), a);
     }
     if (const JsonValue* format = Member(node, "format"); format != nullptr && format->IsString()) {
-      if (FormatSupported(t, Str(*format))) {
-        Add(out, "format", JsonValue(*format, a), a);
+      if (FormatSupported(t, StringOf(*format))) {
+        AddMember(out, "format", JsonValue(*format, a), a);
       } else {
         notes.Constraint("format", *format);
       }
     }
     for (const auto& m : node.GetObject()) {
-      if (keep_.Has(t, Str(m.name))) out.AddMember(JsonValue(m.name, a), JsonValue(m.value, a), a);
+      if (keep_.Has(t, StringOf(m.name))) {
+        out.AddMember(JsonValue(m.name, a), JsonValue(m.value, a), a);
+      }
     }
     if (t == "object") {
       JsonValue props(rapidjson::kObjectType);
@@ -380,16 +359,16 @@ class Converter {
         }
       }
       bool empty = props.ObjectEmpty();
-      Add(out, "properties", std::move(props), a);
+      AddMember(out, "properties", std::move(props), a);
       if (d_ == Dialect::kOpenAiStrict) {
-        Add(out, "required", std::move(required), a);
-        Add(out, "additionalProperties", JsonValue(false), a);
+        AddMember(out, "required", std::move(required), a);
+        AddMember(out, "additionalProperties", JsonValue(false), a);
       } else {
-        if (!required.Empty()) Add(out, "required", std::move(required), a);
-        if (!empty) Add(out, "propertyOrdering", std::move(order), a);
+        if (!required.Empty()) AddMember(out, "required", std::move(required), a);
+        if (!empty) AddMember(out, "propertyOrdering", std::move(order), a);
       }
     } else if (t == "array") {
-      Add(out, "items", Convert(*Member(node, "items"), false, false, a, inlined), a);
+      AddMember(out, "items", Convert(*Member(node, "items"), false, false, a, inlined), a);
     }
   }
 
@@ -410,12 +389,12 @@ class Converter {
 
   void MakeNullable(JsonValue& node, Alloc& a) const {
     if (d_ == Dialect::kGemini) {
-      if (!node.HasMember("nullable")) Add(node, "nullable", JsonValue(true), a);
+      if (!node.HasMember("nullable")) AddMember(node, "nullable", JsonValue(true), a);
       return;
     }
     if (auto any = node.FindMember("anyOf"); any != node.MemberEnd()) {
       JsonValue null_branch(rapidjson::kObjectType);
-      Add(null_branch, "type", Text("null", a), a);
+      AddMember(null_branch, "type", MakeString("null", a), a);
       any->value.PushBack(null_branch, a);
       return;
     }
@@ -424,7 +403,7 @@ class Converter {
     if (type->value.IsString()) {
       JsonValue both(rapidjson::kArrayType);
       both.PushBack(JsonValue(type->value, a), a);
-      both.PushBack(Text("null", a), a);
+      both.PushBack(MakeString("null", a), a);
       type->value = std::move(both);
     }
     if (auto values = node.FindMember("enum"); values != node.MemberEnd()) {
@@ -457,7 +436,7 @@ JsonValue Schema(const JsonValue* parameters, Alloc& a) {
   if (!out.HasMember("type")) {
     // The root of tool arguments is an object (CompiledSchema::Compile).
     JsonValue with(rapidjson::kObjectType);
-    Add(with, "type", Text("object", a), a);
+    AddMember(with, "type", MakeString("object", a), a);
     for (auto& m : out.GetObject()) with.AddMember(m.name, m.value, a);
     out = std::move(with);
   }
@@ -592,16 +571,18 @@ std::string ProviderToolsJson(DeclarationFormat format,
     }
     const JsonValue* parameters = &tool->schema->document();
     JsonValue entry(rapidjson::kObjectType);
-    if (format == DeclarationFormat::kOpenAiResponses) Add(entry, "type", Text("function", a), a);
-    Add(entry, "name",
-        Text(options.names != nullptr ? options.names->Of(*tool) : tool->name, a), a);
-    Add(entry, "description", Text(spec.description, a), a);
+    if (format == DeclarationFormat::kOpenAiResponses) {
+      AddMember(entry, "type", MakeString("function", a), a);
+    }
+    AddMember(entry, "name",
+        MakeString(options.names != nullptr ? options.names->Of(*tool) : tool->name, a), a);
+    AddMember(entry, "description", MakeString(spec.description, a), a);
     switch (format) {
       case DeclarationFormat::kOpenAiResponses:
         // Responses function tools are strict unless told otherwise; the
         // schema goes as declared, like kOpenAi's.
-        Add(entry, "parameters", Schema(parameters, a), a);
-        Add(entry, "strict", JsonValue(false), a);
+        AddMember(entry, "parameters", Schema(parameters, a), a);
+        AddMember(entry, "strict", JsonValue(false), a);
         break;
       case DeclarationFormat::kOpenAi:
       case DeclarationFormat::kOpenAiStrict: {
@@ -609,23 +590,23 @@ std::string ProviderToolsJson(DeclarationFormat format,
         JsonValue params =
             strict ? JsonValue(OpenAiStrictSchema(Schema(parameters, a)), a)
                    : Schema(parameters, a);
-        Add(entry, "parameters", std::move(params), a);
-        if (strict) Add(entry, "strict", JsonValue(true), a);
+        AddMember(entry, "parameters", std::move(params), a);
+        if (strict) AddMember(entry, "strict", JsonValue(true), a);
         JsonValue wrapped(rapidjson::kObjectType);
-        Add(wrapped, "type", Text("function", a), a);
-        Add(wrapped, "function", std::move(entry), a);
+        AddMember(wrapped, "type", MakeString("function", a), a);
+        AddMember(wrapped, "function", std::move(entry), a);
         out.PushBack(wrapped, a);
         continue;
       }
       case DeclarationFormat::kAnthropic:
-        Add(entry, "input_schema", Schema(parameters, a), a);
+        AddMember(entry, "input_schema", Schema(parameters, a), a);
         break;
       case DeclarationFormat::kGemini: {
         Json params = GeminiSchema(Schema(parameters, a));
         const JsonValue* props = Member(params, "properties");
         // A function without parameters leaves them out (an OBJECT needs properties).
         if (props != nullptr && props->IsObject() && !props->ObjectEmpty()) {
-          Add(entry, "parameters", JsonValue(params, a), a);
+          AddMember(entry, "parameters", JsonValue(params, a), a);
         }
         break;
       }
@@ -716,7 +697,7 @@ void AppendPythonJson(const JsonValue& v, std::string* out) {
       out->append(PythonFloat(v.GetDouble()));
     }
   } else if (v.IsString()) {
-    AppendPythonString(Str(v), out);
+    AppendPythonString(StringOf(v), out);
   } else if (v.IsArray()) {
     out->push_back('[');
     bool first = true;
@@ -732,7 +713,7 @@ void AppendPythonJson(const JsonValue& v, std::string* out) {
     for (auto m = v.MemberBegin(); m != v.MemberEnd(); ++m) {
       if (!first) out->append(", ");
       first = false;
-      AppendPythonString(Str(m->name), out);
+      AppendPythonString(StringOf(m->name), out);
       out->append(": ");
       AppendPythonJson(m->value, out);
     }
@@ -790,20 +771,20 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
   switch (format) {
     case TranscriptFormat::kOpenAi: {
       JsonValue message(rapidjson::kObjectType);
-      Add(message, "role", Text("assistant", a), a);
-      Add(message, "content", JsonValue(), a);
+      AddMember(message, "role", MakeString("assistant", a), a);
+      AddMember(message, "content", JsonValue(), a);
       JsonValue list(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(CalledName(*call), a), a);
-        Add(fn, "arguments", Text(ArgumentsText(*call), a), a);
+        AddMember(fn, "name", MakeString(CalledName(*call), a), a);
+        AddMember(fn, "arguments", MakeString(ArgumentsText(*call), a), a);
         JsonValue item(rapidjson::kObjectType);
-        Add(item, "id", Text(builtin::StringField(*call, "id"), a), a);
-        Add(item, "type", Text("function", a), a);
-        Add(item, "function", std::move(fn), a);
+        AddMember(item, "id", MakeString(builtin::StringField(*call, "id"), a), a);
+        AddMember(item, "type", MakeString("function", a), a);
+        AddMember(item, "function", std::move(fn), a);
         list.PushBack(item, a);
       }
-      Add(message, "tool_calls", std::move(list), a);
+      AddMember(message, "tool_calls", std::move(list), a);
       out.PushBack(message, a);
       return;
     }
@@ -814,22 +795,22 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
         if (item_type == "apply_patch_call" || item_type == "shell_call") {
           // The native item as the model sent it: apply_patch's operation,
           // shell's action.
-          Add(item, "type", Text(item_type, a), a);
-          Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
-          Add(item, "status", Text("completed", a), a);
+          AddMember(item, "type", MakeString(item_type, a), a);
+          AddMember(item, "call_id", MakeString(builtin::StringField(*call, "id"), a), a);
+          AddMember(item, "status", MakeString("completed", a), a);
           JsonValue args = ArgumentsObject(*call, a);
           if (item_type == "apply_patch_call") {
-            Add(item, "operation", Copy(Member(args, "operation"), a), a);
+            AddMember(item, "operation", Copy(Member(args, "operation"), a), a);
           } else {
-            Add(item, "action", std::move(args), a);
+            AddMember(item, "action", std::move(args), a);
           }
           out.PushBack(item, a);
           continue;
         }
-        Add(item, "type", Text("function_call", a), a);
-        Add(item, "call_id", Text(builtin::StringField(*call, "id"), a), a);
-        Add(item, "name", Text(CalledName(*call), a), a);
-        Add(item, "arguments", Text(ArgumentsText(*call), a), a);
+        AddMember(item, "type", MakeString("function_call", a), a);
+        AddMember(item, "call_id", MakeString(builtin::StringField(*call, "id"), a), a);
+        AddMember(item, "name", MakeString(CalledName(*call), a), a);
+        AddMember(item, "arguments", MakeString(ArgumentsText(*call), a), a);
         out.PushBack(item, a);
       }
       return;
@@ -837,15 +818,15 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue blocks(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue block(rapidjson::kObjectType);
-        Add(block, "type", Text("tool_use", a), a);
-        Add(block, "id", Text(builtin::StringField(*call, "id"), a), a);
-        Add(block, "name", Text(CalledName(*call), a), a);
-        Add(block, "input", ArgumentsObject(*call, a), a);
+        AddMember(block, "type", MakeString("tool_use", a), a);
+        AddMember(block, "id", MakeString(builtin::StringField(*call, "id"), a), a);
+        AddMember(block, "name", MakeString(CalledName(*call), a), a);
+        AddMember(block, "input", ArgumentsObject(*call, a), a);
         blocks.PushBack(block, a);
       }
       JsonValue message(rapidjson::kObjectType);
-      Add(message, "role", Text("assistant", a), a);
-      Add(message, "content", std::move(blocks), a);
+      AddMember(message, "role", MakeString("assistant", a), a);
+      AddMember(message, "content", std::move(blocks), a);
       out.PushBack(message, a);
       return;
     }
@@ -853,16 +834,18 @@ void AppendToolCallTurn(TranscriptFormat format, const std::vector<const JsonVal
       JsonValue parts(rapidjson::kArrayType);
       for (const JsonValue* call : calls) {
         JsonValue fn(rapidjson::kObjectType);
-        Add(fn, "name", Text(CalledName(*call), a), a);
-        Add(fn, "args", ArgumentsObject(*call, a), a);
-        if (std::string id = builtin::StringField(*call, "id"); !id.empty()) Add(fn, "id", Text(id, a), a);
+        AddMember(fn, "name", MakeString(CalledName(*call), a), a);
+        AddMember(fn, "args", ArgumentsObject(*call, a), a);
+        if (std::string id = builtin::StringField(*call, "id"); !id.empty()) {
+          AddMember(fn, "id", MakeString(id, a), a);
+        }
         JsonValue part(rapidjson::kObjectType);
-        Add(part, "functionCall", std::move(fn), a);
+        AddMember(part, "functionCall", std::move(fn), a);
         parts.PushBack(part, a);
       }
       JsonValue content(rapidjson::kObjectType);
-      Add(content, "role", Text("model", a), a);
-      Add(content, "parts", std::move(parts), a);
+      AddMember(content, "role", MakeString("model", a), a);
+      AddMember(content, "parts", std::move(parts), a);
       out.PushBack(content, a);
       return;
     }
@@ -880,48 +863,48 @@ JsonValue ResponsesOutputItem(const JsonValue& r, Alloc& a) {
   const std::string item_type = builtin::StringField(r, "item_type");
   JsonValue item(rapidjson::kObjectType);
   if (item_type == "apply_patch_call") {
-    Add(item, "type", Text("apply_patch_call_output", a), a);
-    Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
-    Add(item, "status", Text(IsError(r) ? "failed" : "completed", a), a);
-    Add(item, "output", Text(ResultText(r), a), a);
+    AddMember(item, "type", MakeString("apply_patch_call_output", a), a);
+    AddMember(item, "call_id", MakeString(builtin::StringField(r, "id"), a), a);
+    AddMember(item, "status", MakeString(IsError(r) ? "failed" : "completed", a), a);
+    AddMember(item, "output", MakeString(ResultText(r), a), a);
     return item;
   }
   if (item_type == "shell_call") {
-    Add(item, "type", Text("shell_call_output", a), a);
-    Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
+    AddMember(item, "type", MakeString("shell_call_output", a), a);
+    AddMember(item, "call_id", MakeString(builtin::StringField(r, "id"), a), a);
     const JsonValue* payload = Member(r, "payload");
     const JsonValue* outputs = payload != nullptr ? Member(*payload, "output") : nullptr;
     JsonValue list(rapidjson::kArrayType);
     if (IsError(r) || outputs == nullptr || !outputs->IsArray()) {
       JsonValue entry(rapidjson::kObjectType);
-      Add(entry, "stdout", Text("", a), a);
-      Add(entry, "stderr", Text(ResultText(r), a), a);
+      AddMember(entry, "stdout", MakeString("", a), a);
+      AddMember(entry, "stderr", MakeString(ResultText(r), a), a);
       JsonValue outcome(rapidjson::kObjectType);
-      Add(outcome, "type", Text("exit", a), a);
-      Add(outcome, "exit_code", JsonValue(1), a);
-      Add(entry, "outcome", std::move(outcome), a);
+      AddMember(outcome, "type", MakeString("exit", a), a);
+      AddMember(outcome, "exit_code", JsonValue(1), a);
+      AddMember(entry, "outcome", std::move(outcome), a);
       list.PushBack(entry, a);
     } else {
       for (const auto& o : outputs->GetArray()) {
         JsonValue entry(rapidjson::kObjectType);
-        Add(entry, "stdout", Text(builtin::StringField(o, "stdout"), a), a);
-        Add(entry, "stderr", Text(builtin::StringField(o, "stderr"), a), a);
-        Add(entry, "outcome", Copy(Member(o, "outcome"), a), a);
+        AddMember(entry, "stdout", MakeString(builtin::StringField(o, "stdout"), a), a);
+        AddMember(entry, "stderr", MakeString(builtin::StringField(o, "stderr"), a), a);
+        AddMember(entry, "outcome", Copy(Member(o, "outcome"), a), a);
         list.PushBack(entry, a);
       }
     }
-    Add(item, "output", std::move(list), a);
+    AddMember(item, "output", std::move(list), a);
     if (payload != nullptr) {
       if (const JsonValue* max = Member(*payload, "max_output_length");
           max != nullptr && !max->IsNull()) {
-        Add(item, "max_output_length", Copy(max, a), a);
+        AddMember(item, "max_output_length", Copy(max, a), a);
       }
     }
     return item;
   }
-  Add(item, "type", Text("function_call_output", a), a);
-  Add(item, "call_id", Text(builtin::StringField(r, "id"), a), a);
-  Add(item, "output", Text(ResultText(r), a), a);
+  AddMember(item, "type", MakeString("function_call_output", a), a);
+  AddMember(item, "call_id", MakeString(builtin::StringField(r, "id"), a), a);
+  AddMember(item, "output", MakeString(ResultText(r), a), a);
   return item;
 }
 
@@ -934,9 +917,9 @@ void AppendToolResultMessages(TranscriptFormat format,
     case TranscriptFormat::kOpenAi:
       for (const JsonValue* r : results) {
         JsonValue message(rapidjson::kObjectType);
-        Add(message, "role", Text("tool", a), a);
-        Add(message, "tool_call_id", Text(builtin::StringField(*r, "id"), a), a);
-        Add(message, "content", Text(ResultText(*r), a), a);
+        AddMember(message, "role", MakeString("tool", a), a);
+        AddMember(message, "tool_call_id", MakeString(builtin::StringField(*r, "id"), a), a);
+        AddMember(message, "content", MakeString(ResultText(*r), a), a);
         out.PushBack(message, a);
       }
       return;
@@ -949,15 +932,15 @@ void AppendToolResultMessages(TranscriptFormat format,
       JsonValue blocks(rapidjson::kArrayType);
       for (const JsonValue* r : results) {
         JsonValue block(rapidjson::kObjectType);
-        Add(block, "type", Text("tool_result", a), a);
-        Add(block, "tool_use_id", Text(builtin::StringField(*r, "id"), a), a);
-        Add(block, "content", Text(ResultText(*r), a), a);
-        Add(block, "is_error", JsonValue(IsError(*r)), a);
+        AddMember(block, "type", MakeString("tool_result", a), a);
+        AddMember(block, "tool_use_id", MakeString(builtin::StringField(*r, "id"), a), a);
+        AddMember(block, "content", MakeString(ResultText(*r), a), a);
+        AddMember(block, "is_error", JsonValue(IsError(*r)), a);
         blocks.PushBack(block, a);
       }
       JsonValue message(rapidjson::kObjectType);
-      Add(message, "role", Text("user", a), a);
-      Add(message, "content", std::move(blocks), a);
+      AddMember(message, "role", MakeString("user", a), a);
+      AddMember(message, "content", std::move(blocks), a);
       out.PushBack(message, a);
       return;
     }
@@ -967,27 +950,29 @@ void AppendToolResultMessages(TranscriptFormat format,
         JsonValue response;
         if (std::string text = builtin::StringField(*r, "model_content"); !text.empty()) {
           response.SetObject();
-          Add(response, IsError(*r) ? "error" : "output", Text(text, a), a);
+          AddMember(response, IsError(*r) ? "error" : "output", MakeString(text, a), a);
         } else {
           const JsonValue* payload = Member(*r, "payload");
           if (payload == nullptr || payload->IsObject()) {
             response = Copy(payload, a);
           } else {
             response.SetObject();
-            Add(response, "output", Copy(payload, a), a);
+            AddMember(response, "output", Copy(payload, a), a);
           }
         }
         JsonValue body(rapidjson::kObjectType);
-        Add(body, "name", Text(CalledName(*r), a), a);
-        Add(body, "response", std::move(response), a);
-        if (std::string id = builtin::StringField(*r, "id"); !id.empty()) Add(body, "id", Text(id, a), a);
+        AddMember(body, "name", MakeString(CalledName(*r), a), a);
+        AddMember(body, "response", std::move(response), a);
+        if (std::string id = builtin::StringField(*r, "id"); !id.empty()) {
+          AddMember(body, "id", MakeString(id, a), a);
+        }
         JsonValue part(rapidjson::kObjectType);
-        Add(part, "functionResponse", std::move(body), a);
+        AddMember(part, "functionResponse", std::move(body), a);
         parts.PushBack(part, a);
       }
       JsonValue content(rapidjson::kObjectType);
-      Add(content, "role", Text("user", a), a);
-      Add(content, "parts", std::move(parts), a);
+      AddMember(content, "role", MakeString("user", a), a);
+      AddMember(content, "parts", std::move(parts), a);
       out.PushBack(content, a);
       return;
     }

@@ -62,8 +62,6 @@ WantedTypes TypesOf(const JsonValue& schema) {
   return wanted;
 }
 
-absl::string_view StringOf(const JsonValue& v) { return {v.GetString(), v.GetStringLength()}; }
-
 // Converts `value` in place to the single type the schema wants, where the
 // conversion is unambiguous [Arguments]. Anything else is left untouched so the
 // validator reports the real type error.

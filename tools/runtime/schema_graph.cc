@@ -28,8 +28,6 @@ constexpr const char* kDescendingOne[] = {"items", "additionalItems", "additiona
 constexpr const char* kDescendingList[] = {"items"};
 constexpr const char* kDescendingMap[] = {"properties", "patternProperties"};
 
-absl::string_view StringOf(const JsonValue& v) { return {v.GetString(), v.GetStringLength()}; }
-
 // A JSON Pointer token as written in a location ("a/b" -> "a~1b").
 std::string Escaped(absl::string_view key) {
   return absl::StrReplaceAll(key, {{"~", "~0"}, {"/", "~1"}});

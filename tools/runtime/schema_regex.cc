@@ -31,8 +31,6 @@ bool OneOf(absl::string_view key, absl::Span<const char* const> list) {
   return false;
 }
 
-absl::string_view StringOf(const JsonValue& v) { return {v.GetString(), v.GetStringLength()}; }
-
 thread_local const RegexTable* current_table = nullptr;
 
 // Collects the patterns of one document. A node is walked as a schema
