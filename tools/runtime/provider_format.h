@@ -115,6 +115,7 @@ std::string ProviderToolsJson(DeclarationFormat format,
                               const DeclarationOptions& options = {});
 
 // ---- Conversations: tool calls and their results as messages ---------------
+// (provider_messages.cc)
 //
 // The same messages the Python client's tool_result_messages builds
 // (client/python/toolexec/providers.py), so a transcript the daemon exports
