@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "tools/runtime/call_result.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {
@@ -313,12 +314,8 @@ void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
       : code == ErrorCode::kToolFailed
           ? absl::StrCat("tool '", r.name, "' returned a result of ", problem)
           : absl::StrCat("tool '", r.name, "' returned a result that cannot be sent: ", problem);
-  r.status = ResultStatus::kError;
-  r.error_message = message;
-  r.error = ToolCallError{message, r.name, r.error ? r.error->server_name : "", code};
-  r.display = DisplayResult{r.name, message, ContentType::kPlainText, false, message.size()};
-  r.compact_summary = absl::StrCat("[", r.name, ": error]");
-  r.model_content = FailureModelContent(code, r.name, message, kDefaultModelContentChars);
+  const std::string server_name = r.error ? r.error->server_name : "";
+  SetFailure(r, code, r.name, server_name, r.name, message, kDefaultModelContentChars);
   FillResult(r, out);
   (*out->mutable_payload()->mutable_struct_value()->mutable_fields())["error"].set_string_value(
       message);

@@ -8,109 +8,18 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "tools/runtime/call_pipeline.h"
+#include "tools/runtime/call_result.h"
 #include "tools/runtime/trace_context.h"
-#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
 
-// Edit distance, case-insensitive: how many single-character insertions,
-// deletions and substitutions turn `a` into `b`.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      bool same = absl::ascii_tolower(a[i - 1]) == absl::ascii_tolower(b[j - 1]);
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// A tool name the caller sent that names no tool is echoed (in the result and
-// the audit log) cut to this many characters.
-constexpr size_t kMaxEchoedNameChars = 128;
-
-// Up to three of `names` close to `name` (a typo away, or one containing the
-// other), closest first.
-std::vector<std::string> ClosestNames(absl::string_view name,
-                                      const std::vector<std::string>& names) {
-  std::string lower = absl::AsciiStrToLower(name);
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const auto& n : names) {
-    std::string candidate = absl::AsciiStrToLower(n);
-    size_t d = EditDistance(lower, candidate);
-    bool contains = lower.size() >= 3 && (absl::StrContains(candidate, lower) ||
-                                          absl::StrContains(lower, candidate));
-    if (d <= std::max<size_t>(2, std::min(lower.size(), candidate.size()) / 3) || contains) {
-      scored.emplace_back(d, n);
-    }
-  }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::string> out;
-  for (size_t k = 0; k < scored.size() && k < 3; ++k) out.push_back(scored[k].second);
-  return out;
-}
-
-ResultStatus StatusForCode(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kTimeout:
-      return ResultStatus::kTimeout;
-    case ErrorCode::kCancelled:
-      return ResultStatus::kCancelled;
-    case ErrorCode::kDenied:
-      return ResultStatus::kDenied;
-    default:
-      return ResultStatus::kError;
-  }
-}
-
-// [Failures are results]: an object is sent as-is, null (nothing) as {}, any other v as {"result": v}.
-Json ShapePayload(Json out) {
-  if (out.IsObject()) return out;
-  Json payload = MakeObject();
-  if (!out.IsNull()) {
-    payload.AddMember("result", JsonValue(out, payload.GetAllocator()), payload.GetAllocator());
-  }
-  return payload;
-}
-
 size_t EffectiveBudget(size_t requested, const ToolRunner::Options& options) {
   size_t chars = requested == 0 ? options.model_content_default_chars : requested;
   return std::max(std::min(chars, options.model_content_max_chars), kMinModelContentChars);
-}
-
-// The tool's rendering of a success, held to the budget; the default
-// rendering if the tool's throws.
-std::string SuccessModelContent(const Tool& tool, const JsonValue& args, const JsonValue& payload,
-                                const ModelContentBudget& budget) {
-  std::string text;
-  try {
-    text = tool.model_content(args, payload, budget);
-  } catch (...) {
-    return DefaultModelContent(payload, budget.max_chars);
-  }
-  if (Utf8Chars(text) <= budget.max_chars) return text;
-  return CutMiddle(text, budget.max_chars, "the result was cut to fit");
-}
-
-// About how much memory a result holds until it is released.
-size_t ResultBytes(const ToolCallResult& r) {
-  constexpr size_t kFixed = sizeof(ToolCallResult);
-  return kFixed + ApproxJsonBytes(r.payload) + ApproxJsonBytes(r.actions.state_delta) +
-         r.error_message.size() + r.display.title.size() + r.display.content.size() +
-         r.compact_summary.size() + r.model_content.size() + r.id.size() + r.name.size() + r.step_id.size();
 }
 
 // A batch whose results held this much at once gives the freed heap back to
@@ -145,15 +54,10 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
  public:
   Batch(ToolRunner* runner, BatchRequest request, BatchObserver* observer)
       : runner_(runner),
-        registry_(request.tools != nullptr ? std::move(request.tools)
-                                           : UnownedSnapshot(runner->registry_)),
-        session_(std::move(request.session)),
         timeout_(std::min(request.timeout.value_or(runner->options_.default_timeout),
                           runner->options_.max_timeout)),
         start_(absl::Now()),
-        budget_{EffectiveBudget(request.model_content_max_chars, runner->options_)},
-        traceparent_(std::move(request.traceparent)),
-        interceptor_(std::move(request.interceptor)),
+        pipeline_(ScopeOf(*runner, request, start_ + timeout_)),
         result_observer_(observer),
         holds_results_(observer->HoldsResults()),
         observer_(observer) {
@@ -164,12 +68,12 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
     slots_.resize(calls_.size());
     slot_bytes_.resize(calls_.size());
-    if (session_ != nullptr) session_->BeginBatch();
+    if (Session* session = scope().session.get()) session->BeginBatch();
   }
 
   ~Batch() override {
     // Every reference is gone: no call of this batch runs any more.
-    if (session_ != nullptr) session_->EndBatch();
+    if (Session* session = scope().session.get()) session->EndBatch();
     size_t held, peak;
     {
       absl::MutexLock lock(&mu_);
@@ -294,9 +198,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   };
 
   void ResolveResources(Call& c) {
-    c.tool = registry_->Find(c.request.name);
+    c.tool = scope().registry->Find(c.request.name);
     if (c.tool == nullptr || c.tool->tool->spec().executor != ToolExecutor::kDaemon) return;
-    c.args = ParseArgs(c.request);
+    c.args = CallPipeline::ParseArgs(c.request);
     c.request.args.reset();
     std::string().swap(c.request.args_json);
     if (!c.args->ok()) return;
@@ -320,8 +224,9 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     // Not inside this batch's own delivery either: an observer that releases
     // results as it is handed them (a stream whose client is gone drops them)
     // would start a fresh dispatch per result, all on this thread.
+    const CallInterceptor* interceptor = scope().interceptor.get();
     size_t quick_here = may_run_here && delivering_here_ != this &&
-                                (interceptor_ == nullptr || interceptor_->MayRunOnAnyThread())
+                                (interceptor == nullptr || interceptor->MayRunOnAnyThread())
                             ? ToolRunner::kMaxQuickCallsHere
                             : 0;
     std::vector<uint32_t> here;
@@ -495,14 +400,25 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   void RunCall(uint32_t i, std::vector<uint32_t>* here = nullptr) {
     Call& c = *calls_[i];
     if (c.done.load(std::memory_order_acquire)) return;  // cancelled or timed out while queued
-    ScopedTraceLog trace(traceparent_);  // the tool's log lines carry the batch's trace
+    ScopedTraceLog trace(scope().traceparent);  // the tool's log lines carry the batch's trace
     RunningCall running(&runner_->running_calls_);
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
     const RegisteredTool* rt = c.tool;
     ToolCallResult result;
     try {
-      result = Execute(i, c, rt);
+      PipelineCall call;
+      call.index = i;
+      call.request = &c.request;
+      call.tool = rt;
+      call.args = &c.args;
+      call.token = &c.token;
+      call.seen_args = &c.seen_args;
+      auto self = shared_from_this();
+      call.progress = [self, i](absl::string_view stream, absl::string_view text) {
+        self->EmitProgress(i, stream, text);
+      };
+      result = pipeline_.Run(call);
     } catch (const std::exception& e) {
       result = Failure(i, rt, ErrorCode::kToolFailed,
                        absl::StrCat("tool '", c.request.name, "' threw an exception: ", e.what()));
@@ -513,183 +429,40 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     Complete(i, std::move(result), here, true, /*on_call_thread=*/true);
   }
 
-  // Said to the model, which cannot list the tools itself: the closest names
-  // it may call, else all of them.
-  std::string UnknownToolMessage(absl::string_view name) const {
-    // Only the tools this batch could call (a session's choice is applied
-    // to the batch's registry: a tool an MCP server removed is not offered).
-    std::vector<std::string> callable =
-        session_ != nullptr ? session_->ToolNames(*registry_) : registry_->names();
-    // A name far longer than any tool's is no typo (and its edit distance
-    // would cost time): no suggestion, and it is echoed cut.
-    std::vector<std::string> close;
-    if (name.size() <= kMaxEchoedNameChars) close = ClosestNames(name, callable);
-    const std::string shown = Utf8Cut(name, kMaxEchoedNameChars);
-    if (!close.empty()) {
-      return absl::StrCat("unknown tool '", shown, "'; did you mean ",
-                          absl::StrJoin(close, " or "), "?");
-    }
-    return absl::StrCat("unknown tool '", shown, "'; the tools you can call are: ",
-                        absl::StrJoin(callable, ", "));
-  }
-
-  // The [Failures are results]/[Arguments]/[Context] pipeline for one call. May throw (from tool code); the caller catches.
-  ToolCallResult Execute(uint32_t i, Call& c, const RegisteredTool* rt) {
-    const CallRequest& req = c.request;
-    if (rt == nullptr) {
-      return Failure(i, nullptr, ErrorCode::kUnknownTool, UnknownToolMessage(req.name));
-    }
-    if (!req.refusal.ok()) return Failure(i, rt, ErrorCodeOf(req.refusal), req.refusal.message());
-    if (session_ != nullptr && !session_->AllowsTool(*rt)) {
-      return Failure(i, rt, ErrorCode::kDenied,
-                     absl::StrCat("tool '", req.name, "' is not enabled in session ",
-                                  session_->id(), "; its tools are: ",
-                                  absl::StrJoin(session_->ToolNames(*registry_), ", ")));
-    }
-    // [Tools run elsewhere]: declared here, run elsewhere; say who runs it before anything else.
-    if (rt->tool->spec().executor != ToolExecutor::kDaemon) {
-      return Failure(i, rt, ErrorCode::kNotExecutableHere, rt->tool->not_executable_message());
-    }
-    absl::StatusOr<Json> args = c.args.has_value() ? std::move(*c.args) : ParseArgs(req);
-    c.args.reset();
-    if (!args.ok()) return Failure(i, rt, ErrorCode::kInvalidArguments, args.status().message());
-    if (absl::Status s = rt->schema->Prepare(*args); !s.ok()) {
-      if (interceptor_ != nullptr) SetSeenArgs(c, *args);
-      return Failure(i, rt, ErrorCode::kInvalidArguments, s.message(), &*args);
-    }
-    const Tool& tool = *rt->tool;
-    // [Context]: never fall back to running without the context the tool asked for.
-    if (tool.spec().needs_context && session_ == nullptr) {
-      return Failure(i, rt, ErrorCode::kNoContext,
-                     absl::StrCat("tool '", req.name,
-                                  "' needs a session context: open one with OpenSession and pass "
-                                  "its session_id in ExecuteBatch"),
-                     &*args);
-    }
-    // --- hooks (core/hooks.h): may deny the call or replace its arguments ---
-    if (interceptor_ != nullptr) {
-      absl::Status decided = interceptor_->BeforeCall(i, *rt, req, *args, c.token);
-      SetSeenArgs(c, *args);  // a denied call's arguments are audited too
-      if (!decided.ok()) return Failure(i, rt, ErrorCodeOf(decided), decided.message(), &*args);
-    }
-    // --- end hooks ---
-    CallInfo info;
-    info.call_id = req.id;
-    info.tool_name = req.name;
-    info.step_id = req.step_id;
-    info.deadline = start_ + timeout_;
-    info.artifacts = runner_->options_.artifacts;
-    info.model_content = budget_;
-    info.traceparent = traceparent_;
-    info.left_out_by_policy = req.left_out_by_policy;
-    if (session_ != nullptr) {
-      info.session_id = session_->id();
-      info.user_id = session_->user_id();
-      info.caller = session_->owner();
-      info.workspaces = session_->workspaces();
-    }
-    if (info.workspaces.empty() && runner_->options_.default_workspace != nullptr) {
-      info.workspaces.push_back(runner_->options_.default_workspace);
-    }
-    std::weak_ptr<Session> session;
-    if (tool.spec().needs_context) session = session_;
-    auto self = shared_from_this();
-    ToolContext ctx(std::move(info), session, &c.token,
-                    [self, i](absl::string_view stream, absl::string_view text) {
-                      self->EmitProgress(i, stream, text);
-                    });
-    absl::StatusOr<Json> out = tool.Call(*args, ctx);
-    if (!out.ok()) {
-      ToolCallResult r = Failure(i, rt, ErrorCodeOf(out.status()), out.status().message(), &*args);
-      r.actions = ctx.TakeActions();
-      return r;
-    }
-    ToolCallResult r;
-    r.status = ResultStatus::kSuccess;
-    r.payload = ShapePayload(std::move(*out));
-    r.actions = ctx.TakeActions();
-    r.display = tool.display(*args, r.payload);
-    r.compact_summary = tool.compact_summary(*args, r.payload, true);
-    r.model_content = SuccessModelContent(tool, *args, r.payload, budget_);
-    return r;
-  }
-
-  static absl::StatusOr<Json> ParseArgs(const CallRequest& req) {
-    if (!req.args_error.ok()) return req.args_error;
-    bool has_text = !absl::StripAsciiWhitespace(req.args_json).empty();
-    if (req.args.has_value()) {
-      if (has_text) {
-        return absl::InvalidArgumentError("give the arguments as args or as args_json, not both");
-      }
-      if (absl::Status s = CheckUniqueKeys(*req.args, "args"); !s.ok()) return s;
-      return CopyJson(*req.args);
-    }
-    // [Arguments]: missing, empty or whitespace args_json means {}.
-    if (!has_text) return MakeObject();
-    auto parsed = ParseJson(req.args_json);
-    if (parsed.ok()) {
-      if (absl::Status s = CheckUniqueKeys(*parsed, "args"); !s.ok()) parsed = s;
-    }
-    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("args_json: ", parsed.status().message()));
-    return parsed;
-  }
-
-  static void SetSeenArgs(Call& c, const JsonValue& args) {
-    std::atomic_store(&c.seen_args, std::make_shared<const Json>(CopyJson(args)));
-  }
-
   // The interceptor's view of a result that has just won its call's race.
   void Intercept(uint32_t i, ToolCallResult& result, bool on_call_thread) {
     Call& c = *calls_[i];
     std::shared_ptr<const Json> args = std::atomic_load(&c.seen_args);
     if (!result.ok()) {
       std::optional<std::string> message =
-          interceptor_->OnError(i, c.request, args.get(), result, on_call_thread, hooks_cancel_);
-      if (message.has_value()) SetFailureMessage(result, *message);
+          scope().interceptor->OnError(i, c.request, args.get(), result, on_call_thread,
+                                       hooks_cancel_);
+      if (message.has_value()) SetFailureMessage(result, *message, scope().budget.max_chars);
     }
-    interceptor_->AfterCall(i, c.request, args.get(), result, on_call_thread, hooks_cancel_);
+    scope().interceptor->AfterCall(i, c.request, args.get(), result, on_call_thread,
+                                   hooks_cancel_);
   }
 
-  // A failure told in other words; its status and code stay.
-  void SetFailureMessage(ToolCallResult& r, const std::string& message) const {
-    r.payload = MakeObject();
-    r.payload.AddMember("error", JsonValue(message, r.payload.GetAllocator()),
-                        r.payload.GetAllocator());
-    r.error_message = message;
-    r.error->message = message;
-    r.display.content = message;
-    r.display.full_length = message.size();
-    r.model_content = FailureModelContent(r.error->code, r.name, message, budget_.max_chars);
+  const BatchScope& scope() const { return pipeline_.scope(); }
+
+  static BatchScope ScopeOf(const ToolRunner& runner, BatchRequest& request,
+                            absl::Time deadline) {
+    BatchScope scope;
+    scope.registry = request.tools != nullptr ? std::move(request.tools)
+                                              : UnownedSnapshot(runner.registry_);
+    scope.session = std::move(request.session);
+    scope.deadline = deadline;
+    scope.budget = {EffectiveBudget(request.model_content_max_chars, runner.options_)};
+    scope.traceparent = std::move(request.traceparent);
+    scope.interceptor = std::move(request.interceptor);
+    scope.artifacts = runner.options_.artifacts;
+    scope.default_workspace = runner.options_.default_workspace;
+    return scope;
   }
 
-  // A failed result [Failures are results]: payload {"error": msg}, error_message, structured error.
   ToolCallResult Failure(uint32_t i, const RegisteredTool* rt, ErrorCode code,
-                         absl::string_view message, const JsonValue* args = nullptr) {
-    // An unknown tool's name is the caller's text: echoed cut.
-    const std::string name = rt != nullptr
-                                 ? calls_[i]->request.name
-                                 : Utf8Cut(calls_[i]->request.name, kMaxEchoedNameChars);
-    ToolCallResult r;
-    r.status = StatusForCode(code);
-    r.payload = MakeObject();
-    r.payload.AddMember("error", JsonValue(std::string(message), r.payload.GetAllocator()),
-                        r.payload.GetAllocator());
-    r.error_message = std::string(message);
-    r.error = ToolCallError{std::string(message), name, rt ? rt->server_name : "", code};
-    r.display.title = rt ? rt->tool->spec().display_name : name;
-    r.display.content = r.error_message;
-    r.display.full_length = r.display.content.size();
-    r.compact_summary = absl::StrCat("[", name, ": error]");
-    r.model_content = FailureModelContent(code, name, message, budget_.max_chars);
-    if (rt != nullptr) {
-      static const JsonValue kNoArgs(rapidjson::kObjectType);
-      try {
-        r.compact_summary = rt->tool->compact_summary(args ? *args : kNoArgs, r.payload, false);
-      } catch (...) {
-        // Keep the default summary: a throwing summary must not hide the error.
-      }
-    }
-    return r;
+                         absl::string_view message) const {
+    return pipeline_.Failure(calls_[i]->request, rt, code, message);
   }
 
   void EmitProgress(uint32_t i, absl::string_view stream, absl::string_view text) {
@@ -736,7 +509,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                              result.error ? result.error->code : ErrorCode::kToolFailed,
                              result.duration);
     }
-    if (interceptor_ != nullptr) Intercept(i, result, on_call_thread);
+    if (scope().interceptor != nullptr) Intercept(i, result, on_call_thread);
     const size_t bytes = ResultBytes(result);
     std::vector<uint32_t> own_ready;
     bool deliver;
@@ -831,15 +604,12 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
   }
 
   ToolRunner* const runner_;
-  // The tools this batch sees, from its start to its end: a tool removed
-  // meanwhile stays alive for the calls of it here.
-  const std::shared_ptr<const ToolRegistry> registry_;
-  const std::shared_ptr<Session> session_;
   const absl::Duration timeout_;
   const absl::Time start_;
-  const ModelContentBudget budget_;
-  const std::string traceparent_;
-  const std::shared_ptr<CallInterceptor> interceptor_;  // may be null
+  // What the calls run with (call_pipeline.h). Its registry is the tools this
+  // batch sees from its start to its end: a tool removed meanwhile stays
+  // alive for the calls of it here.
+  const CallPipeline pipeline_;
   // Tripped by CancelAll: reaches hooks running for calls already complete.
   CancellationToken hooks_cancel_;
   BatchObserver* const result_observer_;  // used only by the single deliverer
@@ -992,22 +762,6 @@ void ToolRunner::WakeBatchesWaiting() {
   for (auto& weak : waiting) {
     if (auto batch = weak.lock()) batch->RoomFreed();
   }
-}
-
-absl::string_view ResultStatusName(ResultStatus status) {
-  switch (status) {
-    case ResultStatus::kSuccess:
-      return "success";
-    case ResultStatus::kError:
-      return "error";
-    case ResultStatus::kTimeout:
-      return "timeout";
-    case ResultStatus::kCancelled:
-      return "cancelled";
-    case ResultStatus::kDenied:
-      return "denied";
-  }
-  return "error";
 }
 
 void ToolRunner::TrimHeap() {
