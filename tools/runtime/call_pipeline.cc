@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,19 @@ absl::StatusOr<Json> CallPipeline::ParseArgs(const CallRequest& req) {
 }
 
 ToolCallResult CallPipeline::Run(PipelineCall& call) const {
+  const CallRequest& req = *call.request;
+  try {
+    return Execute(call);
+  } catch (const std::exception& e) {
+    return Failure(req, call.tool, ErrorCode::kToolFailed,
+                   absl::StrCat("tool '", req.name, "' threw an exception: ", e.what()));
+  } catch (...) {
+    return Failure(req, call.tool, ErrorCode::kToolFailed,
+                   absl::StrCat("tool '", req.name, "' threw a non-standard exception"));
+  }
+}
+
+ToolCallResult CallPipeline::Execute(PipelineCall& call) const {
   const CallRequest& req = *call.request;
   const RegisteredTool* rt = call.tool;
   if (rt == nullptr) {

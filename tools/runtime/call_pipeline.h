@@ -68,8 +68,8 @@ class CallPipeline final {
   // blank text meaning {}.
   static absl::StatusOr<Json> ParseArgs(const CallRequest& request);
 
-  // Runs `call` through to its result. May throw (from tool code): the
-  // caller catches and reports it.
+  // Runs `call` through to its result; an exception from tool code is a
+  // failed result too.
   ToolCallResult Run(PipelineCall& call) const;
 
   // A failed result (call_result.h) of a call by `request`, to the tool `rt`
@@ -78,6 +78,8 @@ class CallPipeline final {
                          absl::string_view message, const JsonValue* args = nullptr) const;
 
  private:
+  // Run without catching: may throw from tool code.
+  ToolCallResult Execute(PipelineCall& call) const;
   // Said to the model, which cannot list the tools itself: the closest names
   // it may call, else all of them.
   std::string UnknownToolMessage(absl::string_view name) const;

@@ -47,6 +47,11 @@ absl::string_view ResultStatusName(ResultStatus status) {
   return "error";
 }
 
+std::string CancelledMessage(CancelReason reason) {
+  return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
+                                           : "call cancelled by the client";
+}
+
 void SetFailure(ToolCallResult& r, ErrorCode code, absl::string_view name,
                 absl::string_view server_name, absl::string_view title,
                 absl::string_view message, size_t model_content_chars) {

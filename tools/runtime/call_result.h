@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "tools/runtime/batch.h"
+#include "tools/runtime/cancellation.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool.h"
 
@@ -19,6 +20,9 @@ namespace toolexec {
 // The status of a failure with `code`: TIMEOUT, CANCELLED and DENIED have
 // their own; every other code is an error.
 ResultStatus StatusForCode(ErrorCode code);
+
+// The message of a call cancelled for `reason`.
+std::string CancelledMessage(CancelReason reason);
 
 // Makes `r` a failure with `code` and `message`, by the tool `name` (from
 // `server_name`, "" for the daemon's own), displayed under `title`, its

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <exception>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -16,11 +15,6 @@
 
 namespace toolexec {
 namespace {
-
-size_t EffectiveBudget(size_t requested, const ToolRunner::Options& options) {
-  size_t chars = requested == 0 ? options.model_content_default_chars : requested;
-  return std::max(std::min(chars, options.model_content_max_chars), kMinModelContentChars);
-}
 
 // A batch whose results held this much at once gives the freed heap back to
 // the system when it ends.
@@ -42,11 +36,6 @@ class RunningCall final {
  private:
   std::atomic<size_t>* const running_;
 };
-
-std::string CancelMessage(CancelReason reason) {
-  return reason == CancelReason::kShutdown ? "call cancelled: the daemon is shutting down"
-                                           : "call cancelled by the client";
-}
 
 }  // namespace
 
@@ -163,7 +152,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
       // Complete first, then wake the tool: the tool's own early return must
       // lose the race, or a cancelled call would report the tool's error. Only
       // the winner trips the token, so its reason matches the result.
-      if (Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(reason)))) {
+      if (Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelledMessage(reason)))) {
         calls_[i]->token.Cancel(reason);
       }
     }
@@ -368,7 +357,7 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     }
     if (done) return;
     if (absl::IsUnavailable(queued)) {
-      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelMessage(CancelReason::kShutdown)),
+      Complete(i, Failure(i, nullptr, ErrorCode::kCancelled, CancelledMessage(CancelReason::kShutdown)),
                ready);
     } else {
       const std::string& name = calls_[i]->request.name;
@@ -404,28 +393,18 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
     RunningCall running(&runner_->running_calls_);
     absl::Time started = absl::Now();
     c.started_ns.store(absl::ToUnixNanos(started), std::memory_order_release);
-    const RegisteredTool* rt = c.tool;
-    ToolCallResult result;
-    try {
-      PipelineCall call;
-      call.index = i;
-      call.request = &c.request;
-      call.tool = rt;
-      call.args = &c.args;
-      call.token = &c.token;
-      call.seen_args = &c.seen_args;
-      auto self = shared_from_this();
-      call.progress = [self, i](absl::string_view stream, absl::string_view text) {
-        self->EmitProgress(i, stream, text);
-      };
-      result = pipeline_.Run(call);
-    } catch (const std::exception& e) {
-      result = Failure(i, rt, ErrorCode::kToolFailed,
-                       absl::StrCat("tool '", c.request.name, "' threw an exception: ", e.what()));
-    } catch (...) {
-      result = Failure(i, rt, ErrorCode::kToolFailed,
-                       absl::StrCat("tool '", c.request.name, "' threw a non-standard exception"));
-    }
+    PipelineCall call;
+    call.index = i;
+    call.request = &c.request;
+    call.tool = c.tool;
+    call.args = &c.args;
+    call.token = &c.token;
+    call.seen_args = &c.seen_args;
+    auto self = shared_from_this();
+    call.progress = [self, i](absl::string_view stream, absl::string_view text) {
+      self->EmitProgress(i, stream, text);
+    };
+    ToolCallResult result = pipeline_.Run(call);
     Complete(i, std::move(result), here, true, /*on_call_thread=*/true);
   }
 
@@ -452,11 +431,14 @@ class Batch final : public BatchHandle, public std::enable_shared_from_this<Batc
                                               : UnownedSnapshot(runner.registry_);
     scope.session = std::move(request.session);
     scope.deadline = deadline;
-    scope.budget = {EffectiveBudget(request.model_content_max_chars, runner.options_)};
+    const ToolRunner::Options& o = runner.options_;
+    const size_t asked = request.model_content_max_chars;
+    const size_t chars = asked == 0 ? o.model_content_default_chars : asked;
+    scope.budget = {std::max(std::min(chars, o.model_content_max_chars), kMinModelContentChars)};
     scope.traceparent = std::move(request.traceparent);
     scope.interceptor = std::move(request.interceptor);
-    scope.artifacts = runner.options_.artifacts;
-    scope.default_workspace = runner.options_.default_workspace;
+    scope.artifacts = o.artifacts;
+    scope.default_workspace = o.default_workspace;
     return scope;
   }
 
