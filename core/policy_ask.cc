@@ -15,6 +15,7 @@
 #include "core/policy.h"
 #include "core/policy_internal.h"
 #include "spdlog/spdlog.h"
+#include "tools/runtime/call_result.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/model_content.h"
 
@@ -141,17 +142,9 @@ void PolicyEngine::PendingAsk::FailWithoutRunner(const absl::Status& status) {
     r.index = static_cast<uint32_t>(i);
     r.id = call_ids_[i];
     r.name = call_names_[i];
-    r.status = ResultStatus::kError;
-    std::string message = absl::StrCat("the batch could not start: ", status.message());
-    r.payload = MakeObject();
-    r.payload.AddMember("error", JsonValue(message, r.payload.GetAllocator()),
-                        r.payload.GetAllocator());
-    r.error_message = message;
-    r.error = ToolCallError{message, r.name, "", ErrorCode::kServerUnavailable};
-    r.compact_summary = absl::StrCat("[", r.name, ": error]");
-    r.model_content =
-        FailureModelContent(ErrorCode::kServerUnavailable, r.name, message,
-                            kDefaultModelContentChars);
+    const std::string message = absl::StrCat("the batch could not start: ", status.message());
+    SetFailure(r, ErrorCode::kServerUnavailable, r.name, "", r.name, message,
+               kDefaultModelContentChars);
     if (i + 1 < n) {
       observer_->OnResult(std::move(r));
     } else {
