@@ -2,9 +2,15 @@
 # Sets up, builds and runs every test: unit, integration, e2e (Node reflection
 # client) and the deploy checks, all through ctest, then the Python client's
 # (scripts/test_python.sh). Installs what it needs.
+#   scripts/test.sh --fast   only the unit label: its test binaries built and run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [ "${1:-}" = --fast ]; then
+  scripts/build.sh unit_tests recording_tests mcp_unit_tests mcp_server_unit_tests
+  cd "${BUILD_DIR:-build}"
+  exec ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}" -L unit
+fi
 # The e2e client's npm packages (exact versions in tests/e2e/package.json).
 if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package.json -nt tests/e2e/node_modules ]; then
   (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
