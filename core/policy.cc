@@ -24,18 +24,6 @@
 
 namespace toolexec {
 
-absl::string_view PolicyDecisionName(PolicyDecision d) {
-  switch (d) {
-    case PolicyDecision::kAllow:
-      return "allow";
-    case PolicyDecision::kAsk:
-      return "ask";
-    case PolicyDecision::kDeny:
-      return "deny";
-  }
-  return "unknown";
-}
-
 absl::string_view PermissionAnswerName(PermissionAnswer answer) {
   switch (answer) {
     case PermissionAnswer::kAllowOnce:

@@ -89,18 +89,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/permissions.h"
+#include "tools/runtime/decision.h"
 #include "tools/runtime/metrics.h"
 #include "tools/runtime/session.h"
 #include "tools/runtime/tool_registry.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {
-
-// Mirrors toolexec.v1.Decision; declared from the most permissive to the
-// strictest, so the stricter of two is the larger.
-enum class PolicyDecision { kAllow, kAsk, kDeny };
-
-absl::string_view PolicyDecisionName(PolicyDecision d);
 
 // One rule: it matches a call when `tool` matches (the tool's name,
 // "<server>/*" for an MCP server's tools, or "*") and every condition it sets

@@ -103,9 +103,9 @@ void PolicyEngine::PendingAsk::Resolve(absl::Status refusal, Outcome outcome) {
   if (outcome != Outcome::kCancelled) {
     const bool timed_out = outcome == Outcome::kTimedOut;
     const char* by = timed_out ? "timeout" : "user";
-    const PermissionDecision decision = outcome == Outcome::kAllowedByUser
-                                            ? PermissionDecision::kAllow
-                                            : PermissionDecision::kDeny;
+    const PolicyDecision decision = outcome == Outcome::kAllowedByUser
+                                            ? PolicyDecision::kAllow
+                                            : PolicyDecision::kDeny;
     for (uint32_t i : asked_calls_) {
       if (i < batch.calls.size()) batch.calls[i].decided_by = by;
       shared_->Count(decision,

@@ -147,7 +147,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
                                             "' could not evaluate the call", detail, "; denied"));
       call.decided_by =
           absl::StrCat("policy ", absl::StrJoin(chain_names, "+"), ": evaluation error");
-      shared_->Count(PermissionDecision::kDeny, PermissionDecidedBy::kError);
+      shared_->Count(PolicyDecision::kDeny, PermissionDecidedBy::kError);
     };
     try {
       if (!tool.handles_own_permissions()) facts.needs = tool.required_permissions(*args);
@@ -193,7 +193,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
         verdict.rule.empty() ? PermissionDecidedBy::kDefault : PermissionDecidedBy::kRule;
     if (verdict.decision == PolicyDecision::kDeny) {
       call.refusal = ToolError(ErrorCode::kDenied, absl::StrCat("denied by ", verdict.Explain()));
-      shared_->Count(PermissionDecision::kDeny, by);
+      shared_->Count(PolicyDecision::kDeny, by);
       continue;
     }
     // What a walk below its paths reads is judged file by file as it goes.
@@ -208,7 +208,7 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
       };
     }
     if (verdict.decision != PolicyDecision::kAsk) {
-      shared_->Count(PermissionDecision::kAllow, by);
+      shared_->Count(PolicyDecision::kAllow, by);
       continue;
     }
     const size_t asked_before = asked.size();
@@ -220,10 +220,10 @@ absl::StatusOr<std::shared_ptr<BatchHandle>> PolicyEngine::StartBatch(
     }
     if (asked.size() == asked_before) {  // the session's grants cover it
       call.decided_by = "grant";
-      shared_->Count(PermissionDecision::kAllow, PermissionDecidedBy::kGrant);
+      shared_->Count(PolicyDecision::kAllow, PermissionDecidedBy::kGrant);
     } else {
       asked_calls.push_back(i);
-      shared_->Count(PermissionDecision::kAsk, by);
+      shared_->Count(PolicyDecision::kAsk, by);
     }
   }
   if (asked.empty()) return start(std::move(batch), observer);

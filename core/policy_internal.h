@@ -58,7 +58,7 @@ struct PolicyEngine::Shared {
   uint64_t id_prefix = 0;
   std::shared_ptr<MetricsSink> metrics;  // may be null
 
-  void Count(PermissionDecision d, PermissionDecidedBy by) const {
+  void Count(PolicyDecision d, PermissionDecidedBy by) const {
     if (metrics != nullptr) metrics->PermissionDecided(d, by);
   }
 

@@ -139,7 +139,7 @@ constexpr double kMicros = 1e-6;
 constexpr size_t kStatuses = 5;  // ResultStatus
 constexpr size_t kErrorCodes = 10;  // ErrorCode
 constexpr int kGrpcCodes = 17;
-constexpr size_t kDecisions = 3;  // PermissionDecision
+constexpr size_t kDecisions = 3;  // PolicyDecision
 constexpr size_t kDecidedBy = 6;  // PermissionDecidedBy
 // The RPCs toolexecd serves; others are counted too, through the family's lock.
 constexpr const char* kMethods[] = {
@@ -265,9 +265,8 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
         checkpoint_duration_h(checkpoint_duration.Get({})) {
     unknown.name = "(unknown)";
     // The pairs that can happen, so each shows as 0 before it does.
-    const char* decided[] = {"allow", "deny", "ask"};
     const char* by[] = {"rule", "default", "grant", "user", "timeout", "error"};
-    using D = PermissionDecision;
+    using D = PolicyDecision;
     using B = PermissionDecidedBy;
     const std::pair<D, B> pairs[] = {
         {D::kAllow, B::kRule}, {D::kAllow, B::kDefault}, {D::kAllow, B::kGrant},
@@ -278,7 +277,8 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
       const auto di = static_cast<size_t>(d);
       const auto bi = static_cast<size_t>(b);
       decision_counters[di][bi] =
-          &decisions.Add({{"decision", decided[di]}, {"decided_by", by[bi]}});
+          &decisions.Add({{"decision", std::string(PolicyDecisionName(d))},
+                          {"decided_by", by[bi]}});
     }
     for (auto& row : rpc_slots) {
       for (auto& slot : row) slot.store(nullptr, std::memory_order_relaxed);
@@ -358,7 +358,7 @@ struct PrometheusMetrics::State final : public prometheus::Collectable {
   AtomicHistogram* const batch_duration_h;
   AtomicHistogram* const batch_calls_h;
   AtomicHistogram* const checkpoint_duration_h;
-  // [PermissionDecision][PermissionDecidedBy]; null for a pair that cannot happen.
+  // [PolicyDecision][PermissionDecidedBy]; null for a pair that cannot happen.
   std::array<std::array<Counter*, kDecidedBy>, kDecisions> decision_counters{};
   std::vector<std::unique_ptr<ToolSlots>> tools;  // by RegisteredTool::position; set before calls
   absl::Mutex later_tools_mu;
@@ -469,7 +469,7 @@ void PrometheusMetrics::CheckpointTaken(absl::Duration duration, uint64_t bytes_
   state_->checkpoint_bytes.Increment(static_cast<double>(bytes_stored));
 }
 
-void PrometheusMetrics::PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) {
+void PrometheusMetrics::PermissionDecided(PolicyDecision decision, PermissionDecidedBy by) {
   const auto d = static_cast<size_t>(decision);
   const auto b = static_cast<size_t>(by);
   if (d >= kDecisions || b >= kDecidedBy) return;

@@ -68,7 +68,7 @@ class PrometheusMetrics final : public MetricsSink {
                      absl::Duration duration) override;
   void BatchStarted(size_t calls) override;
   void BatchFinished(absl::Duration duration) override;
-  void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) override;
+  void PermissionDecided(PolicyDecision decision, PermissionDecidedBy by) override;
   void RpcFinished(absl::string_view method, absl::StatusCode code) override;
   void CheckpointTaken(absl::Duration duration, uint64_t bytes_stored) override;
   void McpHttpRequestFinished(absl::string_view method, int status) override;

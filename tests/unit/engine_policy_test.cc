@@ -91,11 +91,11 @@ class DecisionSink final : public MetricsSink {
   void BatchStarted(size_t) override {}
   void BatchFinished(absl::Duration) override {}
   void RpcFinished(absl::string_view, absl::StatusCode) override {}
-  void PermissionDecided(PermissionDecision d, PermissionDecidedBy by) override {
+  void PermissionDecided(PolicyDecision d, PermissionDecidedBy by) override {
     absl::MutexLock lock(&mu_);
     ++counts_[{d, by}];
   }
-  int count(PermissionDecision d, PermissionDecidedBy by) {
+  int count(PolicyDecision d, PermissionDecidedBy by) {
     absl::MutexLock lock(&mu_);
     auto it = counts_.find({d, by});
     return it == counts_.end() ? 0 : it->second;
@@ -109,7 +109,7 @@ class DecisionSink final : public MetricsSink {
 
  private:
   absl::Mutex mu_;
-  std::map<std::pair<PermissionDecision, PermissionDecidedBy>, int> counts_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<PolicyDecision, PermissionDecidedBy>, int> counts_ ABSL_GUARDED_BY(mu_);
 };
 
 class EnginePolicyTest : public ::testing::Test {
@@ -494,7 +494,7 @@ TEST_F(EnginePolicyTest, ProfilesSelectNarrowAndAreInherited) {
 
 TEST_F(EnginePolicyTest, TheAuditLogAndTheMetricsNameWhatDecided) {
   StartAudited(AskingPolicy());
-  using D = PermissionDecision;
+  using D = PolicyDecision;
   using B = PermissionDecidedBy;
   auto run = [&](BatchSpec spec, std::optional<PermissionAnswer> answer) {
     Recorder r;
@@ -566,9 +566,9 @@ TEST_F(EnginePolicyTest, AnUnansweredAskIsAuditedAndCountedAsTheTimeouts) {
     EXPECT_STREQ(lines[id]["decision"].GetString(), "denied") << id;
     EXPECT_EQ(DecidedBy(lines[id]), "timeout") << id;
   }
-  EXPECT_EQ(sink_->count(PermissionDecision::kAsk, PermissionDecidedBy::kRule), 2);
-  EXPECT_EQ(sink_->count(PermissionDecision::kDeny, PermissionDecidedBy::kTimeout), 2);
-  EXPECT_EQ(sink_->count(PermissionDecision::kAllow, PermissionDecidedBy::kDefault), 1);  // g
+  EXPECT_EQ(sink_->count(PolicyDecision::kAsk, PermissionDecidedBy::kRule), 2);
+  EXPECT_EQ(sink_->count(PolicyDecision::kDeny, PermissionDecidedBy::kTimeout), 2);
+  EXPECT_EQ(sink_->count(PolicyDecision::kAllow, PermissionDecidedBy::kDefault), 1);  // g
   EXPECT_EQ(sink_->total(), 5);
 }
 

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "tools/runtime/decision.h"
 
 namespace toolexec {
 
@@ -29,8 +30,6 @@ struct RegisteredTool;
 enum class ResultStatus;
 enum class ErrorCode;
 
-// The decisions a permission policy takes (PolicyConfig's Decision).
-enum class PermissionDecision { kAllow, kDeny, kAsk };
 // What took a permission decision: a policy's rule, its default decision, a
 // grant the session holds (an ask it covered), the user's answer to an ask,
 // the ask's timeout, or a failure to evaluate the call (denied).
@@ -54,7 +53,7 @@ class MetricsSink {
   virtual void BatchFinished(absl::Duration duration) = 0;
   // A permission policy decided a call, or an ask about it was answered
   // (by kUser or kTimeout: the call was counted as kAsk before).
-  virtual void PermissionDecided(PermissionDecision decision, PermissionDecidedBy by) = 0;
+  virtual void PermissionDecided(PolicyDecision decision, PermissionDecidedBy by) = 0;
   // The gRPC transport finished an RPC (`method` as the wire names it, e.g. "ExecuteBatch").
   virtual void RpcFinished(absl::string_view method, absl::StatusCode code) = 0;
   // The MCP HTTP endpoint answered a request (`method` e.g. "tools/call", or the
