@@ -1,32 +1,34 @@
+// RuntimeEngine (core/runtime_engine.h), the Engine: its creation (the tools
+// and MCP servers, subagents, hooks, artifact store, runner, sessions, policy,
+// checkpoint store and idle sweeper), listing tools, starting batches (provider
+// names, recording, policy, room under the limits), permission answers, drain
+// and stop. Sessions, artifacts and checkpoints are in engine_sessions.cc,
+// engine_artifacts.cc and engine_checkpoints.cc.
 #include "core/engine.h"
 
+#include <unistd.h>  // environ
+
 #include <algorithm>
-#include <atomic>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
-
-#include <unistd.h>  // environ
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
-#include "core/policy.h"
-#include "core/hooks.h"
 #include "core/recorder.h"
 #include "core/runtime_engine.h"
 #include "spdlog/spdlog.h"
-#include "tools/workspace/confined.h"
 #include "tools/process/environment.h"
-#include "mcp/client/mcp_tools.h"
 #include "tools/runtime/executor.h"
-#include "tools/runtime/trace_context.h"
 #include "tools/runtime/provider_format.h"
 #include "tools/runtime/tool_sets.h"
+#include "tools/runtime/trace_context.h"
 
 namespace toolexec {
 namespace {

@@ -1,5 +1,7 @@
-// The Engine's implementation, RuntimeEngine, declared for the core/engine*.cc
-// files that define its member functions. Not an API: everything else
+// The Engine's implementation, RuntimeEngine, declared for the files that
+// define its members: engine.cc (creation, tools, batches, permission answers,
+// drain and stop), engine_sessions.cc (sessions and their recordings),
+// engine_artifacts.cc and engine_checkpoints.cc. Not an API: everything else
 // reaches it through core/engine.h.
 #ifndef TOOLEXEC_CORE_RUNTIME_ENGINE_H_
 #define TOOLEXEC_CORE_RUNTIME_ENGINE_H_
