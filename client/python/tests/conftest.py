@@ -88,16 +88,19 @@ def daemon(workspace):
     d.stop()
 
 
-def memory_daemon(prefix):
+def memory_daemon(prefix, extra_config=lambda memories: ""):
     """A daemon of the example config plus memory_dir, so that every native tool
     (memory included) is registered, in a fresh workspace; for a fixture to
-    `yield from`. Stopped and cleaned up after."""
+    `yield from`. ``extra_config(dir)`` is more config text, given a directory
+    that lives as long as the daemon (e.g. a recording dir under it). Stopped
+    and cleaned up after."""
     workspace = tempfile.mkdtemp(prefix=f"{prefix}-ws-")
     memories = tempfile.mkdtemp(prefix=f"{prefix}-mem-")
     config = os.path.join(memories, "toolexecd.textproto")
     with open(CONFIG, encoding="utf-8") as f, open(config, "w", encoding="utf-8") as out:
         out.write(f.read())
         out.write(f'memory_dir: "{memories}/store"\n')
+        out.write(extra_config(memories))
     d = Daemon(workspace, config=config)
     try:
         yield d
@@ -107,11 +110,76 @@ def memory_daemon(prefix):
         shutil.rmtree(memories, ignore_errors=True)
 
 
+# ---- A recorded session (test_recording.py, test_transcript_schemas.py) ----------
+
+FILES = {
+    "a.txt": "alpha\nneedle here\n",
+    "src/b.py": "print('needle')\n",
+}
+
+BATCHES = [
+    [{"id": "v1", "name": "view_file", "args": {"file_path": "a.txt"}},
+     {"id": "l1", "name": "list_directory", "args": {"directory_path": "."}},
+     {"id": "g1", "name": "grep_search", "args": {"pattern": "needle", "output_mode": "content"}}],
+    [{"id": "c1", "name": "create_file", "args": {"file_path": "new.txt", "contents": "hello\n"}}],
+    # Calls of one batch run concurrently: what reads new.txt comes in the next.
+    [{"id": "v2", "name": "view_file", "args": {"file_path": "new.txt"}},
+     {"id": "r1", "name": "run_command", "args": {"command_line": "wc -l < a.txt"}},
+     {"id": "s1", "name": "calculate_sum", "args": {"numbers": [1, 2, 3.5]}},
+     {"id": "u1", "name": "no_such_tool", "args": {}}],
+    [{"id": "q1", "name": "ask_question", "args": {"question": "ok?"}},
+     {"id": "w1", "name": "get_weather", "args": {"city": "Paris"}}],
+]
+
+
+def fill(directory):
+    for rel, text in FILES.items():
+        path = os.path.join(directory, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+@pytest.fixture(scope="session")
+def recorded():
+    """A recorded session of BATCHES in ws1, and two fresh copies of its start:
+    the results the client got and the session's export in every format."""
+    from toolexec import Client
+    root = tempfile.mkdtemp(prefix="toolexec-rec-")
+    for ws in ("ws1", "ws2"):
+        fill(os.path.join(root, ws))
+    recordings = os.path.join(root, "recordings")
+    config = os.path.join(root, "toolexecd.textproto")
+    with open(CONFIG, encoding="utf-8") as f:
+        text = f.read()
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(text + f'\nrecording {{ dir: "{recordings}" }}\n')
+    daemon = Daemon(root, config=config)
+    try:
+        with Client(daemon.address) as client:
+            session = client.open_session("conv", workspaces=["ws1"], record=True)
+            results = [session.run_batch(calls, split=False) for calls in BATCHES]
+            exports = {fmt: session.export(fmt)
+                       for fmt in (None, "openai", "anthropic", "gemini", "openai_responses")}
+            path = session.info["recording"]
+            session.close()
+            yield {"root": root, "daemon": daemon, "results": results, "exports": exports,
+                   "path": path, "session_id": session.session_id}
+    finally:
+        daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
 def client(daemon):
     from toolexec import Client
     with Client(daemon.address) as c:
         yield c
+
+
+def tool_use(id_, name, **input_):
+    """An Anthropic tool_use content block, as a model sends it."""
+    return {"type": "tool_use", "id": id_, "name": name, "input": input_}
 
 
 def subprocess_env(**extra):

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import memory_daemon
+from conftest import memory_daemon, tool_use
 from toolexec import Client, providers
 
 BASH_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/bash-tool"
@@ -59,10 +59,6 @@ def execute(session, calls):
     results = [e["result"] for e in session.execute(calls) if "result" in e]
     assert [r["index"] for r in results] == list(range(len(calls)))
     return results
-
-
-def tool_use(id_, name, **input_):
-    return {"type": "tool_use", "id": id_, "name": name, "input": input_}
 
 
 def claude_turn(session, *blocks):

@@ -11,67 +11,11 @@ import tempfile
 
 import pytest
 
-from conftest import REPO, CONFIG, Daemon
+from conftest import REPO, BATCHES, Daemon, fill
 import toolexec
 from toolexec import Client, tool_result_messages
 
 TOOLEXEC_CLI = os.environ.get("TOOLEXEC_CLI") or os.path.join(REPO, "build", "toolexec")
-
-FILES = {
-    "a.txt": "alpha\nneedle here\n",
-    "src/b.py": "print('needle')\n",
-}
-
-BATCHES = [
-    [{"id": "v1", "name": "view_file", "args": {"file_path": "a.txt"}},
-     {"id": "l1", "name": "list_directory", "args": {"directory_path": "."}},
-     {"id": "g1", "name": "grep_search", "args": {"pattern": "needle", "output_mode": "content"}}],
-    [{"id": "c1", "name": "create_file", "args": {"file_path": "new.txt", "contents": "hello\n"}}],
-    # Calls of one batch run concurrently: what reads new.txt comes in the next.
-    [{"id": "v2", "name": "view_file", "args": {"file_path": "new.txt"}},
-     {"id": "r1", "name": "run_command", "args": {"command_line": "wc -l < a.txt"}},
-     {"id": "s1", "name": "calculate_sum", "args": {"numbers": [1, 2, 3.5]}},
-     {"id": "u1", "name": "no_such_tool", "args": {}}],
-    [{"id": "q1", "name": "ask_question", "args": {"question": "ok?"}},
-     {"id": "w1", "name": "get_weather", "args": {"city": "Paris"}}],
-]
-
-
-def fill(directory):
-    for rel, text in FILES.items():
-        path = os.path.join(directory, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-
-
-@pytest.fixture(scope="module")
-def recorded():
-    """A recorded session of BATCHES in ws1, and two fresh copies of its start."""
-    root = tempfile.mkdtemp(prefix="toolexec-rec-")
-    for ws in ("ws1", "ws2"):
-        fill(os.path.join(root, ws))
-    recordings = os.path.join(root, "recordings")
-    config = os.path.join(root, "toolexecd.textproto")
-    with open(CONFIG, encoding="utf-8") as f:
-        text = f.read()
-    with open(config, "w", encoding="utf-8") as f:
-        f.write(text + f'\nrecording {{ dir: "{recordings}" }}\n')
-    daemon = Daemon(root, config=config)
-    try:
-        with Client(daemon.address) as client:
-            session = client.open_session("conv", workspaces=["ws1"], record=True)
-            results = [session.run_batch(calls, split=False) for calls in BATCHES]
-            exports = {fmt: session.export(fmt)
-                       for fmt in (None, "openai", "anthropic", "gemini", "openai_responses")}
-            path = session.info["recording"]
-            session.close()
-            yield {"root": root, "daemon": daemon, "results": results, "exports": exports,
-                   "path": path, "session_id": session.session_id}
-    finally:
-        daemon.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
 
 def test_native_export_holds_every_event_in_order(recorded):
     events = recorded["exports"][None]
