@@ -24,10 +24,11 @@ test_pkgs+=(clang libclang-rt-14-dev)
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libre2-9 ca-certificates
               libcurl4 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 zlib1g)
 # The Python client: Debian's python3 with grpcio and protobuf; protoc and
-# grpc_python_plugin generate its stubs; pytest runs its tests.
+# grpc_python_plugin generate its stubs; pytest runs its tests, jsonschema checks
+# its exported transcripts against the providers' request shapes.
 python_pkgs=(python3 python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools
              protobuf-compiler protobuf-compiler-grpc)
-python_test_pkgs=(python3-pytest)
+python_test_pkgs=(python3-pytest python3-jsonschema)
 
 case "${1:-build}" in
   runtime) wanted=("${runtime_pkgs[@]}") ;;
