@@ -452,12 +452,20 @@ TEST(RecordingCrashTest, KillMidBatchLeavesAParseableFile) {
   close(ready[0]);
   ASSERT_GT(n, 0) << "the child never finished its first batch";
   const std::string session(buf, static_cast<size_t>(n));
-  absl::SleepFor(absl::Milliseconds(50));  // more batches, one in flight
+  const std::string path = absl::StrCat(dir, "/", session, ".jsonl");
+  // The first batch reaches the file once the writer thread gets to it (the
+  // second batch waits for that); on a loaded machine that can take a while.
+  for (int i = 0; i < 3000; ++i) {
+    auto written = ParseRecording(ReadAll(path));
+    if (written.ok() && written->events.size() >= 502) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::SleepFor(absl::Milliseconds(20));  // more batches, one in flight
   kill(child, SIGKILL);
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  const std::string text = ReadAll(absl::StrCat(dir, "/", session, ".jsonl"));
+  const std::string text = ReadAll(path);
   auto r = ParseRecording(text);
   ASSERT_TRUE(r.ok()) << r.status();
   // The header, open_session, and at least the first batch whole.
