@@ -21,6 +21,7 @@
 #include "core/engine.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/metrics.h"
+#include "tests/common/sanitizers.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
 
@@ -731,6 +732,7 @@ PolicyOptions OneCommandRule(std::string name, PolicyDecision decision, std::str
 }
 
 TEST_F(EnginePolicyTest, ASessionGrantOnACommandDoesNotCoverTheOtherCommandsOfALine) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << testing::kSkipCommandsUnderTsan;
   Start(AskingPolicy());
   auto session = engine_->OpenSession(caller_, {});
   ASSERT_TRUE(session.ok()) << session.status();
@@ -774,6 +776,7 @@ TEST_F(EnginePolicyTest, ASessionGrantOnACommandDoesNotCoverTheOtherCommandsOfAL
 }
 
 TEST_F(EnginePolicyTest, AnAllowRuleCoversALineOnlyWhenItCoversEveryCommandOfIt) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << testing::kSkipCommandsUnderTsan;
   Start(OneCommandRule("git is fine", PolicyDecision::kAllow, "git *", PolicyDecision::kDeny));
   Recorder r;
   ASSERT_TRUE(engine_
@@ -796,6 +799,7 @@ TEST_F(EnginePolicyTest, AnAllowRuleCoversALineOnlyWhenItCoversEveryCommandOfIt)
 }
 
 TEST_F(EnginePolicyTest, ADenyRuleOnACommandMatchesItHoweverItIsSpelledOrHidden) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << testing::kSkipCommandsUnderTsan;
   Start(OneCommandRule("no rm", PolicyDecision::kDeny, "rm *"));
   tree_.Write("keep", "k");
   const std::vector<std::string> lines = {
@@ -840,6 +844,7 @@ TEST_F(EnginePolicyTest, EveryCommandOfABatchIsInTheQuestion) {
 }
 
 TEST_F(EnginePolicyTest, AVariableThatMakesBashRunCodeIsJudgedAndShown) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << testing::kSkipCommandsUnderTsan;
   Start(OneCommandRule("git version", PolicyDecision::kAllow, "git --version",
                        PolicyDecision::kAsk));
   auto session = engine_->OpenSession(caller_, {});

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "tests/common/sanitizers.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
 #include "tests/unit/engine_test_util.h"
@@ -193,6 +194,7 @@ using toolexec::testing::WithExampleTools;
 // "acme_echo" (ProviderNames); a call by that name runs the tool under its
 // real name, which the result then carries.
 TEST(EngineProviderNamesTest, ACallByTheRewrittenNameRunsTheToolUnderItsRealName) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << testing::kSkipCommandsUnderTsan;
   testing::TempTree tree;
   EngineOptions options;
   options.workspace = tree.path();
