@@ -1,5 +1,6 @@
 #include "core/recording_export.h"
 
+#include <deque>
 #include <map>
 #include <utility>
 
@@ -88,8 +89,25 @@ std::string RecordingTranscript(const Recording& recording, RecordingFormat form
   Json messages;
   messages.SetArray();
   auto& a = messages.GetAllocator();
+  // A call made without an id (Gemini's functionCall may have none) is given
+  // one in the formats whose results name their call (OpenAI, Responses,
+  // Anthropic), unique in the transcript: toolexec_<batch>_<index>, on the
+  // call and on its result. Gemini's transcript leaves it out, as the model
+  // did.
+  std::deque<Json> named;  // the copies given an id (a deque: their addresses stay)
+  auto with_id = [&](const JsonValue* v, uint64_t b) -> const JsonValue* {
+    if (f == TranscriptFormat::kGemini || !StringField(*v, "id").empty()) return v;
+    Json& copy = named.emplace_back();
+    copy.CopyFrom(*v, copy.GetAllocator());
+    copy.RemoveMember("id");
+    const std::string id = absl::StrCat("toolexec_", b, "_", builtin::UintField(*v, "index"));
+    AddMember(copy, "id", MakeString(id, copy.GetAllocator()), copy.GetAllocator());
+    return &copy;
+  };
   for (uint64_t b : order) {
     if (calls[b].empty()) continue;
+    for (const JsonValue*& c : calls[b]) c = with_id(c, b);
+    for (const JsonValue*& r : results[b]) r = with_id(r, b);
     AppendToolCallTurn(f, calls[b], messages, a);
     if (!results[b].empty()) AppendToolResultMessages(f, results[b], messages, a);
   }
