@@ -23,12 +23,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
   }
   std::unique_ptr<Daemon> d(new Daemon(std::move(options)));
   d->metrics_ = std::move(metrics);
-  auto tools = BuildToolCatalogue(d->options_.tools, d->options_.engine.subagents);
-  if (!tools.ok()) return tools.status();
-  if (extra_tools) {
-    if (absl::Status s = extra_tools(*tools); !s.ok()) return s;
-  }
-  auto engine = Engine::Create(d->options_.engine, *std::move(tools));
+  auto engine = CreateEngine(d->options_.engine, d->options_.tools, extra_tools);
   if (!engine.ok()) return engine.status();
   d->engine_ = *std::move(engine);
   const Engine* checked_by = d->engine_.get();

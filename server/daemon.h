@@ -12,7 +12,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,9 +33,7 @@ namespace toolexec {
 
 class Daemon final {
  public:
-  // Registers tools after the catalogue's and before the MCP servers'
-  // (tests, embedders); they never change.
-  using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
+  using ToolInstaller = toolexec::ToolInstaller;  // server/tool_catalogue.h
 
   // Builds the tool catalogue and the engine (fails on a duplicate tool
   // name, an invalid schema or selection) and reads the credentials it

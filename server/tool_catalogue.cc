@@ -36,4 +36,15 @@ absl::StatusOr<ToolRegistry> BuildToolCatalogue(const ToolCatalogueOptions& opti
   return registry;
 }
 
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(EngineOptions options,
+                                                     const ToolCatalogueOptions& tools,
+                                                     const ToolInstaller& extra) {
+  auto registry = BuildToolCatalogue(tools, options.subagents);
+  if (!registry.ok()) return registry.status();
+  if (extra) {
+    if (absl::Status s = extra(*registry); !s.ok()) return s;
+  }
+  return Engine::Create(std::move(options), *std::move(registry));
+}
+
 }  // namespace toolexec

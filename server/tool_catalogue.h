@@ -6,10 +6,13 @@
 #ifndef TOOLEXEC_SERVER_TOOL_CATALOGUE_H_
 #define TOOLEXEC_SERVER_TOOL_CATALOGUE_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/engine.h"
 #include "core/engine_options.h"
 #include "tools/builtin.h"
 #include "tools/runtime/tool_registry.h"
@@ -33,6 +36,16 @@ struct ToolCatalogueOptions {
 // an error naming it.
 absl::StatusOr<ToolRegistry> BuildToolCatalogue(const ToolCatalogueOptions& options,
                                                 const std::vector<SubagentOptions>& subagents);
+
+// Registers tools after the catalogue's and before the MCP servers' (tests,
+// embedders); they never change.
+using ToolInstaller = std::function<absl::Status(ToolRegistry&)>;
+
+// The Engine toolexecd runs: over BuildToolCatalogue(tools, options.subagents),
+// then `extra`'s tools.
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(EngineOptions options,
+                                                     const ToolCatalogueOptions& tools,
+                                                     const ToolInstaller& extra = nullptr);
 
 }  // namespace toolexec
 

@@ -20,7 +20,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -75,7 +74,7 @@ class EngineCheckpointTest : public ::testing::Test {
     options.policy = std::move(policy);
     options.checkpoints_enabled = true;
     options.checkpoints.store_dir = tree_.Abs("store");
-    auto engine = CreateEngine(options);
+    auto engine = CreateEngine(options, {});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
     auto session = engine_->OpenSession(caller_, OpenSessionSpec());
@@ -216,7 +215,7 @@ TEST(EngineCheckpointOffTest, CheckpointCallsSayHowToTurnThemOn) {
   testing::TempTree tree;
   EngineOptions options;
   options.workspace = tree.path();
-  auto engine = CreateEngine(options);
+  auto engine = CreateEngine(options, {});
   ASSERT_TRUE(engine.ok());
   auto session = (*engine)->OpenSession(CallerIdentity(), OpenSessionSpec());
   ASSERT_TRUE(session.ok());

@@ -28,7 +28,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 using toolexec::testing::WithExampleTools;
 
 using ::testing::HasSubstr;

@@ -18,7 +18,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -16,7 +16,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 using toolexec::testing::WithExampleTools;
 
 using ::testing::HasSubstr;
@@ -52,7 +51,7 @@ TEST(EngineCreateTest, RefusesAWorkspaceThatIsNotAnAbsoluteDirectory) {
   for (std::string workspace : {"", "relative/dir"}) {
     EngineOptions options;
     options.workspace = workspace;
-    auto engine = CreateEngine(options);
+    auto engine = CreateEngine(options, {});
     ASSERT_FALSE(engine.ok()) << "workspace '" << workspace << "'";
     EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(engine.status().message()), HasSubstr("not an absolute path"));
@@ -187,7 +186,6 @@ TEST_F(EngineTest, DrainWaitsForInFlightBatchesAndRefusesNewWork) {
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 using toolexec::testing::WithExampleTools;
 
 // A tool name the providers reject ("acme.echo": a dot) is declared as

@@ -3,31 +3,15 @@
 #ifndef TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 
-#include <functional>
-#include <memory>
 #include <string>
 #include <utility>
 
-#include "core/engine.h"
 #include "core/policy.h"
 #include "server/tool_catalogue.h"
 #include "tests/common/test_tools.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec::testing {
-
-// An Engine over the tools toolexecd would register for `tools`, then
-// `extra`'s (test tools), as the daemon builds it.
-inline absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
-    EngineOptions options, const ToolCatalogueOptions& tools = {},
-    const std::function<absl::Status(ToolRegistry&)>& extra = nullptr) {
-  auto registry = BuildToolCatalogue(tools, options.subagents);
-  if (!registry.ok()) return registry.status();
-  if (extra) {
-    if (absl::Status s = extra(*registry); !s.ok()) return s;
-  }
-  return Engine::Create(std::move(options), *std::move(registry));
-}
 
 // The catalogue options with the example tools.
 inline ToolCatalogueOptions WithExampleTools() {

@@ -33,7 +33,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -419,13 +418,13 @@ TEST_F(HooksTest, CommandHookConfigErrorsNameTheHook) {
   EngineOptions options;
   options.workspace = tree_.path();
   options.hooks = std::move(hooks);
-  auto engine = CreateEngine(options);
+  auto engine = CreateEngine(options, {});
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("hook 'h': no-such-program-xyz"));
 
   options.hooks.command_hooks = {CommandHookOf("h", HookEvent::kPreCall, {"/bin/true"})};
   options.hooks.command_hooks[0].tools = {"nosuch"};
-  engine = CreateEngine(options);
+  engine = CreateEngine(options, {});
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("hook 'h' names tool 'nosuch'"));
 }
@@ -570,7 +569,7 @@ TEST_F(HooksTest, AuditLogThatCannotBeOpenedIsAStartUpError) {
   EngineOptions options;
   options.workspace = tree_.path();
   options.hooks = std::move(hooks);
-  auto engine = CreateEngine(options);
+  auto engine = CreateEngine(options, {});
   ASSERT_FALSE(engine.ok());
   EXPECT_THAT(std::string(engine.status().message()), HasSubstr("audit_log"));
 }

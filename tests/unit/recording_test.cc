@@ -30,7 +30,6 @@
 namespace toolexec {
 namespace {
 
-using toolexec::testing::CreateEngine;
 using toolexec::testing::WithExampleTools;
 
 using ::testing::ElementsAre;
