@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/daemon_pair.h"
 #include "bench/stats.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
@@ -33,61 +34,22 @@
 namespace toolexec::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int g_failures = 0;
-
-void Fail(const std::string& what) {
-  if (g_failures++ < 10) std::fprintf(stderr, "FAILURE: %s\n", what.c_str());
-}
-
-struct Target {
-  std::unique_ptr<Daemon> daemon;
-  std::unique_ptr<v1::ToolExecutor::Stub> stub;
-  std::string session;
-};
-
-uint64_t g_max_bytes = uint64_t{1} << 30;
-
-std::unique_ptr<Daemon> StartDaemon(const std::string& workspace, const std::string& recordings) {
+// A daemon of example tools, recording every session into `recordings`
+// unless it is empty.
+std::unique_ptr<Daemon> StartDaemon(const std::string& workspace, const std::string& recordings,
+                                    uint64_t max_bytes) {
   DaemonOptions options;
-  options.server.listen = "127.0.0.1:0";
   options.engine.workspace = workspace;
   options.tools.example_tools = true;
   if (!recordings.empty()) {
     options.engine.recording.dir = recordings;
     options.engine.recording.all_sessions = true;
-    options.engine.recording.max_bytes_per_session = g_max_bytes;
+    options.engine.recording.max_bytes_per_session = max_bytes;
   }
-  auto daemon = Daemon::Create(options);
-  absl::Status started = daemon.ok() ? (*daemon)->Start() : daemon.status();
-  if (!started.ok()) {
-    std::fprintf(stderr, "cannot start a daemon: %s\n", started.ToString().c_str());
-    return nullptr;
-  }
-  return *std::move(daemon);
+  return StartBenchDaemon(std::move(options));
 }
 
-bool Connect(Target& t) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(t.daemon->address(),
-                                           grpc::InsecureChannelCredentials(), args);
-  t.stub = v1::ToolExecutor::NewStub(channel);
-  grpc::ClientContext context;
-  v1::OpenSessionRequest request;
-  v1::Session session;
-  grpc::Status s = t.stub->OpenSession(&context, request, &session);
-  if (!s.ok()) {
-    std::fprintf(stderr, "OpenSession: %s\n", s.error_message().c_str());
-    return false;
-  }
-  t.session = session.session_id();
-  return true;
-}
-
-v1::ExecuteBatchRequest Batch(const Target& t, int calls) {
+v1::ExecuteBatchRequest Batch(const BenchDaemon& t, int calls) {
   v1::ExecuteBatchRequest request;
   request.set_session_id(t.session);
   for (int i = 0; i < calls; ++i) {
@@ -99,37 +61,16 @@ v1::ExecuteBatchRequest Batch(const Target& t, int calls) {
   return request;
 }
 
-// One ExecuteBatch, read to its end and checked; its wall time in µs.
-double Run(const Target& t, const v1::ExecuteBatchRequest& request) {
-  const auto start = Clock::now();
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  auto reader = t.stub->ExecuteBatch(&context, request);
-  v1::ExecuteBatchResponse response;
-  int results = 0;
-  while (reader->Read(&response)) {
-    if (!response.has_result()) continue;
-    if (response.result().status() != v1::RESULT_STATUS_SUCCESS ||
-        response.result().index() != static_cast<uint32_t>(results)) {
-      Fail("result " + std::to_string(results) + " not a SUCCESS in order");
-    }
-    ++results;
-  }
-  grpc::Status status = reader->Finish();
-  const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-  if (!status.ok()) Fail("ExecuteBatch: " + status.error_message());
-  if (results != request.calls_size()) Fail("missing results");
-  return us;
-}
-
 int Main(int argc, char** argv) {
   bool quick = false;
+  constexpr uint64_t kNoLimit = uint64_t{1} << 30;
+  uint64_t max_bytes = kNoLimit;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else if (std::strncmp(argv[i], "--max_bytes=", 12) == 0) {
       // Past it the recording is cut: rendering goes on, writing stops.
-      g_max_bytes = std::strtoull(argv[i] + 12, nullptr, 10);
+      max_bytes = std::strtoull(argv[i] + 12, nullptr, 10);
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--max_bytes=N]\n", argv[0]);
       return 2;
@@ -149,10 +90,13 @@ int Main(int argc, char** argv) {
   const std::string workspace = std::string(scratch) + "/ws";
   const std::string recordings = std::string(scratch) + "/recordings";
   std::filesystem::create_directories(workspace);
-  Target off, on;
-  off.daemon = StartDaemon(workspace, "");
-  on.daemon = StartDaemon(workspace, recordings);
-  if (off.daemon == nullptr || on.daemon == nullptr || !Connect(off) || !Connect(on)) return 2;
+  BenchDaemon off, on;
+  off.daemon = StartDaemon(workspace, "", max_bytes);
+  on.daemon = StartDaemon(workspace, recordings, max_bytes);
+  if (off.daemon == nullptr || on.daemon == nullptr || !ConnectWithSession(off) ||
+      !ConnectWithSession(on)) {
+    return 2;
+  }
 
   std::printf("bench_recording: the same calls to a daemon recording every session (on) and one "
               "recording nothing (off)\n%s\n",
@@ -160,19 +104,19 @@ int Main(int argc, char** argv) {
   const auto one_off = Batch(off, 1), one_on = Batch(on, 1);
   const auto big_off = Batch(off, batch_calls), big_on = Batch(on, batch_calls);
   for (int i = 0; i < warmup; ++i) {
-    Run(off, one_off);
-    Run(on, one_on);
+    RunBatch(off, one_off);
+    RunBatch(on, one_on);
   }
   std::vector<double> p50_off, p50_on, batch_off, batch_on;
   for (int r = 0; r < rounds; ++r) {
-    for (Target* t : {&off, &on}) {
+    for (BenchDaemon* t : {&off, &on}) {
       std::vector<double> lat;
       lat.reserve(sequential);
       const auto& request = t == &off ? one_off : one_on;
-      for (int i = 0; i < sequential; ++i) lat.push_back(Run(*t, request));
+      for (int i = 0; i < sequential; ++i) lat.push_back(RunBatch(*t, request));
       (t == &off ? p50_off : p50_on).push_back(Percentile(lat, 0.5));
       for (int i = 0; i < batch_repeats; ++i) {
-        (t == &off ? batch_off : batch_on).push_back(Run(*t, t == &off ? big_off : big_on) / 1000);
+        (t == &off ? batch_off : batch_on).push_back(RunBatch(*t, t == &off ? big_off : big_on) / 1000);
       }
     }
   }
@@ -208,12 +152,12 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nrecording: %ld result lines (expected %ld), %.1f MiB\n", results, expected,
               static_cast<double>(bytes) / (1 << 20));
-  if (results != expected && g_max_bytes == uint64_t{1} << 30) {
+  if (results != expected && max_bytes == kNoLimit) {
     Fail("the recording does not hold every result");
   }
   std::filesystem::remove_all(scratch);
-  if (g_failures > 0) {
-    std::printf("FAILED: %d problem(s), see stderr\n", g_failures);
+  if (FailureCount() > 0) {
+    std::printf("FAILED: %d problem(s), see stderr\n", FailureCount());
     return 1;
   }
   std::printf("all RPCs OK, every result SUCCESS and recorded\n");
