@@ -36,6 +36,7 @@ absl::Status RuntimeEngine::CheckpointBefore(const BatchRequest& batch, BatchObs
   const std::vector<std::string> trace = absl::StrSplit(batch.traceparent, '-');
   request.batch_id = trace.size() > 1 ? trace[1] : batch.traceparent;
   request.tools = std::move(writers);
+  request.owner = session.owner();
   checkpoint::TakeStats stats;
   auto taken = checkpoints_->Take(RootOf(session), request, &stats);
   if (!taken.ok()) {
@@ -64,9 +65,26 @@ absl::StatusOr<std::shared_ptr<Session>> RuntimeEngine::CheckpointSession(
   NoteCall();
   if (checkpoints_ == nullptr) return absl::FailedPreconditionError(kCheckpointsOff);
   auto session = sessions_->Get(id, caller.name);
-  if (!session.ok()) return session.status();
-  (*session)->Touch();
-  return session;
+  if (session.ok()) {
+    (*session)->Touch();
+    return session;
+  }
+  // A session no longer open keeps its checkpoints for the caller that took
+  // them; to anyone else it does not exist, as an open one would not.
+  const std::vector<checkpoint::CheckpointInfo> taken = checkpoints_->List(id);
+  if (!absl::IsNotFound(session.status()) || taken.empty() || taken.back().owner != caller.name) {
+    return session.status();
+  }
+  auto root = OpenSessionWorkspace(workspace_root_, taken.back().root);
+  if (!root.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("session '", id, "' is closed and its checkpoints' workspace cannot be opened: ",
+                     root.status().message()));
+  }
+  SessionOptions options;
+  options.owner = caller.name;
+  options.workspaces.push_back(*std::move(root));
+  return std::make_shared<Session>(id, std::move(options));
 }
 
 bool RuntimeEngine::BatchesRunningIn(const std::string& id) const {
@@ -151,6 +169,7 @@ absl::StatusOr<checkpoint::RestoreResult> RuntimeEngine::RestoreCheckpoint(
   checkpoint::TakeRequest undo;
   undo.session_id = session_id;
   undo.tools = {"restore_checkpoint"};
+  undo.owner = caller.name;
   auto restored =
       checkpoints_->Restore(root, session_id, checkpoint_id, paths, dry_run, undo, approve);
   if (restored.ok() && !restored->undo_checkpoint_id.empty() && options_.metrics != nullptr) {

@@ -15,12 +15,7 @@
 #include "absl/strings/str_join.h"
 
 namespace toolexec {
-namespace {
 
-// A session's workspace: an existing directory inside the daemon's, resolved
-// beneath the daemon's root handle (never by a path name checked first and
-// opened later) and held open for the session's life. `path` is relative to
-// the daemon's workspace, or absolute inside it.
 absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> OpenSessionWorkspace(
     const std::shared_ptr<const fs::ConfinedRoot>& daemon_root, const std::string& path) {
   auto wp = fs::ResolveWorkspacePath({daemon_root}, path.empty() ? "." : path, "workspaces");
@@ -38,8 +33,6 @@ absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> OpenSessionWorkspace(
   // "'a.txt' is not a directory", a malformed path, a symlink loop, ...
   return absl::InvalidArgumentError(absl::StrCat("workspace ", s.message()));
 }
-
-}  // namespace
 
 SessionInfo RuntimeEngine::InfoOf(const Session& s) const {
   SessionInfo info;

@@ -51,6 +51,14 @@ struct ResolvedSubagent {
   std::vector<std::string> warnings;  // e.g. start_subagent dropped
 };
 
+// A session's workspace: an existing directory inside the daemon's, resolved
+// beneath the daemon's root handle (never by a path name checked first and
+// opened later) and held open for the session's life. `path` is relative to
+// the daemon's workspace, or absolute inside it. InvalidArgument naming
+// `path` when it is outside, missing or not a directory.
+absl::StatusOr<std::shared_ptr<const fs::ConfinedRoot>> OpenSessionWorkspace(
+    const std::shared_ptr<const fs::ConfinedRoot>& daemon_root, const std::string& path);
+
 class RuntimeEngine final : public Engine {
  public:
   explicit RuntimeEngine(EngineOptions options) : options_(std::move(options)) {}
@@ -151,7 +159,10 @@ class RuntimeEngine final : public Engine {
   const std::shared_ptr<const fs::ConfinedRoot>& RootOf(const Session& session) const {
     return session.workspaces().empty() ? workspace_root_ : session.workspaces().front();
   }
-  // The session `id` of `caller`, with checkpoints on.
+  // The session `id` of `caller`, with checkpoints on: the open session, or,
+  // for one no longer open (closed, or opened before a restart) whose
+  // checkpoints `caller` took, a stand-in with its workspace and no policy
+  // profile of its own (the caller's and the config's policy still judge).
   absl::StatusOr<std::shared_ptr<Session>> CheckpointSession(const CallerIdentity& caller,
                                                             const std::string& id);
   // A batch of `id` or of a session below it is accepted and not delivered.

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cannot open the store or the tree\n");
     return 1;
   }
-  const TakeRequest request{"bench", "", {"run_command"}};
+  const TakeRequest request{"bench", "", {"run_command"}, ""};
 
   // The first checkpoint vs git's first index of a fresh copy.
   auto t0 = Clock::now();
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   // fresh copy, which git indexed without changing it).
   if (first_cp.ok()) {
     auto restored = (*store)->Restore(*root, "bench", first_cp->id, {}, false,
-                                      TakeRequest{"bench", "", {"restore"}}, nullptr);
+                                      TakeRequest{"bench", "", {"restore"}, ""}, nullptr);
     check(restored.ok(), absl::StrCat("the restore: ", restored.status().ToString()));
     check(Sh(absl::StrCat("diff -r -q --no-dereference --exclude=.git ", Quote(ws), " ",
                           Quote(fresh))) == 0,

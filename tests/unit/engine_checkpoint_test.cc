@@ -69,6 +69,15 @@ class EngineCheckpointTest : public ::testing::Test {
  protected:
   void Start(PolicyOptions policy = {}) {
     tree_.Mkdir("ws");
+    StartEngine(std::move(policy));
+    auto session = engine_->OpenSession(caller_, OpenSessionSpec());
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = session->session_id;
+  }
+
+  // An engine with checkpoints on, over ws/ and the store/ beside it (one
+  // a daemon restarted with the same store_dir would have).
+  void StartEngine(PolicyOptions policy = {}) {
     EngineOptions options;
     options.workspace = tree_.Abs("ws");
     options.policy = std::move(policy);
@@ -77,9 +86,15 @@ class EngineCheckpointTest : public ::testing::Test {
     auto engine = CreateEngine(options, {});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
-    auto session = engine_->OpenSession(caller_, OpenSessionSpec());
-    ASSERT_TRUE(session.ok()) << session.status();
-    session_ = session->session_id;
+  }
+
+  void Close(const std::string& session) {
+    absl::Notification closed;
+    engine_->CloseSession(caller_, session, {}, [&](absl::StatusOr<MergeResult> r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      closed.Notify();
+    });
+    closed.WaitForNotification();
   }
 
   // Runs one batch to its end; its events in order.
@@ -209,6 +224,66 @@ TEST_F(EngineCheckpointTest, ThePolicyJudgesARestoreAsAWriteOfEveryPathItChanges
   EXPECT_EQ(tree_.Read("ws/open.txt"), "o1\n");
   EXPECT_FALSE(tree_.Exists("ws/new.txt"));
   EXPECT_EQ(tree_.Read("ws/secret/key"), "k2\n");
+}
+
+TEST_F(EngineCheckpointTest, ACheckpointOutlivesItsSessionAndTheDaemonForTheCallerThatTookIt) {
+  caller_ = CallerIdentity{"alice", ""};
+  Start();
+  tree_.Write("ws/src/a.txt", "one\n");
+  Recorder r;
+  Run(Calls(Call("1", "create_file", R"({"file_path":"b.txt","contents":"b"})")), &r);
+  ASSERT_EQ(r.checkpoints().size(), 1u);
+  const std::string id = r.checkpoints()[0].id;
+  Close(session_);
+  tree_.Write("ws/src/a.txt", "two\n");
+
+  // Closed: its checkpoints are still the caller's to list, diff and restore.
+  auto listed = engine_->ListCheckpoints(caller_, session_);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].owner, "alice");
+  auto diff = engine_->DiffCheckpoint(caller_, session_, id, "", {});
+  ASSERT_TRUE(diff.ok()) << diff.status();
+  EXPECT_THAT(diff->unified_diff, HasSubstr("-one\n+two\n"));
+  // To another caller the closed session does not exist, as an open one would not.
+  const CallerIdentity other{"mallory", ""};
+  EXPECT_EQ(engine_->ListCheckpoints(other, session_).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine_->RestoreCheckpoint(other, session_, id, {}, false).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(tree_.Read("ws/src/a.txt"), "two\n");
+  auto restored = engine_->RestoreCheckpoint(caller_, session_, id, {}, false);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(tree_.Read("ws/src/a.txt"), "one\n");
+  EXPECT_FALSE(tree_.Exists("ws/b.txt"));
+  EXPECT_FALSE(restored->undo_checkpoint_id.empty());
+
+  // A daemon restarted with the same store finds them for the same caller.
+  engine_.reset();
+  tree_.Write("ws/src/a.txt", "three\n");
+  StartEngine();
+  auto after = engine_->ListCheckpoints(caller_, session_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 2u);  // the batch's and the restore's undo
+  EXPECT_EQ((*after)[1].id, restored->undo_checkpoint_id);
+  EXPECT_EQ(engine_->ListCheckpoints(other, session_).status().code(), absl::StatusCode::kNotFound);
+  auto again = engine_->RestoreCheckpoint(caller_, session_, id, {}, false);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(tree_.Read("ws/src/a.txt"), "one\n");
+}
+
+TEST_F(EngineCheckpointTest, AClosedSessionsRestoreIsStillJudgedByThePolicy) {
+  PolicyOptions policy;
+  policy.rules.push_back(testing::PathRule("keep secrets", "*", PolicyDecision::kDeny, "secret/**"));
+  Start(std::move(policy));
+  tree_.Write("ws/secret/key", "k1\n");
+  Run(Calls(Call("1", "create_file", R"({"file_path":"new.txt","contents":"n"})")));
+  const std::string id = (*engine_->ListCheckpoints(caller_, session_))[0].id;
+  Close(session_);
+  tree_.Write("ws/secret/key", "k2\n");
+  auto refused = engine_->RestoreCheckpoint(caller_, session_, id, {}, false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tree_.Read("ws/secret/key"), "k2\n");
+  EXPECT_TRUE(tree_.Exists("ws/new.txt"));
 }
 
 TEST(EngineCheckpointOffTest, CheckpointCallsSayHowToTurnThemOn) {

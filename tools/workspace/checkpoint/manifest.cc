@@ -102,6 +102,7 @@ std::string SerializeManifest(const Manifest& m) {
   // Fixed width: a writer may patch it in after measuring the text.
   header("bytes_stored", absl::StrFormat("%020u", info.bytes_stored));
   header("root", info.root);
+  header("owner", info.owner);
   for (const Entry& e : m.entries) {
     out.push_back(static_cast<char>(e.type));
     out.push_back('\t');
@@ -178,6 +179,8 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view text, absl::string_view
         if (!absl::SimpleAtoi(value, &info.bytes_stored)) return bad("bytes_stored");
       } else if (key == "root") {
         info.root = value;
+      } else if (key == "owner") {
+        info.owner = value;
       }  // unknown keys: written by a later version; skipped
       continue;
     }

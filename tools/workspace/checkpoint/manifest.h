@@ -15,7 +15,8 @@
 //   toolexec-checkpoint/1
 //   =<key>\t<value>       header: id, session, batch, created_ns, tool (one
 //                         line per tool), files_changed, bytes_stored (20
-//                         digits, so it can be patched in place), root
+//                         digits, so it can be patched in place), root,
+//                         owner (absent from older manifests: "")
 //   f\t<mode>\t<size>\t<sha256>\t<dev>\t<ino>\t<mtime_ns>\t<ctime_ns>\t<path>
 //   l\t<mode>\t<target>\t<path>
 //   d\t<mode>\t<path>
@@ -80,6 +81,10 @@ struct CheckpointInfo {
   uint32_t files_changed = 0;      // paths that differ from the session's previous checkpoint
   uint64_t bytes_stored = 0;       // bytes this checkpoint added to the store
   std::string root;                // the workspace's path
+  // Who took it: the caller that owned the session (CallerIdentity::name;
+  // "" = an unauthenticated caller). Only that caller may list, diff or
+  // restore it, also once the session is closed or the daemon restarted.
+  std::string owner;
 };
 
 struct Manifest {

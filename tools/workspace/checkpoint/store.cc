@@ -225,6 +225,7 @@ absl::StatusOr<CheckpointInfo> CheckpointStore::Take(
       info.batch_id = request.batch_id;
       info.tools = request.tools;
       info.root = root->path();
+      info.owner = request.owner;
       info.files_changed = static_cast<uint32_t>(
           Compare(before != nullptr ? before->entries : std::vector<Entry>(), manifest->entries,
                   PathFilter())

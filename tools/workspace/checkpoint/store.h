@@ -100,6 +100,7 @@ struct TakeRequest {
   std::string session_id;
   std::string batch_id;
   std::vector<std::string> tools;
+  std::string owner;  // CheckpointInfo::owner
 };
 
 // What one Take did (for metrics and tests).
