@@ -6,6 +6,7 @@ example tools and examples/python/toolexecd.textproto (which declares
 ask_question for the harness and google_search for the provider).
 """
 
+import json
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ try:  # installed (scripts/test_python.sh), else this source tree's (stubs gener
 except ImportError:
     sys.path.insert(0, os.path.join(REPO, "client", "python"))
 TOOLEXECD = os.environ.get("TOOLEXECD") or os.path.join(REPO, "build", "toolexecd")
+TOOLEXEC_CLI = os.environ.get("TOOLEXEC_CLI") or os.path.join(REPO, "build", "toolexec")
 CONFIG = os.path.join(REPO, "examples", "python", "toolexecd.textproto")
 
 
@@ -168,6 +170,19 @@ def recorded():
     finally:
         daemon.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def cli_replay(address, path, workspace):
+    """`toolexec replay PATH --workspace WORKSPACE --json` against the daemon at
+    ``address``: (exit code, the report)."""
+    if not os.access(TOOLEXEC_CLI, os.X_OK):
+        pytest.fail(f"toolexec not found at {TOOLEXEC_CLI}: build it (scripts/build.sh toolexec)",
+                    pytrace=False)
+    run = subprocess.run(
+        [TOOLEXEC_CLI, f"--target={address}", "replay", path, "--workspace", workspace, "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert run.returncode in (0, 1), run.stderr
+    return run.returncode, json.loads(run.stdout)
 
 
 @pytest.fixture

@@ -11,11 +11,9 @@ import tempfile
 
 import pytest
 
-from conftest import REPO, BATCHES, Daemon, fill
+from conftest import BATCHES, TOOLEXEC_CLI, Daemon, cli_replay, fill
 import toolexec
 from toolexec import Client, tool_result_messages
-
-TOOLEXEC_CLI = os.environ.get("TOOLEXEC_CLI") or os.path.join(REPO, "build", "toolexec")
 
 def test_native_export_holds_every_event_in_order(recorded):
     events = recorded["exports"][None]
@@ -78,15 +76,7 @@ def test_responses_export_pairs_each_call_with_its_output(recorded):
 
 
 def replay(recorded, workspace):
-    if not os.access(TOOLEXEC_CLI, os.X_OK):
-        pytest.fail(f"toolexec not found at {TOOLEXEC_CLI}: build it (scripts/build.sh toolexec)",
-                    pytrace=False)
-    run = subprocess.run(
-        [TOOLEXEC_CLI, f"--target={recorded['daemon'].address}", "replay", recorded["path"],
-         "--workspace", workspace, "--json"],
-        capture_output=True, text=True, timeout=120)
-    assert run.returncode in (0, 1), run.stderr
-    return run.returncode, json.loads(run.stdout)
+    return cli_replay(recorded["daemon"].address, recorded["path"], workspace)
 
 
 def test_replay_against_the_same_build_finds_no_difference(recorded):
