@@ -27,8 +27,11 @@ const std::vector<std::string>& ReplayRules::ComparedFields() {
 }
 
 const std::vector<std::string>& ReplayRules::IgnoredKeys() {
-  static const auto* const kKeys =
-      new std::vector<std::string>{"duration_ms", "elapsed_ms", "started_at", "ended_at"};
+  // stdout_bytes and stderr_bytes count a command's streams as they were,
+  // whose text is compared normalized: a workspace path or a duration of
+  // another length in the output changes them.
+  static const auto* const kKeys = new std::vector<std::string>{
+      "duration_ms", "elapsed_ms", "started_at", "ended_at", "stdout_bytes", "stderr_bytes"};
   return *kKeys;
 }
 

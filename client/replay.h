@@ -38,7 +38,8 @@ struct ReplayRules {
   // .proto names). Everything else (duration, trace_id, display.full_length,
   // display.is_truncated, exception.tool_name …) is ignored.
   static const std::vector<std::string>& ComparedFields();
-  // Object members dropped at any depth of a payload or state_delta.
+  // Object members dropped at any depth of a payload or state_delta: times,
+  // and the byte counts of a command's streams (their text is compared).
   static const std::vector<std::string>& IgnoredKeys();
   // In every string (payload values, model_content, messages): each match is
   // replaced by its placeholder before comparing. Session and permission

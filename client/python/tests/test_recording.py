@@ -142,6 +142,37 @@ def test_replay_leaves_a_recorded_ask_timeout_to_time_out():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_replay_in_a_workspace_of_another_length_finds_no_difference():
+    """A command's output naming the workspace is compared with the path made
+    <workspace>; the streams' byte counts, which the path's length changes, are
+    not compared (ReplayRules)."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-path-")
+    try:
+        for ws in ("ws", "a-longer-workspace"):
+            os.makedirs(os.path.join(root, ws))
+        config = os.path.join(root, "toolexecd.textproto")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{root}/recordings" }}\n')
+        daemon = Daemon(root, config=config)
+        try:
+            with Client(daemon.address) as client:
+                session = client.open_session("conv", workspaces=["ws"], record=True)
+                [result] = session.run_batch([{"id": "p", "name": "run_command",
+                                               "args": {"command_line": "pwd; pwd >&2"}}])
+                path = session.info["recording"]
+                session.close()
+                here = os.path.realpath(os.path.join(root, "ws")) + "\n"
+                assert (result["payload"]["stdout"], result["payload"]["stderr"]) == (here, here)
+                report = toolexec.replay(path, client, workspace="a-longer-workspace",
+                                         cli=TOOLEXEC_CLI, report=True)
+            assert report["differences"] == 0, json.dumps(report, indent=1)
+            assert report["batches"][0]["compared"] == 1
+        finally:
+            daemon.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("fmt", [None, "anthropic", "openai_responses"])
 def test_the_cli_exports_what_the_client_exports(recorded, fmt):
     """`toolexec export SESSION [--format F]`, as the README shows it."""
