@@ -208,6 +208,31 @@ absl::StatusOr<ReplayReport> Replay(Client& client, absl::string_view text,
     return absl::InvalidArgumentError("the recording has no open_session event");
   }
 
+  // ---- the workspace as the recorded session found it ----
+  // Its first checkpoint was taken before its first batch that could write;
+  // the batches before that one only read. Restored unless a workspace is
+  // given (then the replay runs in that one as it is).
+  if (options.workspace.empty()) {
+    for (const Json& e : recording->events) {
+      const JsonValue* cp = StringOf(e, "type") == "checkpoint" ? Member(e, "checkpoint") : nullptr;
+      if (cp == nullptr) continue;
+      v1::RestoreCheckpointRequest restore;
+      restore.set_session_id(StringOf(*cp, "session_id"));
+      restore.set_checkpoint_id(StringOf(*cp, "id"));
+      auto restored = client.RestoreCheckpoint(restore);
+      if (!restored.ok()) {
+        return absl::Status(
+            restored.status().code(),
+            absl::StrCat("cannot start from the recorded session's first checkpoint ",
+                         restore.checkpoint_id(), ": ", restored.status().message(),
+                         " (give --workspace DIR to replay in a workspace as it is)"));
+      }
+      report.start_checkpoint = restore.checkpoint_id();
+      report.undo_checkpoint = restored->undo_checkpoint_id();
+      break;
+    }
+  }
+
   // ---- the replay session, like the recorded one ----
   v1::OpenSessionRequest open;
   open.set_conversation_id(StringOf(*session, "conversation_id"));
@@ -377,6 +402,10 @@ std::string ReplayReportText(const ReplayReport& report) {
   }
   absl::StrAppend(&out, report.batches.size(), " batch(es) replayed, ", report.differences,
                   " result(s) differ\n");
+  if (!report.start_checkpoint.empty()) {
+    absl::StrAppend(&out, "started from checkpoint ", report.start_checkpoint,
+                    " (the workspace before it: checkpoint ", report.undo_checkpoint, ")\n");
+  }
   return out;
 }
 
@@ -387,6 +416,8 @@ std::string ReplayReportJson(const ReplayReport& report) {
   doc.AddMember("recorded_session", str(report.recorded_session), a);
   doc.AddMember("replay_session", str(report.replay_session), a);
   doc.AddMember("differences", JsonValue(static_cast<uint64_t>(report.differences)), a);
+  doc.AddMember("start_checkpoint", str(report.start_checkpoint), a);
+  doc.AddMember("undo_checkpoint", str(report.undo_checkpoint), a);
   JsonValue batches(rapidjson::kArrayType);
   for (const ReplayBatch& b : report.batches) {
     JsonValue o(rapidjson::kObjectType);

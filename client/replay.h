@@ -3,7 +3,9 @@
 // conversation and user, policy profile; its workspace, or the one given),
 // re-runs every recorded batch in order, and compares each result with the
 // recorded one after both are normalized the same way (ReplayRules below,
-// the one list of what may differ).
+// the one list of what may differ). Without a workspace given, the recorded
+// workspace is first restored to the session's first checkpoint (if it took
+// one), the daemon keeping checkpoints past the session's close.
 //
 // - Calls the harness ran (the recorded result failed NOT_EXECUTABLE_HERE,
 //   or the daemon declares the tool EXECUTOR_HARNESS or EXECUTOR_PROVIDER)
@@ -85,6 +87,11 @@ struct ReplayBatch {
 struct ReplayReport {
   std::string recorded_session;
   std::string replay_session;
+  // The recorded session's first checkpoint, restored before the first batch
+  // (no workspace given), and the undo checkpoint that restore took: the
+  // workspace as it was before the replay. "" when none was restored.
+  std::string start_checkpoint;
+  std::string undo_checkpoint;
   std::vector<ReplayBatch> batches;
   size_t differences = 0;  // results that differ
 };
@@ -96,7 +103,8 @@ absl::StatusOr<ReplayReport> Replay(Client& client, absl::string_view recording,
 
 // One line per batch, then a line per difference; then the total.
 std::string ReplayReportText(const ReplayReport& report);
-// {"recorded_session", "replay_session", "differences": N, "batches": [{"batch",
+// {"recorded_session", "replay_session", "differences": N, "start_checkpoint",
+// "undo_checkpoint", "batches": [{"batch",
 // "calls", "from_recording", "compared", "differences": [{index, id, name,
 // fields: [{field, recorded, replayed}]}], "notes"}]}
 std::string ReplayReportJson(const ReplayReport& report);

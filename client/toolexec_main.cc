@@ -85,8 +85,10 @@ commands:
                            the tool results
   replay FILE [--workspace DIR] [--json]
                            re-run the recorded session in FILE against the
-                           daemon (in DIR, else the recorded workspace) and
-                           compare each result with the recorded one; prints a
+                           daemon (in DIR as it is, else in the recorded
+                           workspace restored to the session's first
+                           checkpoint) and compare each result with the
+                           recorded one; prints a
                            line per batch and each difference (--json: one JSON
                            object); exit 1 on any difference
   checkpoints SESSION      list the session's checkpoints (its workspace before each

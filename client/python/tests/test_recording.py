@@ -227,3 +227,57 @@ def test_responses_export_gives_native_items_back_in_their_own_form():
             ["apply_patch_call_output", "shell_call_output", "function_call_output"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_replay_starts_from_the_sessions_first_checkpoint():
+    """Without --workspace, a replay first restores the recorded workspace to the
+    session's first checkpoint (kept after the session closed), so it finds the
+    files as the recorded session did; the report names that checkpoint and the
+    undo checkpoint holding the workspace as it was before the replay."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-cp-")
+    try:
+        # The store lies outside the daemon's workspace, as it must.
+        ws = os.path.join(root, "daemon", "ws")
+        os.makedirs(ws)
+        with open(os.path.join(ws, "notes.txt"), "w", encoding="utf-8") as f:
+            f.write("first\n")
+        config = os.path.join(root, "toolexecd.textproto")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{root}/recordings" }}\n'
+                    f'checkpoints {{ enabled: true store_dir: "{root}/store" }}\n')
+        daemon = Daemon(os.path.join(root, "daemon"), config=config)
+        try:
+            with Client(daemon.address) as client:
+                session = client.open_session("conv", workspaces=["ws"], record=True)
+                batches = [
+                    [{"id": "v", "name": "view_file", "args": {"file_path": "notes.txt"}}],
+                    [{"id": "c", "name": "create_file",
+                      "args": {"file_path": "plan.md", "contents": "step 1\n"}},
+                     {"id": "r", "name": "run_command",
+                      "args": {"command_line": "echo second >> notes.txt && cat notes.txt"}}],
+                    [{"id": "v2", "name": "view_file", "args": {"file_path": "notes.txt"}}],
+                ]
+                checkpoints = []
+                for calls in batches:
+                    for event in session.execute(calls):
+                        if "checkpoint" in event:
+                            checkpoints.append(event["checkpoint"]["id"])
+                        if "result" in event:
+                            assert event["result"]["status"] == "RESULT_STATUS_SUCCESS", event
+                path = session.info["recording"]
+                session.close()
+                assert len(checkpoints) == 1
+                with open(os.path.join(ws, "notes.txt"), "a", encoding="utf-8") as f:
+                    f.write("edited after the session\n")
+
+                report = toolexec.replay(path, client, cli=TOOLEXEC_CLI, report=True)
+            assert report["differences"] == 0, json.dumps(report, indent=1)
+            assert [b["compared"] for b in report["batches"]] == [1, 2, 1]
+            assert report["start_checkpoint"] == checkpoints[0]
+            assert report["undo_checkpoint"]
+            with open(os.path.join(ws, "notes.txt"), encoding="utf-8") as f:
+                assert f.read() == "first\nsecond\n"  # as the replay left it
+        finally:
+            daemon.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

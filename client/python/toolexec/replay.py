@@ -24,7 +24,8 @@ def _cli(cli):
 
 def replay(path, client, *, workspace=None, cli=None, report=False):
     """Re-runs the recording at ``path`` against ``client``'s daemon (in ``workspace``,
-    relative to the daemon's, else the recorded one) and returns the results that
+    relative to the daemon's, as it is; else in the recorded one, first restored to
+    the session's first checkpoint) and returns the results that
     differ: a list of {"batch", "index", "id", "name", "fields": [{"field",
     "recorded", "replayed"}]}, empty when none does. ``report=True`` returns the
     whole report instead (per batch: calls, compared, from_recording, notes)."""
