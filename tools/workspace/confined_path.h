@@ -50,7 +50,8 @@ std::string JoinRelative(absl::string_view dir, absl::string_view name);
 
 // The order of every listing and result: by path, component by component
 // (as if '/' sorted before every other byte, so "a/b" < "a-b" < "a.c"),
-// byte-wise within a component.
+// byte-wise within a component. PathCompare is its three-way form (<0, 0, >0).
+int PathCompare(absl::string_view a, absl::string_view b);
 bool PathLess(absl::string_view a, absl::string_view b);
 struct PathLessCmp {
   using is_transparent = void;

@@ -757,5 +757,38 @@ TEST(FsTextTest, BinaryDetection) {
   EXPECT_FALSE(fs::LooksBinary(late));
 }
 
+
+// The listing order against its definition, on paths with long shared
+// prefixes (compared a word at a time) and every kind of byte at the first
+// difference: '/' sorts before every other byte, the rest byte-wise
+// unsigned, a prefix first.
+TEST(PathOrderTest, PathCompareIsComponentOrderOnEveryPair) {
+  auto reference = [](absl::string_view a, absl::string_view b) {
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      if (a[i] == b[i]) continue;
+      const int x = a[i] == '/' ? -1 : static_cast<unsigned char>(a[i]);
+      const int y = b[i] == '/' ? -1 : static_cast<unsigned char>(b[i]);
+      return x < y ? -1 : 1;
+    }
+    return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+  };
+  const std::string alphabet = std::string("a/-.Z\x7f\xff") + '\0';
+  std::vector<std::string> paths = {"", "a", "a/b", "a-b", "a.c", "src/mod1/file1.cc",
+                                    "src/mod1/file10.cc", "src/mod1/file1.cc/x"};
+  uint64_t seed = 20261207;
+  auto next = [&seed] { return (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (int i = 0; i < 400; ++i) {
+    std::string p = next() % 2 == 0 ? "pkg12/mod7/shared-prefix/" : "";
+    for (size_t n = next() % 20; n > 0; --n) p += alphabet[next() % alphabet.size()];
+    paths.push_back(std::move(p));
+  }
+  for (const std::string& a : paths) {
+    for (const std::string& b : paths) {
+      ASSERT_EQ(fs::PathCompare(a, b), reference(a, b)) << Quoted(a) << " vs " << Quoted(b);
+      ASSERT_EQ(fs::PathLess(a, b), reference(a, b) < 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace toolexec

@@ -28,7 +28,7 @@ using internal::Parent;
 using internal::PathFilter;
 using internal::Pins;
 using internal::ReadAll;
-using fs::PathLess;
+using fs::PathCompare;
 
 std::string ShownPath(const Entry& e) {
   return e.type == EntryType::kDir ? absl::StrCat(e.path, "/") : e.path;
@@ -93,9 +93,10 @@ std::vector<std::pair<FileChange, Pair>> Compare(const std::vector<Entry>& a,
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
     Pair p;
-    if (j == b.size() || (i < a.size() && PathLess(a[i].path, b[j].path))) {
+    const int order = i == a.size() ? 1 : j == b.size() ? -1 : PathCompare(a[i].path, b[j].path);
+    if (order < 0) {
       p.from = &a[i++];
-    } else if (i == a.size() || PathLess(b[j].path, a[i].path)) {
+    } else if (order > 0) {
       p.to = &b[j++];
     } else {
       p.from = &a[i++];

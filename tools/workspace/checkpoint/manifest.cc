@@ -30,6 +30,17 @@ void AppendEscaped(std::string* out, absl::string_view s) {
   }
 }
 
+// Permission bits in octal, as "%o" writes them.
+void AppendOctal(std::string* out, uint32_t mode) {
+  char digits[12];
+  size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + (mode & 7));
+    mode >>= 3;
+  } while (mode != 0);
+  while (n > 0) out->push_back(digits[--n]);
+}
+
 bool Unescape(absl::string_view s, std::string* out) {
   out->clear();
   out->reserve(s.size());
@@ -106,7 +117,7 @@ std::string SerializeManifest(const Manifest& m) {
   for (const Entry& e : m.entries) {
     out.push_back(static_cast<char>(e.type));
     out.push_back('\t');
-    absl::StrAppendFormat(&out, "%o", e.mode & 07777);
+    AppendOctal(&out, e.mode & 07777);
     out.push_back('\t');
     switch (e.type) {
       case EntryType::kFile:

@@ -23,6 +23,7 @@ namespace {
 
 using internal::Nanos;
 using internal::ReadAll;
+using fs::PathCompare;
 using fs::PathLess;
 
 // Whether a time `t` read from a file's stat is safely before `start` (the
@@ -99,6 +100,11 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
     absl::Status error;
   };
   std::vector<Worker> workers(static_cast<size_t>(fs::WalkThreads(walk)));
+  if (cache != nullptr) {
+    // Each worker sees about its share of the entries the last walk found.
+    const size_t share = cache->manifest->entries.size() / workers.size() + 64;
+    for (Worker& w : workers) w.entries.reserve(share);
+  }
   absl::Mutex ignored_mu;
   std::vector<LeftOut> ignored;
   const std::function<void(absl::string_view, bool)> on_ignored = [&](absl::string_view path,
@@ -185,6 +191,9 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
   if (!walked.ok()) return walked.status();
   Manifest m;
   m.left_out = std::move(ignored);
+  // The entries in path order: the workers' entries are sorted by reference
+  // and moved once, not moved about by the sort.
+  std::vector<Entry*> order;
   for (Worker& w : workers) {
     if (!w.error.ok()) return w.error;
     if (stats != nullptr) {
@@ -192,11 +201,13 @@ absl::StatusOr<Manifest> CheckpointStore::Scan(const std::shared_ptr<const fs::C
       stats->bytes_read += w.bytes_read;
       stats->bytes_stored += w.bytes_stored;
     }
-    std::move(w.entries.begin(), w.entries.end(), std::back_inserter(m.entries));
+    for (Entry& e : w.entries) order.push_back(&e);
     std::move(w.left_out.begin(), w.left_out.end(), std::back_inserter(m.left_out));
   }
-  std::sort(m.entries.begin(), m.entries.end(),
-            [](const Entry& a, const Entry& b) { return PathLess(a.path, b.path); });
+  std::sort(order.begin(), order.end(),
+            [](const Entry* a, const Entry* b) { return PathLess(a->path, b->path); });
+  m.entries.reserve(order.size());
+  for (Entry* e : order) m.entries.push_back(std::move(*e));
   std::sort(m.left_out.begin(), m.left_out.end(),
             [](const LeftOut& a, const LeftOut& b) { return PathLess(a.path, b.path); });
   if (stats != nullptr) stats->entries = m.entries.size();
@@ -210,11 +221,23 @@ void CheckpointStore::InstallCache(RootCache& cache, std::shared_ptr<const Manif
     if (manifest->entries[i].type == EntryType::kFile) data->index.emplace(manifest->entries[i].path, i);
   }
   data->manifest = std::move(manifest);
+  // The cache's uses of objects move from the old manifest to the new: only
+  // the files whose content differs between the two change a count.
+  static const std::vector<Entry> kNone;
+  const std::vector<Entry>& now = data->manifest->entries;
+  const std::vector<Entry>& was = cache.data != nullptr ? cache.data->manifest->entries : kNone;
   absl::MutexLock lock(&mu_);
-  for (const Entry& e : data->manifest->entries) {
-    if (e.type == EntryType::kFile) ++refs_[e.hash];
+  size_t i = 0, j = 0;
+  while (i < was.size() || j < now.size()) {
+    const int order = i == was.size() ? 1 : j == now.size() ? -1 : PathCompare(was[i].path, now[j].path);
+    const Entry* old_entry = order <= 0 ? &was[i++] : nullptr;
+    const Entry* new_entry = order >= 0 ? &now[j++] : nullptr;
+    const bool old_file = old_entry != nullptr && old_entry->type == EntryType::kFile;
+    const bool new_file = new_entry != nullptr && new_entry->type == EntryType::kFile;
+    if (old_file && new_file && old_entry->hash == new_entry->hash) continue;
+    if (new_file) ++refs_[new_entry->hash];
+    if (old_file) ReleaseObject(old_entry->hash);
   }
-  if (cache.data != nullptr) Release(*cache.data->manifest);
   cache.data = std::move(data);
 }
 

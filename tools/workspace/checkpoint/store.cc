@@ -173,13 +173,16 @@ std::vector<CheckpointInfo> CheckpointStore::List(absl::string_view session_id) 
 
 void CheckpointStore::Release(const Manifest& m) {
   for (const Entry& e : m.entries) {
-    if (e.type != EntryType::kFile) continue;
-    auto it = refs_.find(e.hash);
-    if (it == refs_.end()) continue;
-    if (--it->second == 0) {
-      refs_.erase(it);
-      unused_.push_back(e.hash);
-    }
+    if (e.type == EntryType::kFile) ReleaseObject(e.hash);
+  }
+}
+
+void CheckpointStore::ReleaseObject(const std::string& hash) {
+  auto it = refs_.find(hash);
+  if (it == refs_.end()) return;
+  if (--it->second == 0) {
+    refs_.erase(it);
+    unused_.push_back(hash);
   }
 }
 

@@ -200,6 +200,7 @@ class CheckpointStore final {
   // One use fewer of each file of `m`; objects left unused are deleted at
   // the next Prune.
   void Release(const Manifest& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseObject(const std::string& hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Manifest> LoadManifest(absl::string_view session_id, absl::string_view id) const;
   std::string ManifestPath(absl::string_view session_id, absl::string_view id) const;
   std::shared_ptr<RootCache> CacheFor(const std::string& root);
