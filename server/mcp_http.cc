@@ -227,9 +227,21 @@ struct McpHttpServer::Session {
   absl::Time last_active;
 };
 
+// What a connection has carried, and whether it holds one of the
+// kKeptConnections (from the response that promised to keep it until its
+// next request starts or it closes). Only its worker thread touches it.
+struct McpHttpServer::Connection {
+  int requests = 0;
+  size_t bytes = 0;  // request and response bodies
+  bool kept = false;
+};
+
 // One HTTP request as it is served, and what its log line says.
 struct McpHttpServer::Request {
+  McpHttpServer* server = nullptr;
   mg_connection* conn = nullptr;
+  Connection* connection = nullptr;  // null if civetweb did not make one
+  bool decided = false;              // KeepOrClose ran
   std::string verb;
   std::string peer;
   CallerIdentity caller;
@@ -241,6 +253,7 @@ struct McpHttpServer::Request {
   int Reply(int status, const std::string& body,
             const std::vector<std::pair<const char*, std::string>>& headers = {}) {
     mg_response_header_start(conn, status);
+    server->KeepOrClose(*this, status);
     if (!body.empty()) mg_response_header_add(conn, "Content-Type", "application/json", -1);
     for (const auto& [name, value] : headers) {
       mg_response_header_add(conn, name, value.data(), static_cast<int>(value.size()));
@@ -248,8 +261,27 @@ struct McpHttpServer::Request {
     const std::string length = absl::StrCat(body.size());
     mg_response_header_add(conn, "Content-Length", length.c_str(), -1);
     mg_response_header_send(conn);
-    if (!body.empty()) mg_write(conn, body.data(), body.size());
+    Write(body);
     return status;
+  }
+  // Part of the body: the whole of it, or one chunk of a chunked one, in
+  // one write (one TCP segment where it fits). A connection whose write
+  // failed is not kept.
+  void Write(absl::string_view bytes, bool chunked = false) {
+    if (bytes.empty()) return;
+    if (connection != nullptr) connection->bytes += bytes.size();
+    std::string framed;
+    if (chunked) {
+      framed = absl::StrCat(absl::Hex(bytes.size()), "\r\n", bytes, "\r\n");
+      bytes = framed;
+    }
+    if (mg_write(conn, bytes.data(), bytes.size()) != static_cast<int>(bytes.size())) {
+      mg_disable_connection_keep_alive(conn);
+    }
+  }
+  // The end of a chunked body.
+  void EndChunks() {
+    if (mg_write(conn, "0\r\n\r\n", 5) != 5) mg_disable_connection_keep_alive(conn);
   }
   // An HTTP error with a JSON-RPC error body (no id) saying why.
   int Fail(int status, const std::string& why, int code = mcp::kInvalidRequest,
@@ -275,12 +307,17 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
         "mcp_listen (--mcp_listen) ", listen,
         ": this build's civetweb has no IPv6; give an IPv4 host, e.g. 127.0.0.1:8765"));
   }
-  const std::string threads = absl::StrCat(kWorkerThreads);
+  // A kept connection holds a worker while idle: kKeptConnections of them
+  // on top of the workers the requests count on.
+  const std::string threads = absl::StrCat(kWorkerThreads + kKeptConnections);
   const std::string header_timeout = absl::StrCat(absl::ToInt64Milliseconds(kHeaderTimeout));
+  const std::string idle_timeout = absl::StrCat(absl::ToInt64Milliseconds(kKeepAliveIdle));
   const char* config[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
-                          // One request per connection: an idle keep-alive
-                          // connection would hold a worker thread.
-                          "enable_keep_alive", "no",
+                          // Within the bounds KeepOrClose keeps (mcp_http.h).
+                          "enable_keep_alive", "yes",
+                          // A kept connection's next request (its headers)
+                          // must arrive within it, or the connection closes.
+                          "keep_alive_timeout_ms", idle_timeout.c_str(),
                           // A request's headers must arrive within it (from
                           // the first byte read), so a half-sent request
                           // holds a worker that long at most; a client that
@@ -290,6 +327,9 @@ absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engi
                           "tcp_nodelay", "1", nullptr};
   mg_init_library(0);
   mg_callbacks callbacks{};
+  callbacks.init_connection = &McpHttpServer::OpenConnection;
+  callbacks.begin_request = &McpHttpServer::BeginRequest;
+  callbacks.connection_close = &McpHttpServer::CloseConnection;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = server.get();
@@ -350,13 +390,78 @@ void McpHttpServer::Stop() {
   }
 }
 
+int McpHttpServer::OpenConnection(const mg_connection*, void** data) {
+  *data = new Connection();
+  return 0;
+}
+
+void McpHttpServer::Unkeep(const mg_connection* conn, Connection* connection) {
+  if (!connection->kept) return;
+  connection->kept = false;
+  static_cast<McpHttpServer*>(mg_get_user_data(mg_get_context(conn)))
+      ->kept_connections_.fetch_sub(1);
+}
+
+int McpHttpServer::BeginRequest(mg_connection* conn) {
+  auto* connection = static_cast<Connection*>(mg_get_user_connection_data(conn));
+  if (connection != nullptr) {
+    Unkeep(conn, connection);
+    ++connection->requests;
+  }
+  // What is not /mcp gets civetweb's own 404, which KeepOrClose never sees.
+  const char* uri = mg_get_request_info(conn)->local_uri;
+  if (uri == nullptr || absl::string_view(uri) != "/mcp") mg_disable_connection_keep_alive(conn);
+  return 0;  // civetweb goes on to the handler
+}
+
+void McpHttpServer::CloseConnection(const mg_connection* conn) {
+  auto* connection = static_cast<Connection*>(mg_get_user_connection_data(conn));
+  if (connection == nullptr) return;
+  Unkeep(conn, connection);
+  delete connection;
+}
+
+void McpHttpServer::KeepOrClose(Request& r, int status) {
+  if (r.decided) return;
+  r.decided = true;
+  Connection* c = r.connection;
+  // What the client asked: HTTP/1.1 keeps unless it says close; 1.0 closes
+  // unless it says keep-alive.
+  const std::string asked = absl::AsciiStrToLower(Header(r.conn, "Connection"));
+  const char* version = mg_get_request_info(r.conn)->http_version;
+  const bool client_keeps =
+      absl::StrContains(asked, "keep-alive") ||
+      (!absl::StrContains(asked, "close") && version != nullptr &&
+       absl::string_view(version) == "1.1");
+  // A caller without a valid token, or from a host not served, keeps none.
+  bool keep = c != nullptr && client_keeps && status != 401 && status != 403 &&
+              !draining_.load() && c->requests < kMaxRequestsPerConnection &&
+              c->bytes < kMaxBytesPerConnection;
+  if (keep && kept_connections_.fetch_add(1) >= kKeptConnections) {
+    kept_connections_.fetch_sub(1);
+    keep = false;
+  }
+  if (!keep) {
+    mg_disable_connection_keep_alive(r.conn);
+    mg_response_header_add(r.conn, "Connection", "close", -1);
+    return;
+  }
+  c->kept = true;
+  static const std::string kKeepAlive =
+      absl::StrCat("timeout=", absl::ToInt64Seconds(kKeepAliveIdle));
+  mg_response_header_add(r.conn, "Connection", "keep-alive", -1);
+  mg_response_header_add(r.conn, "Keep-Alive", kKeepAlive.c_str(), -1);
+}
+
 int McpHttpServer::HandleRequest(mg_connection* conn, void* self) {
   auto* server = static_cast<McpHttpServer*>(self);
   server->requests_in_progress_.fetch_add(1);
   absl::Cleanup done = [server] { server->requests_in_progress_.fetch_sub(1); };
   const mg_request_info* info = mg_get_request_info(conn);
   Request request;
+  request.server = server;
   request.conn = conn;
+  request.connection = static_cast<Connection*>(mg_get_user_connection_data(conn));
   request.verb = info->request_method == nullptr ? "" : info->request_method;
   request.peer = absl::StrContains(info->remote_addr, ':')
                      ? absl::StrCat("[", info->remote_addr, "]:", info->remote_port)
@@ -458,6 +563,7 @@ int McpHttpServer::Post(Request& r) {
                                       absl::FormatDuration(kBodyTimeout)));
     }
     body.append(buffer, static_cast<size_t>(n));
+    if (r.connection != nullptr) r.connection->bytes += static_cast<size_t>(n);
     if (body.size() > options_.max_body_bytes) {
       return r.Fail(413, absl::StrCat("the message is over the limit of ", options_.max_body_bytes,
                                       " bytes"));
@@ -533,15 +639,18 @@ int McpHttpServer::Post(Request& r) {
     }
     return r.Reply(200, last);
   }
-  // Server-sent events: each message as one event, written as it comes.
+  // Server-sent events: each message as one event, written as it comes, as
+  // one chunk (so the stream's end needs no end of the connection).
   mg_response_header_start(r.conn, 200);
+  KeepOrClose(r, 200);
   mg_response_header_add(r.conn, "Content-Type", "text/event-stream", -1);
   mg_response_header_add(r.conn, "Cache-Control", "no-cache", -1);
+  mg_response_header_add(r.conn, "Transfer-Encoding", "chunked", -1);
   mg_response_header_send(r.conn);
   const bool answered = call->Run([&r](const std::string& m) {
-    const std::string event = absl::StrCat("event: message\ndata: ", m, "\n\n");
-    mg_write(r.conn, event.data(), event.size());
+    r.Write(absl::StrCat("event: message\ndata: ", m, "\n\n"), /*chunked=*/true);
   });
+  r.EndChunks();
   if (!answered) r.message = "cancelled";
   return 200;
 }

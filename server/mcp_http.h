@@ -31,6 +31,20 @@
 //   kBodyTimeout is 408. Headers must arrive within kHeaderTimeout (civetweb
 //   drops the connection), so half-sent requests hold a worker that long at
 //   most.
+// * Connections (HTTP/1.1) stay open between requests, within bounds: at most
+//   kKeptConnections at once are promised to stay open (the response says
+//   Connection: keep-alive and Keep-Alive: timeout=<kKeepAliveIdle>), each
+//   for at most kMaxRequestsPerConnection requests and
+//   kMaxBytesPerConnection bytes of bodies, either way; past any bound,
+//   after a 401 or 403, and while draining, the response says Connection:
+//   close and the connection ends after it. A kept connection with no new request within
+//   kKeepAliveIdle is closed. An SSE answer is sent chunked, so its
+//   connection can stay open too. (One request per connection made each
+//   call pay a connect, an accept and the accept thread's hand-over to a
+//   worker, and leave a socket in TIME_WAIT; BENCHMARKS.md has the figures.)
+//   TCP_NODELAY stays on: civetweb writes each header line with its own
+//   send(), and on a kept connection Nagle would hold the second one until
+//   the client's delayed ACK.
 // * Sessions: a caller (by identity name) holds at most
 //   max_sessions_per_caller; its initialize past that ends its own least
 //   recently used session with no call in flight (503 when each has one).
@@ -49,6 +63,14 @@
 //   the requests in progress; more wait in the listen queue). At most
 //   kMaxCallsRunning calls run at once: one more gets a JSON-RPC error at
 //   once, so a notifications/cancelled always finds a worker.
+// * A kept connection holds its worker while it waits for its next request
+//   (civetweb serves a connection on one thread). civetweb runs
+//   kWorkerThreads + kKeptConnections workers, and a connection counts
+//   against kKeptConnections from the response that promised to keep it
+//   (Connection) until its next request starts or it closes, so kept
+//   connections never take the workers the bounds above count on. Each
+//   connection's counts live in a Connection made by civetweb's
+//   init_connection callback and freed by its connection_close.
 // * `sessions_` (under `mu_`) owns each Session through a shared_ptr; a
 //   handler holds its session for the request, so DELETE or eviction never
 //   frees one under a running call (they cancel its calls instead).
@@ -60,7 +82,10 @@
 //   engine's Drain makes every new request 503 while the calls in flight go
 //   on, finishing or ending CANCELLED as the drain decides; Stop() after it
 //   waits (kStopGrace at most) until the requests in progress have written
-//   their responses, then closes the listener and joins the workers.
+//   their responses, then closes the listener and joins the workers. A
+//   worker waiting on a kept connection sees the stop within civetweb's
+//   poll slice (2 s), as its accept thread does, so mg_stop takes no longer
+//   than it did with one request per connection.
 #ifndef TOOLEXEC_SERVER_MCP_HTTP_H_
 #define TOOLEXEC_SERVER_MCP_HTTP_H_
 
@@ -107,6 +132,11 @@ class McpHttpServer final {
   // How long Stop() waits for the requests in progress to write their
   // responses (their calls have ended: Stop comes after the engine's drain).
   static constexpr absl::Duration kStopGrace = absl::Seconds(5);
+  // Connections kept open between requests (see Connections above).
+  static constexpr int kKeptConnections = 16;
+  static constexpr absl::Duration kKeepAliveIdle = absl::Seconds(5);
+  static constexpr int kMaxRequestsPerConnection = 1000;
+  static constexpr size_t kMaxBytesPerConnection = size_t{256} << 20;
 
   // Listens and serves. `engine` and `auth` must outlive the server.
   // Unavailable if it cannot listen on options.listen.
@@ -128,10 +158,23 @@ class McpHttpServer final {
  private:
   struct Session;
   struct Request;
+  struct Connection;
 
   McpHttpServer(Engine* engine, const Authenticator* auth, Options options)
       : engine_(engine), auth_(auth), options_(std::move(options)) {}
   static int HandleRequest(mg_connection* conn, void* self);
+  // civetweb's init_connection, begin_request and connection_close
+  // callbacks: a connection's counts (Connection), from its first request to
+  // its end.
+  static int OpenConnection(const mg_connection* conn, void** data);
+  static int BeginRequest(mg_connection* conn);
+  static void CloseConnection(const mg_connection* conn);
+  // The connection no longer counts against kKeptConnections.
+  static void Unkeep(const mg_connection* conn, Connection* connection);
+  // Decides, before the headers of the response (its `status`), whether the
+  // request's connection stays open after it; adds the Connection and
+  // Keep-Alive headers.
+  void KeepOrClose(Request& request, int status);
   // Answers one request; returns the HTTP status sent.
   int Serve(Request& request);
   int Post(Request& request);
@@ -157,6 +200,7 @@ class McpHttpServer final {
   std::atomic<bool> draining_{false};
   std::atomic<int> calls_running_{0};
   std::atomic<int> requests_in_progress_{0};
+  std::atomic<int> kept_connections_{0};  // against kKeptConnections
 
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);

@@ -478,3 +478,158 @@ describe('toolexecd MCP over streamable HTTP: slow clients', () => {
     assert.match(call.stdout, /first line/);
   });
 });
+
+// HTTP/1.1 over one TCP socket, one request at a time, so a test sees which
+// connection answered and when the server closes it.
+class RawConnection {
+  constructor(url) {
+    const { hostname, port } = new URL(url);
+    this.host = `${hostname}:${port}`;
+    this.socket = net.connect(Number(port), hostname);
+    this.socket.setNoDelay(true);
+    this.buffer = Buffer.alloc(0);
+    this.waiting = null;
+    this.closed = new Promise((resolve) => this.socket.once('close', () => resolve(Date.now())));
+    this.socket.on('error', () => {});
+    this.socket.on('data', (d) => {
+      this.buffer = Buffer.concat([this.buffer, d]);
+      this.waiting?.();
+    });
+    this.socket.on('close', () => this.waiting?.());
+  }
+
+  // POSTs `message`; resolves with {status, headers (lower-case names), body (text)}
+  // once the whole response is in: by Content-Length, or chunked.
+  async post(message, headers = {}) {
+    const body = JSON.stringify(message);
+    const lines = [`POST /mcp HTTP/1.1`, `Host: ${this.host}`, 'Content-Type: application/json',
+      `Accept: ${JSON_AND_SSE}`, `Authorization: Bearer ${ALICE}`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    this.socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
+    for (;;) {
+      const response = this.take();
+      if (response) return response;
+      if (this.socket.destroyed || this.socket.readableEnded) throw new Error('the server closed the connection');
+      await new Promise((resolve) => { this.waiting = resolve; });
+    }
+  }
+
+  // One whole response off the buffer, or null.
+  take() {
+    const end = this.buffer.indexOf('\r\n\r\n');
+    if (end < 0) return null;
+    const [statusLine, ...headerLines] = this.buffer.subarray(0, end).toString('latin1').split('\r\n');
+    const headers = {};
+    for (const line of headerLines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    let rest = this.buffer.subarray(end + 4);
+    let body = '';
+    if (headers['transfer-encoding'] === 'chunked') {
+      for (;;) {
+        const eol = rest.indexOf('\r\n');
+        if (eol < 0) return null;
+        const size = parseInt(rest.subarray(0, eol).toString('latin1'), 16);
+        if (rest.length < eol + 2 + size + 2) return null;
+        body += rest.subarray(eol + 2, eol + 2 + size).toString('utf8');
+        rest = rest.subarray(eol + 2 + size + 2);
+        if (size === 0) break;
+      }
+    } else {
+      const length = Number(headers['content-length'] || 0);
+      if (rest.length < length) return null;
+      body = rest.subarray(0, length).toString('utf8');
+      rest = rest.subarray(length);
+    }
+    this.buffer = rest;
+    return { status: Number(statusLine.split(' ')[1]), headers, body };
+  }
+
+  destroy() { this.socket.destroy(); }
+}
+
+describe('toolexecd MCP over streamable HTTP: connections', () => {
+  test('one connection carries requests one after another, SSE answers too; idle, it is closed', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'keepalive');
+    const conn = new RawConnection(daemon.url);
+    t.after(() => conn.destroy());
+    const init = await conn.post(INITIALIZE);
+    assert.equal(init.status, 200, init.body);
+    assert.equal(init.headers.connection, 'keep-alive');
+    assert.equal(init.headers['keep-alive'], 'timeout=5');
+    const session = { 'Mcp-Session-Id': init.headers['mcp-session-id'], 'MCP-Protocol-Version': '2025-06-18' };
+    assert.equal((await conn.post(PING, session)).status, 200);
+    const call = await conn.post({ jsonrpc: '2.0', id: 3, method: 'tools/call',
+                                   params: { name: 'view_file', arguments: { file_path: 'hello.txt' } } },
+                                 session);
+    assert.equal(call.status, 200);
+    assert.equal(call.headers['content-type'], 'text/event-stream');
+    assert.match(call.body, /^event: message\ndata: .*first line/s);
+    const last = await conn.post(PING, session);
+    assert.equal(last.status, 200);
+    const idleSince = Date.now();
+    // Four requests, one connection: the daemon logged one peer for them all.
+    const peers = new Set([...daemon.log.matchAll(/MCP POST peer=(\S+)/g)].map((m) => m[1]));
+    assert.equal(peers.size, 1, daemon.log);
+    // Closed by the daemon after its idle timeout (5 s).
+    const closedAt = await Promise.race([conn.closed, sleep(15_000).then(() => null)]);
+    assert.ok(closedAt !== null, 'the idle connection was not closed');
+    assert.ok(closedAt - idleSince >= 4_000, `closed after ${closedAt - idleSince} ms`);
+  });
+
+  test('at most 16 connections are kept at once; the others close after their answer', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'keptcap');
+    const conns = [];
+    t.after(() => conns.forEach((c) => c.destroy()));
+    for (let i = 0; i < 20; i++) conns.push(new RawConnection(daemon.url));
+    const answers = await Promise.all(conns.map((c) => c.post(INITIALIZE)));
+    for (const a of answers) assert.equal(a.status, 200, a.body);
+    const kept = answers.filter((a) => a.headers.connection === 'keep-alive').length;
+    assert.equal(kept, 16);
+    const told = conns.filter((c, i) => answers[i].headers.connection === 'close');
+    assert.equal(told.length, 4);
+    for (const c of told) assert.ok(await Promise.race([c.closed, sleep(5_000).then(() => null)]), 'closed');
+    // A kept one that ends makes room for a new one.
+    const keptConn = conns.find((c, i) => answers[i].headers.connection === 'keep-alive');
+    keptConn.destroy();
+    assert.ok(await eventually(async () => {
+      const c = new RawConnection(daemon.url);
+      conns.push(c);
+      return (await c.post(INITIALIZE)).headers.connection === 'keep-alive';
+    }, 5_000), 'no room after a kept connection closed');
+  });
+
+  test('a connection is closed after 1000 requests', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'keptmax');
+    const conn = new RawConnection(daemon.url);
+    t.after(() => conn.destroy());
+    const init = await conn.post(INITIALIZE);
+    const session = { 'Mcp-Session-Id': init.headers['mcp-session-id'] };
+    for (let i = 2; i < 1000; i++) {
+      const r = await conn.post(PING, session);
+      assert.equal(r.headers.connection, 'keep-alive', `request ${i}`);
+    }
+    const thousandth = await conn.post(PING, session);
+    assert.equal(thousandth.status, 200);
+    assert.equal(thousandth.headers.connection, 'close');
+    assert.ok(await Promise.race([conn.closed, sleep(5_000).then(() => null)]), 'closed');
+  });
+
+  test('SIGTERM with an idle kept connection still exits promptly', async (t) => {
+    if (missing) assert.fail(missing);
+    const daemon = await daemonFor(t, 'keptstop');
+    const conn = new RawConnection(daemon.url);
+    t.after(() => conn.destroy());
+    assert.equal((await conn.post(INITIALIZE)).headers.connection, 'keep-alive');
+    const started = Date.now();
+    daemon.proc.kill('SIGTERM');
+    assert.equal(await daemon.exited, 0, daemon.log);
+    // civetweb's poll slice is 2 s; the idle timeout (5 s) is not waited out.
+    assert.ok(Date.now() - started < 4_500, `exited after ${Date.now() - started} ms`);
+  });
+});
