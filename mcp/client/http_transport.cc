@@ -86,6 +86,11 @@ void SetUpTransfer(CURL* curl, const HttpOptions& options, curl_slist* headers, 
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options.connect_timeout)));
+  // libcurl's default, said here since a request written in two segments
+  // on a kept connection would otherwise wait for the server's delayed ACK.
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  // A handle keeps one connection: the pool bounds them (HttpTransport).
+  curl_easy_setopt(curl, CURLOPT_MAXCONNECTS, 1L);
 }
 
 // Transfer errors that mean the server cannot be reached any more.
@@ -262,8 +267,32 @@ absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline
   return absl::OkStatus();
 }
 
+void* HttpTransport::TakeHandle() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_handles_.empty()) {
+      CURL* curl = static_cast<CURL*>(idle_handles_.back());
+      idle_handles_.pop_back();
+      curl_easy_reset(curl);  // the options; its connection stays
+      return curl;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpTransport::PutHandle(void* curl) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!closing_.load() && idle_handles_.size() < kIdleHandles) {
+      idle_handles_.push_back(curl);
+      return;
+    }
+  }
+  curl_easy_cleanup(static_cast<CURL*>(curl));
+}
+
 void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Time deadline) {
-  CURL* curl = curl_easy_init();
+  CURL* curl = static_cast<CURL*>(TakeHandle());
   if (curl == nullptr) return;
   struct curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Content-Type: application/json");
@@ -293,7 +322,7 @@ void HttpTransport::Post(const std::string& body, const RequestId& id, absl::Tim
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  PutHandle(curl);
   if (closing_.load()) return;
 
   if (!answer.session_id.empty()) {
@@ -511,9 +540,23 @@ void HttpTransport::Close() {
     session = session_id_;
   }
   for (auto& w : workers) w->thread.join();
+  std::vector<void*> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    idle.swap(idle_handles_);
+  }
+  // The DELETE goes on a kept connection, if there is one.
+  CURL* kept = nullptr;
+  if (!idle.empty()) {
+    kept = static_cast<CURL*>(idle.back());
+    idle.pop_back();
+    curl_easy_reset(kept);
+  }
+  for (void* handle : idle) curl_easy_cleanup(static_cast<CURL*>(handle));
   if (!session.empty() && !ended_.load()) {
     // Ends the session on the server (best effort; 405 means it keeps none).
-    CURL* curl = curl_easy_init();
+    CURL* curl = kept != nullptr ? kept : curl_easy_init();
+    kept = nullptr;
     if (curl != nullptr) {
       struct curl_slist* headers = SessionHeaders(nullptr);
       curl_easy_setopt(curl, CURLOPT_URL, options_.url.c_str());
@@ -528,6 +571,7 @@ void HttpTransport::Close() {
       curl_easy_cleanup(curl);
     }
   }
+  if (kept != nullptr) curl_easy_cleanup(kept);
   if (!ended_.exchange(true) && callbacks_.on_closed) callbacks_.on_closed(absl::OkStatus());
 }
 

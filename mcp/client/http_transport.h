@@ -21,6 +21,17 @@
 // as the call runs); notifications are posted on the caller's thread; one
 // thread holds the GET stream. Close() aborts the transfers (the GET's at
 // once, through curl_multi_wakeup) and joins the threads.
+//
+// Connections: a POST (and Close's DELETE) takes a libcurl handle from the
+// transport's pool, or a new one when all are in use (concurrent requests),
+// and puts it back after; a handle keeps its one connection open
+// (HTTP/1.1 keep-alive), so sequential requests, and concurrent ones once
+// they are done, reuse the same few connections instead of connecting for
+// each. At most kIdleHandles wait in the pool; more are cleaned up, closing
+// their connections. A connection the server has closed is noticed by
+// libcurl before it is used, and a request it sent on one that died at that
+// moment is sent again on a new one (libcurl's retry of a reused
+// connection). Close() cleans up the pool.
 #ifndef TOOLEXEC_MCP_CLIENT_HTTP_TRANSPORT_H_
 #define TOOLEXEC_MCP_CLIENT_HTTP_TRANSPORT_H_
 
@@ -87,6 +98,9 @@ class SseParser {
 
 class HttpTransport final : public Transport {
  public:
+  // libcurl handles (with their connections) kept between requests.
+  static constexpr size_t kIdleHandles = 8;
+
   explicit HttpTransport(HttpOptions options);
   ~HttpTransport() override { Close(); }
 
@@ -110,6 +124,10 @@ class HttpTransport final : public Transport {
   void StartListening();
   void Listen();
   ListenEnd ListenOnce();
+  // A handle for one transfer, reset: from the pool, or a new one (null if
+  // libcurl cannot make one). PutHandle gives it back.
+  void* TakeHandle();
+  void PutHandle(void* curl);
   // Adds the session id, the protocol version and the config's headers.
   ::curl_slist* SessionHeaders(::curl_slist* headers) const;
   void Ended(absl::Status why);
@@ -132,6 +150,7 @@ class HttpTransport final : public Transport {
   std::string session_id_ ABSL_GUARDED_BY(mu_);
   std::string protocol_version_ ABSL_GUARDED_BY(mu_);
   std::list<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<void*> idle_handles_ ABSL_GUARDED_BY(mu_);  // CURL*, each with its connection
 
   std::thread listener_ ABSL_GUARDED_BY(close_mu_);
   absl::Mutex listen_mu_;

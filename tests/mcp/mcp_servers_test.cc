@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "google/protobuf/util/json_util.h"
+#include "mcp/client/http_transport.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
@@ -431,14 +432,16 @@ class McpHttpTest : public McpServersTest {
     web.startup_timeout = absl::Seconds(30);
     return web;
   }
-  // How many GETs the server has seen (its tool get_requests), or -1.
-  int Gets() {
-    v1::ToolResult r = Call("get_requests", "{}");
+  // The number a counting tool of the server answers, or -1.
+  int Count(const std::string& tool) {
+    v1::ToolResult r = Call(tool, "{}");
     EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
-    const std::string payload = PayloadJson(r);  // {"result":"<GETs seen>"}
+    const std::string payload = PayloadJson(r);  // {"result":"<count>"}
     const size_t digits = payload.find_first_of("0123456789");
     return digits == std::string::npos ? -1 : std::atoi(payload.c_str() + digits);
   }
+  // How many GETs the server has seen (its tool get_requests), or -1.
+  int Gets() { return Count("get_requests"); }
   void TearDown() override {
     McpServersTest::TearDown();
     if (server_pid_ > 0) {
@@ -698,6 +701,8 @@ class McpUnrulyHttpTest : public McpHttpTest {
            nullptr);
   }
   mcp::McpServerOptions Server() const { return HttpServer("unruly"); }
+  // How many TCP connections have carried a POST to the server.
+  int PostConnections() { return Count("post_connections"); }
 };
 
 TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBackoff) {
@@ -710,8 +715,68 @@ TEST_F(McpUnrulyHttpTest, AGetStreamThatEndsAtOnceWithRetryZeroIsReopenedWithBac
   EXPECT_LE(gets, 4);
 }
 
+// unruly_server.py over HTTP closing connections idle for 1 s.
+class McpKeepAliveHttpTest : public McpUnrulyHttpTest {
+ protected:
+  void StartServer() override {
+    execlp("python3", "python3", kUnruly.c_str(), "--http", std::to_string(port_).c_str(),
+           "--idle-close", "1", nullptr);
+  }
+  void ExpectEcho(const std::string& text) {
+    v1::ToolResult r = Call("echo", absl::StrCat(R"({"text":")", text, R"("})"));
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_SUCCESS) << r.error_message();
+    EXPECT_THAT(PayloadJson(r), HasSubstr(text));
+  }
+};
+
+TEST_F(McpKeepAliveHttpTest, SequentialCallsShareAConnectionAndOneTheServerClosedIsReplaced) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  const int before = PostConnections();
+  ASSERT_GE(before, 1);
+  for (int i = 0; i < 20; ++i) ExpectEcho(absl::StrCat("call ", i));
+  // One connection each, they were 20 more.
+  EXPECT_EQ(PostConnections(), before);
+  // The server says Connection: close and closes: the next call connects anew.
+  EXPECT_EQ(Call("close_connection", "{}").status(), v1::RESULT_STATUS_SUCCESS);
+  ExpectEcho("after the server closed");
+  const int reconnected = PostConnections();
+  EXPECT_EQ(reconnected, before + 1);
+  // The server closes the connection once idle for 1 s: the call after that
+  // is not lost, it goes on a new connection.
+  absl::SleepFor(absl::Milliseconds(1500));
+  ExpectEcho("after an idle close");
+  EXPECT_EQ(PostConnections(), reconnected + 1);
+}
+
+TEST_F(McpUnrulyHttpTest, ConcurrentCallsReuseABoundedPoolOfConnections) {
+  ASSERT_TRUE(StartDaemon({Server()}).ok());
+  auto burst = [this](int calls) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < calls; ++i) {
+      threads.emplace_back([this] {
+        EXPECT_EQ(Call("sleep", R"({"ms":300})").status(), v1::RESULT_STATUS_SUCCESS);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  };
+  const int start = PostConnections();
+  constexpr int kBurst = 12;
+  static_assert(kBurst > mcp::HttpTransport::kIdleHandles);
+  burst(kBurst);
+  const int after_burst = PostConnections();
+  EXPECT_LE(after_burst, start + kBurst);
+  EXPECT_GE(after_burst, start + 2);  // they ran at once, on connections of their own
+  // The pool kept kIdleHandles of them: a burst as big opens only the rest.
+  burst(kBurst);
+  EXPECT_LE(PostConnections(),
+            after_burst + kBurst - static_cast<int>(mcp::HttpTransport::kIdleHandles));
+}
+
 TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
-  // 1,207 tools; then 47 tools with 100 KB descriptions (4.7 MB of declarations).
+  // The server's own tools (unruly_server.py), listed before the t<i> ones.
+  constexpr uint32_t kOwn = 10;
+  // 1,210 tools; then 50 tools, 40 of them with 100 KB descriptions (4 MB of
+  // declarations), of which the first 10 fit in 1 MiB.
   for (bool big : {false, true}) {
     SCOPED_TRACE(big ? "bytes" : "tools");
     Restart({Unruly(big ? std::vector<std::string>{"--tools", "40", "--pad", "100000"}
@@ -720,11 +785,12 @@ TEST_F(McpUnrulyServerTest, ListingsOverTheCapsAreCutAndSaySo) {
     ASSERT_EQ(list.mcp_servers_size(), 1);
     const v1::McpServerStatus& status = list.mcp_servers(0);
     EXPECT_TRUE(status.ready());
-    EXPECT_EQ(status.tools(), big ? 17u : 1000u);  // the server's 7, then what fits
-    EXPECT_EQ(status.tools_left_out(), big ? 30u : 207u);
+    const uint32_t extra_kept = big ? 10 : 1000 - kOwn;  // what fits after the server's own
+    EXPECT_EQ(status.tools(), kOwn + extra_kept);
+    EXPECT_EQ(status.tools_left_out(), (big ? 40u : 1200u) - extra_kept);
     EXPECT_NE(FindTool(list, "echo"), nullptr);
-    EXPECT_EQ(FindTool(list, big ? "t10" : "t993"), nullptr);
-    EXPECT_NE(FindTool(list, big ? "t9" : "t992"), nullptr);
+    EXPECT_NE(FindTool(list, absl::StrCat("t", extra_kept - 1)), nullptr);
+    EXPECT_EQ(FindTool(list, absl::StrCat("t", extra_kept)), nullptr);
   }
 }
 
