@@ -550,12 +550,18 @@ class RawConnection {
   destroy() { this.socket.destroy(); }
 }
 
+// A daemon for one test and one raw connection to it, both ended after the test.
+async function rawConnectionFor(t, name) {
+  const daemon = await daemonFor(t, name);
+  const conn = new RawConnection(daemon.url);
+  t.after(() => conn.destroy());
+  return { daemon, conn };
+}
+
 describe('toolexecd MCP over streamable HTTP: connections', () => {
   test('one connection carries requests one after another, SSE answers too; idle, it is closed', async (t) => {
     if (missing) assert.fail(missing);
-    const daemon = await daemonFor(t, 'keepalive');
-    const conn = new RawConnection(daemon.url);
-    t.after(() => conn.destroy());
+    const { daemon, conn } = await rawConnectionFor(t, 'keepalive');
     const init = await conn.post(INITIALIZE);
     assert.equal(init.status, 200, init.body);
     assert.equal(init.headers.connection, 'keep-alive');
@@ -605,9 +611,7 @@ describe('toolexecd MCP over streamable HTTP: connections', () => {
 
   test('a connection is closed after 1000 requests', async (t) => {
     if (missing) assert.fail(missing);
-    const daemon = await daemonFor(t, 'keptmax');
-    const conn = new RawConnection(daemon.url);
-    t.after(() => conn.destroy());
+    const { conn } = await rawConnectionFor(t, 'keptmax');
     const init = await conn.post(INITIALIZE);
     const session = { 'Mcp-Session-Id': init.headers['mcp-session-id'] };
     for (let i = 2; i < 1000; i++) {
@@ -622,9 +626,7 @@ describe('toolexecd MCP over streamable HTTP: connections', () => {
 
   test('SIGTERM with an idle kept connection still exits promptly', async (t) => {
     if (missing) assert.fail(missing);
-    const daemon = await daemonFor(t, 'keptstop');
-    const conn = new RawConnection(daemon.url);
-    t.after(() => conn.destroy());
+    const { daemon, conn } = await rawConnectionFor(t, 'keptstop');
     assert.equal((await conn.post(INITIALIZE)).headers.connection, 'keep-alive');
     const started = Date.now();
     daemon.proc.kill('SIGTERM');
