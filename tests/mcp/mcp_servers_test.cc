@@ -734,18 +734,20 @@ TEST_F(McpKeepAliveHttpTest, SequentialCallsShareAConnectionAndOneTheServerClose
   const int before = PostConnections();
   ASSERT_GE(before, 1);
   for (int i = 0; i < 20; ++i) ExpectEcho(absl::StrCat("call ", i));
-  // One connection each, they were 20 more.
-  EXPECT_EQ(PostConnections(), before);
+  // They took the one connection (one connection each made 20 more; a stall
+  // of over 1 s between two calls of a loaded machine may add one).
+  const int after_calls = PostConnections();
+  EXPECT_LE(after_calls, before + 1);
   // The server says Connection: close and closes: the next call connects anew.
   EXPECT_EQ(Call("close_connection", "{}").status(), v1::RESULT_STATUS_SUCCESS);
   ExpectEcho("after the server closed");
   const int reconnected = PostConnections();
-  EXPECT_EQ(reconnected, before + 1);
+  EXPECT_GT(reconnected, after_calls);
   // The server closes the connection once idle for 1 s: the call after that
   // is not lost, it goes on a new connection.
   absl::SleepFor(absl::Milliseconds(1500));
   ExpectEcho("after an idle close");
-  EXPECT_EQ(PostConnections(), reconnected + 1);
+  EXPECT_GT(PostConnections(), reconnected);
 }
 
 TEST_F(McpUnrulyHttpTest, ConcurrentCallsReuseABoundedPoolOfConnections) {
