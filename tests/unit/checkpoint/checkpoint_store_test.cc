@@ -193,6 +193,24 @@ TEST_F(CheckpointStoreTest, RestoreUndoesWhatCommandsChangedAsGitSeesIt) {
   EXPECT_FALSE(std::filesystem::exists(ws_ + "/empty"));
 }
 
+// A directory made after the checkpoint that now holds ignored content (a
+// package with its __pycache__, a folder with a log) keeps that content and
+// so stays; the restore deletes the rest of it and succeeds.
+TEST_F(CheckpointStoreTest, ADirectoryHoldingIgnoredContentStaysAndTheRestoreSucceeds) {
+  WriteFile(ws_ + "/.gitignore", "__pycache__/\n*.log\n");
+  WriteFile(ws_ + "/main.py", "print(1)\n");
+  const CheckpointInfo cp = Take();
+  Sh("mkdir -p pkg/__pycache__ pkg/sub empty && echo m > pkg/mod.py"
+     " && echo c > pkg/__pycache__/mod.pyc && echo l > pkg/sub/run.log && echo n > pkg/sub/new.py");
+  const RestoreResult r = Restore(cp.id);
+  EXPECT_EQ(Sh("find . | LC_ALL=C sort"),
+            ".\n./.gitignore\n./main.py\n./pkg\n./pkg/__pycache__\n./pkg/__pycache__/mod.pyc\n"
+            "./pkg/sub\n./pkg/sub/run.log\n");
+  std::vector<std::string> changes;
+  for (const FileChange& c : r.changes) changes.push_back(c.path);
+  EXPECT_THAT(changes, ElementsAre("empty/", "pkg/mod.py", "pkg/sub/new.py"));
+}
+
 TEST_F(CheckpointStoreTest, UnchangedFilesAreNotRead) {
   constexpr int kFiles = 10000;
   for (int i = 0; i < kFiles; ++i) {

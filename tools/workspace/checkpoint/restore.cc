@@ -164,10 +164,22 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
       if (filter->Selects(l.path)) result.not_restored.push_back(l);
       left_out.insert(l.path);
     }
+    // Directories that hold what the tree now leaves out (ignored, too large,
+    // unreadable: content made since the checkpoint, which a restore never
+    // deletes) stay, though the checkpoint did not have them.
+    absl::flat_hash_set<std::string> holding;
+    for (const LeftOut& l : current->left_out) {
+      for (std::string dir = Parent(l.path); !dir.empty() && holding.insert(dir).second;
+           dir = Parent(dir)) {
+      }
+    }
     for (auto& step : Compare(current->entries, target->entries, *filter)) {
       const Pair& p = step.second;
       // What the checkpoint left out is neither deleted nor replaced.
       if (p.to == nullptr && UnderLeftOut(left_out, p.from->path)) continue;
+      if (p.to == nullptr && p.from->type == EntryType::kDir && holding.contains(p.from->path)) {
+        continue;
+      }
       plan.push_back(std::move(step));
     }
     for (const auto& [change, pair] : plan) result.changes.push_back(change);

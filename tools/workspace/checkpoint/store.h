@@ -36,7 +36,9 @@
 // fsync, rename: a file is the old content or the new, never a mix), makes
 // symlinks as links (temp name, rename), and sets modes, directories' last.
 // Paths the checkpoint left out (ignored, too large, unreadable) are neither
-// written nor deleted, and are reported. Every path resolves beneath the
+// written nor deleted, and are reported. What the tree now leaves out is not
+// deleted either, so a directory the checkpoint did not have that holds such
+// an entry (a new package's __pycache__/) stays. Every path resolves beneath the
 // workspace without following symlinks (openat2 RESOLVE_NO_SYMLINKS or an
 // O_NOFOLLOW walk): a link in the tree never leads a restore out of it.
 //
