@@ -317,7 +317,11 @@ class Generator {
     const std::vector<std::string> dirs = Of('d');
     const std::vector<std::string> links = Of('l');
     const std::vector<std::string> all = All();
-    switch (Uniform(0, 15)) {
+    // Modes change three times as often as the rest (a mode-only change
+    // takes its own path through a restore).
+    int op = Uniform(0, 19);
+    if (op >= 16) op = op == 19 ? 8 : 7;
+    switch (op) {
       case 0: {  // text, new or over a file
         const std::string p = !files.empty() && Chance(0.5) ? Pick(files) : NewPath();
         return absl::StrCat(MakeParent(p), "printf '%s' ",
