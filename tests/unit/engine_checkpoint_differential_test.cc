@@ -57,6 +57,7 @@
 #include "tests/common/shell.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -187,19 +188,6 @@ std::string BashQuote(const std::string& s) {
   return out + "'";
 }
 
-bool ValidUtf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
 // Makes one sequence's random batches from the tree as it is.
 class Generator {
  public:
@@ -238,7 +226,7 @@ class Generator {
   std::vector<std::string> Of(char type, bool utf8_only = false) const {
     std::vector<std::string> out;
     for (const auto& [path, n] : tree_) {
-      if (n.type == type && (!utf8_only || ValidUtf8(path))) out.push_back(path);
+      if (n.type == type && (!utf8_only || IsValidUtf8(path))) out.push_back(path);
     }
     return out;
   }
@@ -424,7 +412,7 @@ class Generator {
         for (int tries = 0; tries < 5 && !files.empty(); ++tries) {
           const std::string& f = Pick(files);
           const std::string& text = tree_.at(f).data;
-          if (!ValidUtf8(text)) continue;
+          if (!IsValidUtf8(text)) continue;
           std::vector<std::string> lines;
           for (size_t at = 0; at < text.size();) {
             size_t nl = text.find('\n', at);
