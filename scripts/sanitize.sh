@@ -20,7 +20,7 @@ case "$kind" in
 esac
 shift
 supp=$PWD/tests/sanitizers
-targets=${SANITIZE_TARGETS:-unit_tests builtin_tests integration_tests limits_test isolation_tests}
+targets=${SANITIZE_TARGETS:-unit_tests engine_tests builtin_tests integration_tests limits_test isolation_tests}
 if [ "$kind" = thread ]; then targets="$targets absl_sync_tsan_test"; fi
 # shellcheck disable=SC2086
 CC=${CC:-clang} CXX=${CXX:-clang++} BUILD_DIR=${BUILD_DIR:-$dir} \

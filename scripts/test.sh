@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ "${1:-}" = --fast ]; then
-  scripts/build.sh unit_tests recording_tests mcp_unit_tests mcp_server_unit_tests
+  scripts/build.sh unit_tests mcp_unit_tests mcp_server_unit_tests
   cd "${BUILD_DIR:-build}"
   exec ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-2}" -L unit
 fi
