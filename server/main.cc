@@ -1,7 +1,6 @@
 // toolexecd: flags -> DaemonOptions (flags are parsed here only), then run the
 // daemon until SIGTERM/SIGINT. A dedicated signal thread (not a handler) starts
 // the graceful shutdown; a second signal exits at once.
-#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -468,13 +467,6 @@ void ReloadCredentials() {
 }
 
 int Run(int argc, char** argv) {
-  // Blocks of 64 KiB and more (file contents, results, serialized responses)
-  // are mapped one by one and unmapped when freed. glibc's default threshold
-  // instead rises to the largest block freed so far, after which such blocks
-  // come from the per-thread heaps, which keep what they once held: clients
-  // that never read their results left the daemon holding about 2.5 times
-  // the result caps (bench/unread_results.mjs).
-  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
   absl::SetProgramUsageMessage(
       "runs an agent's tools over gRPC (toolexec.v1.ToolExecutor).\n"
       "  toolexecd [--listen=127.0.0.1:50051] [--workspace=DIR] [--config=FILE] "
