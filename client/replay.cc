@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/audit_log.h"
@@ -304,6 +305,12 @@ absl::StatusOr<ReplayReport> Replay(Client& client, absl::string_view text,
         }
         const JsonValue* args = Member(c, "args");
         std::string args_text = args != nullptr ? ToJsonString(*args) : "";
+        if (absl::StrContains(args != nullptr ? args_text : StringOf(c, "args_json"), kRedacted)) {
+          out.notes.push_back(absl::StrCat(
+              "call ", index, " (", name, ") was recorded with a masked value (", kRedacted,
+              ") in its arguments and is sent so: it, and what follows from what it does, may "
+              "differ"));
+        }
         v1::ToolCall call;
         if (args != nullptr && args->IsObject()) {
           auto made = MakeCall(StringOf(c, "id"), name, args_text);

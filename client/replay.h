@@ -14,7 +14,7 @@
 //   (the n-th request of a batch by the n-th recorded answer); an answer
 //   that was a timeout is a deny.
 // - Arguments are sent as recorded: a value the recorder masked is sent
-//   masked.
+//   masked, and the batch's notes name each call that carried one.
 // - A batch whose results the recording lacks (cut, or the daemon crashed)
 //   is run and compared as far as the recording goes.
 //

@@ -21,8 +21,6 @@
 namespace toolexec {
 namespace {
 
-constexpr char kRedacted[] = "[redacted]";
-
 using Range = std::pair<size_t, size_t>;  // [begin, end) of `s` to mask
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }

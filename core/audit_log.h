@@ -57,6 +57,9 @@
 
 namespace toolexec {
 
+// What a masked secret becomes, in the audit log and in recordings.
+inline constexpr char kRedacted[] = "[redacted]";
+
 // The audit line's "decision": who let the call run, or refused it.
 struct AuditDecision {
   enum class Kind { kAllowed, kDenied, kNotRun } kind = Kind::kNotRun;

@@ -173,6 +173,43 @@ def test_replay_in_a_workspace_of_another_length_finds_no_difference():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_replay_notes_a_call_recorded_with_a_masked_value():
+    """The recorder masks what looks like a secret, also in code (`key=...` in
+    Python); the replay sends the arguments as recorded and says which calls
+    carried a masked value, so a difference that follows is explained."""
+    root = tempfile.mkdtemp(prefix="toolexec-rec-mask-")
+    try:
+        for ws in ("ws1", "ws2"):
+            os.makedirs(os.path.join(root, ws))
+        config = os.path.join(root, "toolexecd.textproto")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{root}/recordings" }}\n')
+        daemon = Daemon(root, config=config)
+        try:
+            with Client(daemon.address) as client:
+                session = client.open_session("conv", workspaces=["ws1"], record=True)
+                session.run_batch([
+                    {"id": "plain", "name": "create_file",
+                     "args": {"file_path": "a.py", "contents": "print(1)\n"}},
+                    {"id": "masked", "name": "create_file",
+                     "args": {"file_path": "b.py",
+                              "contents": "API_KEY=sk-live-0123456789abcdef\n"}}])
+                path = session.info["recording"]
+                session.close()
+                with open(path, encoding="utf-8") as f:
+                    assert "sk-live-0123456789abcdef" not in f.read()
+                report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI,
+                                         report=True)
+            [batch] = report["batches"]
+            assert batch["compared"] == 2
+            notes = [n for n in batch["notes"] if "masked" in n]
+            assert len(notes) == 1 and notes[0].startswith("call 1 (create_file)"), batch["notes"]
+        finally:
+            daemon.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("fmt", [None, "anthropic", "openai_responses"])
 def test_the_cli_exports_what_the_client_exports(recorded, fmt):
     """`toolexec export SESSION [--format F]`, as the README shows it."""
