@@ -3,6 +3,7 @@ exactly what tool_result_messages builds from the results the client got, and
 `toolexec replay` finds no difference against the same build and exactly the
 one result a changed file changes."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -103,111 +104,92 @@ def test_replay_reports_the_one_result_a_changed_file_changes(recorded):
     assert "model_content" in [f["field"] for f in diff["fields"]]
 
 
-def test_replay_leaves_a_recorded_ask_timeout_to_time_out():
-    """A permission request nobody answered is not answered in the replay either:
-    the replayed call times out as the recorded one did, instead of being denied."""
-    root = tempfile.mkdtemp(prefix="toolexec-rec-ask-")
+@contextlib.contextmanager
+def recording_daemon(prefix, workspaces, config=""):
+    """A daemon recording into <root>/recordings (plus `config`), whose
+    workspace <root> holds `workspaces`: yields (root, daemon)."""
+    root = tempfile.mkdtemp(prefix=prefix)
     try:
-        for ws in ("ws1", "ws2"):
+        for ws in workspaces:
             os.makedirs(os.path.join(root, ws))
-        recordings = os.path.join(root, "recordings")
-        config = os.path.join(root, "toolexecd.textproto")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f'recording {{ dir: "{recordings}" }}\n'
-                    'policy { default_decision: DECISION_ALLOW ask_timeout_ms: 300\n'
-                    '  rules { name: "writes ask" tool: "create_file" decision: DECISION_ASK } }\n')
-        daemon = Daemon(root, config=config)
+        path = os.path.join(root, "toolexecd.textproto")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f'recording {{ dir: "{root}/recordings" }}\n' + config)
+        daemon = Daemon(root, config=path)
         try:
-            with Client(daemon.address) as client:
-                session = client.open_session("conv", workspaces=["ws1"], record=True)
-                for name, answer in (("yes.txt", "allow_once"), ("late.txt", None)):
-                    call = {"id": name, "name": "create_file",
-                            "args": {"file_path": name, "contents": "x\n"}}
-                    for event in session.execute([call]):
-                        if "permission_request" in event and answer:
-                            client.respond_permission(
-                                event["permission_request"]["request_id"], answer)
-                path = session.info["recording"]
-                session.close()
-                with open(path, encoding="utf-8") as f:
-                    decisions = [json.loads(line).get("decision") for line in f
-                                 if '"permission_answer"' in line]
-                assert decisions == ["allow_once", "timeout"]
-                report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI,
-                                         report=True)
-            assert report["differences"] == 0, json.dumps(report, indent=1)
+            yield root, daemon
         finally:
             daemon.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_replay_leaves_a_recorded_ask_timeout_to_time_out():
+    """A permission request nobody answered is not answered in the replay either:
+    the replayed call times out as the recorded one did, instead of being denied."""
+    policy = ('policy { default_decision: DECISION_ALLOW ask_timeout_ms: 300\n'
+              '  rules { name: "writes ask" tool: "create_file" decision: DECISION_ASK } }\n')
+    with recording_daemon("toolexec-rec-ask-", ["ws1", "ws2"], policy) as (root, daemon):
+        with Client(daemon.address) as client:
+            session = client.open_session("conv", workspaces=["ws1"], record=True)
+            for name, answer in (("yes.txt", "allow_once"), ("late.txt", None)):
+                call = {"id": name, "name": "create_file",
+                        "args": {"file_path": name, "contents": "x\n"}}
+                for event in session.execute([call]):
+                    if "permission_request" in event and answer:
+                        client.respond_permission(
+                            event["permission_request"]["request_id"], answer)
+            path = session.info["recording"]
+            session.close()
+            with open(path, encoding="utf-8") as f:
+                decisions = [json.loads(line).get("decision") for line in f
+                             if '"permission_answer"' in line]
+            assert decisions == ["allow_once", "timeout"]
+            report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI,
+                                     report=True)
+        assert report["differences"] == 0, json.dumps(report, indent=1)
 
 
 def test_replay_in_a_workspace_of_another_length_finds_no_difference():
     """A command's output naming the workspace is compared with the path made
     <workspace>; the streams' byte counts, which the path's length changes, are
     not compared (ReplayRules)."""
-    root = tempfile.mkdtemp(prefix="toolexec-rec-path-")
-    try:
-        for ws in ("ws", "a-longer-workspace"):
-            os.makedirs(os.path.join(root, ws))
-        config = os.path.join(root, "toolexecd.textproto")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f'recording {{ dir: "{root}/recordings" }}\n')
-        daemon = Daemon(root, config=config)
-        try:
-            with Client(daemon.address) as client:
-                session = client.open_session("conv", workspaces=["ws"], record=True)
-                [result] = session.run_batch([{"id": "p", "name": "run_command",
-                                               "args": {"command_line": "pwd; pwd >&2"}}])
-                path = session.info["recording"]
-                session.close()
-                here = os.path.realpath(os.path.join(root, "ws")) + "\n"
-                assert (result["payload"]["stdout"], result["payload"]["stderr"]) == (here, here)
-                report = toolexec.replay(path, client, workspace="a-longer-workspace",
-                                         cli=TOOLEXEC_CLI, report=True)
-            assert report["differences"] == 0, json.dumps(report, indent=1)
-            assert report["batches"][0]["compared"] == 1
-        finally:
-            daemon.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with recording_daemon("toolexec-rec-path-", ["ws", "a-longer-workspace"]) as (root, daemon):
+        with Client(daemon.address) as client:
+            session = client.open_session("conv", workspaces=["ws"], record=True)
+            [result] = session.run_batch([{"id": "p", "name": "run_command",
+                                           "args": {"command_line": "pwd; pwd >&2"}}])
+            path = session.info["recording"]
+            session.close()
+            here = os.path.realpath(os.path.join(root, "ws")) + "\n"
+            assert (result["payload"]["stdout"], result["payload"]["stderr"]) == (here, here)
+            report = toolexec.replay(path, client, workspace="a-longer-workspace",
+                                     cli=TOOLEXEC_CLI, report=True)
+        assert report["differences"] == 0, json.dumps(report, indent=1)
+        assert report["batches"][0]["compared"] == 1
 
 
 def test_replay_notes_a_call_recorded_with_a_masked_value():
     """The recorder masks what looks like a secret, also in code (`key=...` in
     Python); the replay sends the arguments as recorded and says which calls
     carried a masked value, so a difference that follows is explained."""
-    root = tempfile.mkdtemp(prefix="toolexec-rec-mask-")
-    try:
-        for ws in ("ws1", "ws2"):
-            os.makedirs(os.path.join(root, ws))
-        config = os.path.join(root, "toolexecd.textproto")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f'recording {{ dir: "{root}/recordings" }}\n')
-        daemon = Daemon(root, config=config)
-        try:
-            with Client(daemon.address) as client:
-                session = client.open_session("conv", workspaces=["ws1"], record=True)
-                session.run_batch([
-                    {"id": "plain", "name": "create_file",
-                     "args": {"file_path": "a.py", "contents": "print(1)\n"}},
-                    {"id": "masked", "name": "create_file",
-                     "args": {"file_path": "b.py",
-                              "contents": "API_KEY=sk-live-0123456789abcdef\n"}}])
-                path = session.info["recording"]
-                session.close()
-                with open(path, encoding="utf-8") as f:
-                    assert "sk-live-0123456789abcdef" not in f.read()
-                report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI,
-                                         report=True)
-            [batch] = report["batches"]
-            assert batch["compared"] == 2
-            notes = [n for n in batch["notes"] if "masked" in n]
-            assert len(notes) == 1 and notes[0].startswith("call 1 (create_file)"), batch["notes"]
-        finally:
-            daemon.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with recording_daemon("toolexec-rec-mask-", ["ws1", "ws2"]) as (root, daemon):
+        with Client(daemon.address) as client:
+            session = client.open_session("conv", workspaces=["ws1"], record=True)
+            session.run_batch([
+                {"id": "plain", "name": "create_file",
+                 "args": {"file_path": "a.py", "contents": "print(1)\n"}},
+                {"id": "masked", "name": "create_file",
+                 "args": {"file_path": "b.py", "contents": "API_KEY=sk-live-0123456789abcdef\n"}}])
+            path = session.info["recording"]
+            session.close()
+            with open(path, encoding="utf-8") as f:
+                assert "sk-live-0123456789abcdef" not in f.read()
+            report = toolexec.replay(path, client, workspace="ws2", cli=TOOLEXEC_CLI, report=True)
+        [batch] = report["batches"]
+        assert batch["compared"] == 2
+        notes = [n for n in batch["notes"] if "masked" in n]
+        assert len(notes) == 1 and notes[0].startswith("call 1 (create_file)"), batch["notes"]
 
 
 @pytest.mark.parametrize("fmt", [None, "anthropic", "openai_responses"])
