@@ -13,8 +13,8 @@
 // never touched by a restore (README "Checkpoints"), so they are excluded
 // from the comparison with the copy and must be as they were just before
 // the restore instead, with the directories that hold them (where the copy
-// has a file or link there, the restore cannot put it back and fails
-// ABORTED, having put back the rest). Now and then the restore's undo
+// has a file or link there, the restore cannot put it back and names it
+// among what it did not restore). Now and then the restore's undo
 // checkpoint is restored too and must give the tree as it was before.
 //
 // TOOLEXEC_CHECKPOINT_DIFF_SEED (a number, or "random"; default a fixed
@@ -536,7 +536,7 @@ class Sequence {
     // Not ignored: as in the copy. Ignored: as before the restore, and so
     // the directories that hold it stay (with the copy's mode when the copy
     // has them); where the copy has a file or link instead, the restore
-    // cannot put it back and says so.
+    // cannot put it back and names it in not_restored.
     Tree want, got;
     ReadTree(copy, "", &want);
     ReadTree(ws_, "", &got);
@@ -557,13 +557,17 @@ class Sequence {
       if (it != want.end()) conflicts.insert(dir);
       want[dir] = before.at(dir);
     }
-    if (!restored.ok() &&
-        (conflicts.empty() || restored.status().code() != absl::StatusCode::kAborted)) {
+    if (!restored.ok()) {
       return absl::StrCat("restoring the ", what, ": ", restored.status().ToString());
     }
-    if (restored.ok() && !conflicts.empty()) {
-      return absl::StrCat("restoring the ", what, " succeeded, yet ", *conflicts.begin(),
-                          " holds ignored content where the checkpoint has a file or link");
+    std::set<std::string> in_the_way;
+    for (const checkpoint::LeftOut& l : restored->not_restored) {
+      if (l.reason == checkpoint::LeftOutReason::kInTheWay) in_the_way.insert(l.path);
+    }
+    if (in_the_way != conflicts) {
+      return absl::StrCat("restoring the ", what, ": not restored for a directory in the way: {",
+                          absl::StrJoin(in_the_way, ", "), "}, expected {",
+                          absl::StrJoin(conflicts, ", "), "}");
     }
     std::string problems;
     for (const std::string& d : Differences(want, got)) absl::StrAppend(&problems, "\n  ", d);

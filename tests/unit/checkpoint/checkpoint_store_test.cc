@@ -211,6 +211,20 @@ TEST_F(CheckpointStoreTest, ADirectoryHoldingIgnoredContentStaysAndTheRestoreSuc
   EXPECT_THAT(changes, ElementsAre("empty/", "pkg/mod.py", "pkg/sub/new.py"));
 }
 
+TEST_F(CheckpointStoreTest, AFileWhereADirectoryNowHoldsIgnoredContentIsNamedNotRestored) {
+  WriteFile(ws_ + "/.gitignore", "*.log\n");
+  WriteFile(ws_ + "/build", "a file\n");
+  WriteFile(ws_ + "/main.py", "print(1)\n");
+  const CheckpointInfo cp = Take();
+  Sh("rm build && mkdir build && echo l > build/run.log && echo o > build/out.py"
+     " && echo 2 > main.py");
+  const RestoreResult r = Restore(cp.id);  // succeeds: everything else is put back
+  EXPECT_EQ(Sh("cat main.py && find build | LC_ALL=C sort"), "print(1)\nbuild\nbuild/run.log\n");
+  ASSERT_EQ(r.not_restored.size(), 1u);
+  EXPECT_EQ(r.not_restored[0].path, "build");
+  EXPECT_EQ(r.not_restored[0].reason, LeftOutReason::kInTheWay);
+}
+
 TEST_F(CheckpointStoreTest, UnchangedFilesAreNotRead) {
   constexpr int kFiles = 10000;
   for (int i = 0; i < kFiles; ++i) {

@@ -90,6 +90,8 @@ const char* LeftOutText(LeftOutReason reason) {
       return "larger than max_file_bytes";
     case LeftOutReason::kUnreadable:
       return "unreadable";
+    case LeftOutReason::kInTheWay:
+      return "a directory holding ignored or left-out content is there now";
   }
   return "left out";
 }

@@ -63,6 +63,10 @@ enum class LeftOutReason : char {
   kIgnoredDir = 'I',
   kTooLarge = 'b',
   kUnreadable = 'u',
+  // A restore's only (never in a manifest): the checkpoint had a file or
+  // link where a directory now holds what the tree leaves out, which a
+  // restore never deletes.
+  kInTheWay = 'w',
 };
 
 struct LeftOut {

@@ -177,8 +177,13 @@ absl::StatusOr<RestoreResult> CheckpointStore::Restore(
       const Pair& p = step.second;
       // What the checkpoint left out is neither deleted nor replaced.
       if (p.to == nullptr && UnderLeftOut(left_out, p.from->path)) continue;
-      if (p.to == nullptr && p.from->type == EntryType::kDir && holding.contains(p.from->path)) {
-        continue;
+      if (p.from != nullptr && p.from->type == EntryType::kDir && holding.contains(p.from->path)) {
+        if (p.to == nullptr) continue;
+        if (p.to->type != EntryType::kDir) {
+          // Its file or link cannot come back without deleting that content.
+          result.not_restored.push_back(LeftOut{p.to->path, LeftOutReason::kInTheWay, 0});
+          continue;
+        }
       }
       plan.push_back(std::move(step));
     }

@@ -38,7 +38,9 @@
 // Paths the checkpoint left out (ignored, too large, unreadable) are neither
 // written nor deleted, and are reported. What the tree now leaves out is not
 // deleted either, so a directory the checkpoint did not have that holds such
-// an entry (a new package's __pycache__/) stays. Every path resolves beneath the
+// an entry (a new package's __pycache__/) stays; where the checkpoint had a
+// file or link instead, that one is not put back (RestoreResult::not_restored,
+// LeftOutReason::kInTheWay). Every path resolves beneath the
 // workspace without following symlinks (openat2 RESOLVE_NO_SYMLINKS or an
 // O_NOFOLLOW walk): a link in the tree never leads a restore out of it.
 //
