@@ -88,15 +88,6 @@ class EngineCheckpointTest : public ::testing::Test {
     engine_ = *std::move(engine);
   }
 
-  void Close(const std::string& session) {
-    absl::Notification closed;
-    engine_->CloseSession(caller_, session, {}, [&](absl::StatusOr<MergeResult> r) {
-      EXPECT_TRUE(r.ok()) << r.status();
-      closed.Notify();
-    });
-    closed.WaitForNotification();
-  }
-
   // Runs one batch to its end; its events in order.
   std::vector<std::string> Run(std::vector<CallRequest> calls, Recorder* r = nullptr,
                                const std::string& session = "") {
@@ -234,7 +225,7 @@ TEST_F(EngineCheckpointTest, ACheckpointOutlivesItsSessionAndTheDaemonForTheCall
   Run(Calls(Call("1", "create_file", R"({"file_path":"b.txt","contents":"b"})")), &r);
   ASSERT_EQ(r.checkpoints().size(), 1u);
   const std::string id = r.checkpoints()[0].id;
-  Close(session_);
+  testing::CloseSessionAndWait(*engine_, caller_, session_);
   tree_.Write("ws/src/a.txt", "two\n");
 
   // Closed: its checkpoints are still the caller's to list, diff and restore.
@@ -278,7 +269,7 @@ TEST_F(EngineCheckpointTest, AClosedSessionsRestoreIsStillJudgedByThePolicy) {
   tree_.Write("ws/secret/key", "k1\n");
   Run(Calls(Call("1", "create_file", R"({"file_path":"new.txt","contents":"n"})")));
   const std::string id = (*engine_->ListCheckpoints(caller_, session_))[0].id;
-  Close(session_);
+  testing::CloseSessionAndWait(*engine_, caller_, session_);
   tree_.Write("ws/secret/key", "k2\n");
   auto refused = engine_->RestoreCheckpoint(caller_, session_, id, {}, false);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);

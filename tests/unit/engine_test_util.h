@@ -3,9 +3,13 @@
 #ifndef TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 #define TOOLEXEC_TESTS_UNIT_ENGINE_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <utility>
 
+#include "absl/synchronization/notification.h"
+#include "core/engine.h"
 #include "core/policy.h"
 #include "server/tool_catalogue.h"
 #include "tests/common/test_tools.h"
@@ -34,6 +38,17 @@ inline PolicyRuleOptions PathRule(std::string name, std::string tool, PolicyDeci
   PolicyRuleOptions r = Rule(std::move(name), std::move(tool), d);
   r.path_glob = std::move(glob);
   return r;
+}
+
+// Closes `session` and waits for the engine's answer, which must be OK.
+inline void CloseSessionAndWait(Engine& engine, const CallerIdentity& caller,
+                                const std::string& session) {
+  absl::Notification closed;
+  engine.CloseSession(caller, session, MergeOptions(), [&](absl::StatusOr<MergeResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status();
+    closed.Notify();
+  });
+  closed.WaitForNotification();
 }
 
 }  // namespace toolexec::testing

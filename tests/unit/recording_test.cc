@@ -128,14 +128,7 @@ class RecordingTest : public ::testing::Test {
     return std::move(b.results);
   }
 
-  void Close(const std::string& session) {
-    absl::Notification closed;
-    engine_->CloseSession({}, session, MergeOptions(), [&](absl::StatusOr<MergeResult> r) {
-      EXPECT_TRUE(r.ok()) << r.status();
-      closed.Notify();
-    });
-    closed.WaitForNotification();
-  }
+  void Close(const std::string& session) { testing::CloseSessionAndWait(*engine_, {}, session); }
 
   // The recording as the engine exports it (natively: the file's lines).
   Recording Read(const std::string& session, const CallerIdentity& caller = {}) {
