@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -260,6 +261,28 @@ TEST_F(EngineCheckpointTest, ACheckpointOutlivesItsSessionAndTheDaemonForTheCall
   auto again = engine_->RestoreCheckpoint(caller_, session_, id, {}, false);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(tree_.Read("ws/src/a.txt"), "one\n");
+}
+
+TEST_F(EngineCheckpointTest, AClosedSessionsWorkspaceSwappedForALinkOutsideIsNotRestoredInto) {
+  Start();
+  tree_.Write("ws/sub/a.txt", "one\n");
+  OpenSessionSpec spec;
+  spec.workspaces = {"sub"};
+  auto session = engine_->OpenSession(caller_, spec);
+  ASSERT_TRUE(session.ok()) << session.status();
+  Run(Calls(Call("1", "create_file", R"({"file_path":"b.txt","contents":"b"})")), nullptr,
+      session->session_id);
+  const std::string id = (*engine_->ListCheckpoints(caller_, session->session_id))[0].id;
+  testing::CloseSessionAndWait(*engine_, caller_, session->session_id);
+  // The closed session's workspace is replaced by a link to a directory
+  // outside the daemon's workspace.
+  tree_.Write("outside/a.txt", "theirs\n");
+  std::filesystem::rename(tree_.Abs("ws/sub"), tree_.Abs("ws/old-sub"));
+  tree_.Symlink("ws/sub", tree_.Abs("outside"));
+  auto restored = engine_->RestoreCheckpoint(caller_, session->session_id, id, {}, false);
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition) << restored.status();
+  EXPECT_EQ(tree_.Read("outside/a.txt"), "theirs\n");
+  EXPECT_FALSE(tree_.Exists("outside/b.txt"));
 }
 
 TEST_F(EngineCheckpointTest, AClosedSessionsRestoreIsStillJudgedByThePolicy) {
