@@ -21,9 +21,10 @@
 namespace toolexec::checkpoint {
 namespace {
 
+using internal::Compare;
 using internal::Nanos;
+using internal::PathFilter;
 using internal::ReadAll;
-using fs::PathCompare;
 using fs::PathLess;
 
 // Whether a time `t` read from a file's stat is safely before `start` (the
@@ -222,21 +223,17 @@ void CheckpointStore::InstallCache(RootCache& cache, std::shared_ptr<const Manif
   }
   data->manifest = std::move(manifest);
   // The cache's uses of objects move from the old manifest to the new: only
-  // the files whose content differs between the two change a count.
+  // the paths that changed between the two can change a count.
   static const std::vector<Entry> kNone;
-  const std::vector<Entry>& now = data->manifest->entries;
   const std::vector<Entry>& was = cache.data != nullptr ? cache.data->manifest->entries : kNone;
+  const auto changed = Compare(was, data->manifest->entries, PathFilter());
   absl::MutexLock lock(&mu_);
-  size_t i = 0, j = 0;
-  while (i < was.size() || j < now.size()) {
-    const int order = i == was.size() ? 1 : j == now.size() ? -1 : PathCompare(was[i].path, now[j].path);
-    const Entry* old_entry = order <= 0 ? &was[i++] : nullptr;
-    const Entry* new_entry = order >= 0 ? &now[j++] : nullptr;
-    const bool old_file = old_entry != nullptr && old_entry->type == EntryType::kFile;
-    const bool new_file = new_entry != nullptr && new_entry->type == EntryType::kFile;
-    if (old_file && new_file && old_entry->hash == new_entry->hash) continue;
-    if (new_file) ++refs_[new_entry->hash];
-    if (old_file) ReleaseObject(old_entry->hash);
+  for (const auto& [change, pair] : changed) {
+    const bool old_file = pair.from != nullptr && pair.from->type == EntryType::kFile;
+    const bool new_file = pair.to != nullptr && pair.to->type == EntryType::kFile;
+    if (old_file && new_file && pair.from->hash == pair.to->hash) continue;  // the mode alone
+    if (new_file) ++refs_[pair.to->hash];
+    if (old_file) ReleaseObject(pair.from->hash);
   }
   cache.data = std::move(data);
 }
