@@ -303,9 +303,11 @@ absl::StatusOr<ReplayReport> Replay(Client& client, absl::string_view text,
           ++out.from_recording;
           continue;
         }
+        // The arguments as recorded: parsed ("args") or as text ("args_json").
         const JsonValue* args = Member(c, "args");
-        std::string args_text = args != nullptr ? ToJsonString(*args) : "";
-        if (absl::StrContains(args != nullptr ? args_text : StringOf(c, "args_json"), kRedacted)) {
+        const std::string args_text =
+            args != nullptr ? ToJsonString(*args) : StringOf(c, "args_json");
+        if (absl::StrContains(args_text, kRedacted)) {
           out.notes.push_back(absl::StrCat(
               "call ", index, " (", name, ") was recorded with a masked value (", kRedacted,
               ") in its arguments and is sent so: it, and what follows from what it does, may "
@@ -319,7 +321,7 @@ absl::StatusOr<ReplayReport> Replay(Client& client, absl::string_view text,
         } else {
           call.set_id(StringOf(c, "id"));
           call.set_name(name);
-          call.set_args_json(args != nullptr ? args_text : StringOf(c, "args_json"));
+          call.set_args_json(args_text);
         }
         call.set_step_id(StringOf(c, "step_id"));
         *request.add_calls() = std::move(call);
