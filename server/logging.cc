@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tools/runtime/rapidjson_config.h"  // before any RapidJSON header
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "spdlog/pattern_formatter.h"

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,16 @@ namespace toolexec {
 namespace {
 
 using ::testing::HasSubstr;
+
+// A misused value throws (the runner makes it one failed call) rather than
+// reading memory it should not.
+TEST(JsonValueTest, AMisusedValueThrows) {
+  Json number;
+  number.SetInt(7);
+  EXPECT_THROW(number.GetString(), std::runtime_error);
+  Json object = MakeObject();
+  EXPECT_THROW(object.PushBack(JsonValue(1), object.GetAllocator()), std::runtime_error);
+}
 
 TEST(ParseJsonTest, ParsesValues) {
   auto doc = ParseJson(R"( {"a": [1, 2.5, "x", true, null]} )");

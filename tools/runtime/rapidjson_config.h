@@ -2,26 +2,27 @@
 // call (GetString() on a number, ...) throws std::runtime_error instead of
 // being undefined behaviour in release builds. The runner turns an exception
 // thrown by a tool into an error result, so such a bug fails one call, not the
-// daemon. The definition is token for token the one valijson's RapidJSON
-// adapter makes (schema.cc includes that adapter first), so every translation
-// unit sees the same RapidJSON.
+// daemon. The check costs a branch: RapidJSON asserts in nearly every
+// accessor and every write, so nothing is built unless it fails. valijson's
+// RapidJSON adapter, which would define its own (building a std::string of
+// the file name at every assert), is included after this header
+// (tools/runtime/schema_regex.h), so every translation unit sees this one.
 #ifndef TOOLEXEC_TOOLS_RUNTIME_RAPIDJSON_CONFIG_H_
 #define TOOLEXEC_TOOLS_RUNTIME_RAPIDJSON_CONFIG_H_
 
 #include <stdexcept>
 #include <string>
 
-#ifndef RAPIDJSON_ASSERT
-        template<typename T>
-        T rapidjson_assert(T t, const std::string& file, const int line) {
-          if (t) {
-            return t;
-          }
+namespace toolexec::internal {
 
-          throw std::runtime_error("assertion failed; file: " + file + "; line: " + std::to_string(line));
-        }
+[[noreturn]] inline void RapidJsonAssertFailed(const char* file, int line) {
+  throw std::runtime_error(std::string("assertion failed; file: ") + file +
+                           "; line: " + std::to_string(line));
+}
 
-        #define RAPIDJSON_ASSERT(x) rapidjson_assert(x, __FILE__, __LINE__)
-#endif
+}  // namespace toolexec::internal
+
+#define RAPIDJSON_ASSERT(x) \
+  ((x) ? static_cast<void>(0) : ::toolexec::internal::RapidJsonAssertFailed(__FILE__, __LINE__))
 
 #endif  // TOOLEXEC_TOOLS_RUNTIME_RAPIDJSON_CONFIG_H_

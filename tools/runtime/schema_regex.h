@@ -33,10 +33,21 @@
 #ifndef TOOLEXEC_TOOLS_RUNTIME_SCHEMA_REGEX_H_
 #define TOOLEXEC_TOOLS_RUNTIME_SCHEMA_REGEX_H_
 
-// valijson's RapidJSON adapter must come before any RapidJSON header (it
-// defines RAPIDJSON_ASSERT, as rapidjson_config.h does): include this header
-// first.
+// RAPIDJSON_ASSERT is rapidjson_config.h's (see there) in every translation
+// unit. valijson's RapidJSON adapter would define its own, and warns when one
+// is defined before it, but only with VALIJSON_USE_EXCEPTIONS: so what it
+// includes comes first, as usual, and the adapter itself is read without that
+// macro (it uses it for nothing else).
+#include "tools/runtime/rapidjson_config.h"
+#include "rapidjson/document.h"
+#include "valijson/exceptions.hpp"
+#include "valijson/internal/adapter.hpp"
+#include "valijson/internal/basic_adapter.hpp"
+#include "valijson/internal/frozen_value.hpp"
+#pragma push_macro("VALIJSON_USE_EXCEPTIONS")
+#undef VALIJSON_USE_EXCEPTIONS
 #include "valijson/adapters/rapidjson_adapter.hpp"
+#pragma pop_macro("VALIJSON_USE_EXCEPTIONS")
 // clang-format off
 #include <memory>
 #include <string>
