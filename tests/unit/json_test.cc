@@ -27,6 +27,26 @@ TEST(JsonValueTest, AMisusedValueThrows) {
   EXPECT_THROW(object.PushBack(JsonValue(1), object.GetAllocator()), std::runtime_error);
 }
 
+// A small document takes a small block, not a 64 KiB one; a value larger
+// than a block still fits, and a large document grows block by block.
+TEST(JsonValueTest, ADocumentsPoolGrowsInSmallBlocks) {
+  Json small = MakeObject();
+  AddMember(small, "city", MakeString("Paris", small.GetAllocator()), small.GetAllocator());
+  EXPECT_LE(small.GetAllocator().Capacity(), 1024u);
+
+  const std::string big(100000, 'x');
+  Json large = MakeObject();
+  AddMember(large, "text", MakeString(big, large.GetAllocator()), large.GetAllocator());
+  for (int i = 0; i < 1000; ++i) {
+    AddMember(large, "k" + std::to_string(i), JsonValue(i), large.GetAllocator());
+  }
+  EXPECT_EQ(StringOf(large["text"]), big);
+  EXPECT_EQ(large["k999"].GetInt(), 999);
+  auto parsed = ParseJson(ToJsonString(large));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, large);
+}
+
 TEST(ParseJsonTest, ParsesValues) {
   auto doc = ParseJson(R"( {"a": [1, 2.5, "x", true, null]} )");
   ASSERT_TRUE(doc.ok()) << doc.status();
