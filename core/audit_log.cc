@@ -205,23 +205,43 @@ std::vector<Range> SecretRanges(absl::string_view s) {
   return ranges;
 }
 
-// Whether `s` can hold anything SecretRanges masks: every form has '=' or
-// ':' in it (NAME=VALUE, --user=, headers, URLs, JSON members, curl's
-// USER:PASS), "-p" (--password, --passwd, mysql's -pPASS) or the word
-// "bearer". Most strings have none, and are kept without a scan of words.
-bool MayHoldSecret(absl::string_view s) {
-  if (s.find_first_of("=:") != absl::string_view::npos) return true;
-  if (s.find("-p") != absl::string_view::npos) return true;
-  for (size_t b = s.find_first_of("bB"); b != absl::string_view::npos;
-       b = s.find_first_of("bB", b + 1)) {
-    if (absl::EqualsIgnoreCase(s.substr(b, 6), "bearer")) return true;
+// Whether `s` contains `word` (lower-case), in any case.
+bool ContainsIgnoringCase(absl::string_view s, absl::string_view word) {
+  const char first = word[0];
+  for (size_t i = 0; i + word.size() <= s.size(); ++i) {
+    if (absl::ascii_tolower(s[i]) == first && absl::EqualsIgnoreCase(s.substr(i, word.size()), word)) {
+      return true;
+    }
   }
   return false;
 }
 
-// `s` with every secret range replaced by "[redacted]".
-std::string MaskSecrets(absl::string_view s) {
-  if (!MayHoldSecret(s)) return std::string(s);
+}  // namespace
+
+// Whether `s` can hold anything SecretRanges masks. Every form needs one of:
+// a name that command::LooksSecret accepts (NAME=VALUE, headers, JSON
+// members), and every such name has one of kSecretParts in it, in some case
+// (each secret word and ending does: KEY, SECRET, TOKEN, PASS…, CRED…, PAT,
+// AUTH…, BEARER, JWT, PRIVATE, COOKIE…, DSN, PWD, CONNECTION); "bearer" and
+// "--password"/"--passwd" (in kSecretParts too); "://" (a URL's password);
+// "-p" (mysql's -pPASS); "curl" (its -u USER:PASS). Most strings, a JSON
+// payload rendered as text among them, have none, and are kept without the
+// scan of words, which costs more than the rest of a result's rendering.
+bool audit_internal::MayHoldSecret(absl::string_view s) {
+  static constexpr absl::string_view kSecretParts[] = {
+      "key",     "secret", "token", "pass", "cred", "pat",    "auth",      "bearer",
+      "jwt",     "private", "cookie", "dsn", "pwd", "connection"};
+  if (s.find("://") != absl::string_view::npos || s.find("-p") != absl::string_view::npos ||
+      s.find("curl") != absl::string_view::npos) {
+    return true;
+  }
+  for (absl::string_view part : kSecretParts) {
+    if (ContainsIgnoringCase(s, part)) return true;
+  }
+  return false;
+}
+
+std::string audit_internal::MaskEveryForm(absl::string_view s) {
   std::vector<Range> ranges = SecretRanges(s);
   if (ranges.empty()) return std::string(s);
   std::sort(ranges.begin(), ranges.end());
@@ -235,6 +255,14 @@ std::string MaskSecrets(absl::string_view s) {
   }
   absl::StrAppend(&out, s.substr(done));
   return out;
+}
+
+namespace {
+
+// `s` with every secret range replaced by "[redacted]".
+std::string MaskSecrets(absl::string_view s) {
+  if (!audit_internal::MayHoldSecret(s)) return std::string(s);
+  return audit_internal::MaskEveryForm(s);
 }
 
 }  // namespace
@@ -282,6 +310,40 @@ void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a,
 
 void AuditLog::MaskInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a) {
   RedactInto(in, out, a, /*max_chars=*/0);
+}
+
+void AuditLog::WriteMasked(absl::string_view s, TextWriter& out) {
+  if (!audit_internal::MayHoldSecret(s)) {
+    out.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+    return;
+  }
+  const std::string masked = MaskSecrets(s);
+  out.String(masked.data(), static_cast<rapidjson::SizeType>(masked.size()));
+}
+
+// The rules of RedactInto without its cut: a secret-looking key's value
+// becomes kRedacted, every string is masked.
+void AuditLog::WriteMasked(const JsonValue& in, TextWriter& out) {
+  if (in.IsObject()) {
+    out.StartObject();
+    for (auto m = in.MemberBegin(); m != in.MemberEnd(); ++m) {
+      out.Key(m->name.GetString(), m->name.GetStringLength());
+      if (command::LooksSecret(m->name.GetString())) {
+        out.String(kRedacted);
+      } else {
+        WriteMasked(m->value, out);
+      }
+    }
+    out.EndObject();
+  } else if (in.IsArray()) {
+    out.StartArray();
+    for (const auto& item : in.GetArray()) WriteMasked(item, out);
+    out.EndArray();
+  } else if (in.IsString()) {
+    WriteMasked(StringOf(in), out);
+  } else {
+    in.Accept(out);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path) {

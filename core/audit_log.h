@@ -51,6 +51,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/hooks.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tools/runtime/file_io.h"
 #include "tools/runtime/json.h"
 #include "tools/runtime/tool_runner.h"
@@ -59,6 +61,14 @@ namespace toolexec {
 
 // What a masked secret becomes, in the audit log and in recordings.
 inline constexpr char kRedacted[] = "[redacted]";
+
+namespace audit_internal {
+// Whether a string can hold anything the masking masks: false means it is
+// kept as it is, unscanned.
+bool MayHoldSecret(absl::string_view s);
+// The masking's scan of every form, without that check first.
+std::string MaskEveryForm(absl::string_view s);
+}  // namespace audit_internal
 
 // The audit line's "decision": who let the call run, or refused it.
 struct AuditDecision {
@@ -85,6 +95,11 @@ class AuditLog final {
   // `a`), and one string.
   static void MaskInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a);
   static std::string MaskString(absl::string_view s);
+  // The same masking written straight to JSON text, with no copy of what
+  // has nothing to mask: `in`, and one string.
+  using TextWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+  static void WriteMasked(const JsonValue& in, TextWriter& out);
+  static void WriteMasked(absl::string_view s, TextWriter& out);
 
   // Where Write starts to wait for the writer: a few thousand lines.
   static constexpr size_t kMaxQueuedBytes = 4 << 20;
