@@ -198,7 +198,6 @@ absl::StatusOr<std::string> RuntimeEngine::ExportRecording(const CallerIdentity&
   if (!path.ok()) return path.status();
   const absl::Status not_found =
       absl::NotFoundError(absl::StrCat("no recording of session '", session_id, "'"));
-  recorder_->Flush();  // what the session's batches queued so far
   std::ifstream in(*path, std::ios::binary);
   if (!in) return not_found;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

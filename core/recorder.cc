@@ -17,7 +17,6 @@
 #include "core/audit_log.h"
 #include "core/permissions.h"
 #include "spdlog/spdlog.h"
-#include "tools/runtime/executor.h"
 
 namespace toolexec {
 namespace {
@@ -64,46 +63,91 @@ absl::string_view ContentTypeName(ContentType t) {
   return "CONTENT_TYPE_PLAIN_TEXT";
 }
 
-// What a result event needs, kept by the delivering thread for the writer
-// (the result itself goes on to the transport).
-ToolCallResult CopyOf(const ToolCallResult& r) {
-  ToolCallResult c;
-  c.index = r.index;
-  c.id = r.id;
-  c.name = r.name;
-  c.called_as = r.called_as;
-  c.item_type = r.item_type;
-  c.step_id = r.step_id;
-  c.status = r.status;
-  c.payload = CopyJson(r.payload);
-  c.error_message = r.error_message;
-  c.error = r.error;
-  c.actions.state_delta = CopyJson(r.actions.state_delta);
-  c.actions.artifact_delta = r.actions.artifact_delta;
-  c.actions.escalate = r.actions.escalate;
-  c.actions.skip_summarization = r.actions.skip_summarization;
-  c.actions.transfer_to_agent = r.actions.transfer_to_agent;
-  c.display = r.display;
-  c.compact_summary = r.compact_summary;
-  c.model_content = r.model_content;
-  c.duration = r.duration;
-  return c;
+using TextWriter = AuditLog::TextWriter;
+
+void Key(TextWriter& w, absl::string_view key) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+}
+void Str(TextWriter& w, absl::string_view key, absl::string_view value) {
+  Key(w, key);
+  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+void Masked(TextWriter& w, absl::string_view key, absl::string_view value) {
+  Key(w, key);
+  AuditLog::WriteMasked(value, w);
 }
 
-// A call of a batch event, as the caller sent it.
-struct SentCall {
-  std::string id;
-  std::string name;
-  std::string called_as;
-  std::string item_type;
-  std::string step_id;
-  std::optional<Json> args;
-  std::string args_json;
-};
+// Starts an event's object: {"type": type, "time": time, "batch": batch, …
+void StartEvent(TextWriter& w, absl::string_view type, absl::Time time, uint64_t batch) {
+  w.StartObject();
+  Str(w, "type", type);
+  Str(w, "time", TimeText(time));
+  Key(w, "batch");
+  w.Uint64(batch);
+}
 
-// A line already rendered.
-PendingLine Rendered(std::string line) {
-  return [line = std::move(line)]() mutable { return std::move(line); };
+// The "result" member's ToolResult (see the header comment), masked.
+void WriteResult(TextWriter& w, const ToolCallResult& r) {
+  w.StartObject();
+  Key(w, "index");
+  w.Uint(r.index);
+  Str(w, "id", r.id);
+  Str(w, "name", r.name);
+  if (!r.called_as.empty()) Str(w, "called_as", r.called_as);
+  if (!r.item_type.empty()) Str(w, "item_type", r.item_type);
+  Str(w, "step_id", r.step_id);
+  Str(w, "status", EnumName("RESULT_STATUS_", ResultStatusName(r.status)));
+  Key(w, "payload");
+  AuditLog::WriteMasked(r.payload, w);
+  Masked(w, "error_message", r.error_message);
+  if (r.error.has_value()) {
+    Key(w, "exception");
+    w.StartObject();
+    Masked(w, "message", r.error->message);
+    Str(w, "tool_name", r.error->tool_name);
+    Str(w, "server_name", r.error->server_name);
+    Str(w, "code", EnumName("ERROR_CODE_", ErrorCodeName(r.error->code)));
+    Str(w, "call_id", r.id);
+    Str(w, "step_id", r.step_id);
+    w.EndObject();
+  }
+  Key(w, "actions");
+  w.StartObject();
+  Key(w, "state_delta");
+  if (r.actions.state_delta.IsObject()) {
+    AuditLog::WriteMasked(r.actions.state_delta, w);
+  } else {
+    w.StartObject();
+    w.EndObject();
+  }
+  Key(w, "artifact_delta");
+  w.StartObject();
+  for (const auto& [name, version] : r.actions.artifact_delta) {
+    Key(w, name);
+    w.Int64(static_cast<int64_t>(version));
+  }
+  w.EndObject();
+  Key(w, "escalate");
+  w.Bool(r.actions.escalate);
+  Key(w, "skip_summarization");
+  w.Bool(r.actions.skip_summarization);
+  Str(w, "transfer_to_agent", r.actions.transfer_to_agent);
+  w.EndObject();
+  Key(w, "display");
+  w.StartObject();
+  Str(w, "title", r.display.title);
+  Masked(w, "content", r.display.content);
+  Str(w, "content_type", ContentTypeName(r.display.content_type));
+  Key(w, "is_truncated");
+  w.Bool(r.display.is_truncated);
+  Key(w, "full_length");
+  w.Uint64(static_cast<uint64_t>(r.display.full_length));
+  w.EndObject();
+  Masked(w, "compact_summary", r.compact_summary);
+  Key(w, "duration");
+  w.Double(absl::ToDoubleSeconds(r.duration));
+  Masked(w, "model_content", r.model_content);
+  w.EndObject();
 }
 
 bool IsSessionId(absl::string_view id) {
@@ -116,70 +160,58 @@ bool IsSessionId(absl::string_view id) {
 
 }  // namespace
 
-Json RecordingEvent(absl::string_view type, absl::Time time, Json::AllocatorType* pool) {
-  Json e(pool);
-  e.SetObject();
+Json RecordingEvent(absl::string_view type, absl::Time time) {
+  Json e = MakeObject();
   auto& a = e.GetAllocator();
   Put(e, "type", type, a);
   Put(e, "time", TimeText(time), a);
   return e;
 }
 
-void ResultToRecordingJson(const ToolCallResult& r, JsonValue& out, Json::AllocatorType& a) {
-  out.SetObject();
-  Put(out, "index", JsonValue(r.index), a);
-  Put(out, "id", r.id, a);
-  Put(out, "name", r.name, a);
-  if (!r.called_as.empty()) Put(out, "called_as", r.called_as, a);
-  if (!r.item_type.empty()) Put(out, "item_type", r.item_type, a);
-  Put(out, "step_id", r.step_id, a);
-  Put(out, "status", EnumName("RESULT_STATUS_", ResultStatusName(r.status)), a);
-  JsonValue payload;
-  AuditLog::MaskInto(r.payload, payload, a);
-  Put(out, "payload", std::move(payload), a);
-  PutMasked(out, "error_message", r.error_message, a);
-  if (r.error.has_value()) {
-    JsonValue e(rapidjson::kObjectType);
-    PutMasked(e, "message", r.error->message, a);
-    Put(e, "tool_name", r.error->tool_name, a);
-    Put(e, "server_name", r.error->server_name, a);
-    Put(e, "code", EnumName("ERROR_CODE_", ErrorCodeName(r.error->code)), a);
-    Put(e, "call_id", r.id, a);
-    Put(e, "step_id", r.step_id, a);
-    Put(out, "exception", std::move(e), a);
-  }
-  JsonValue actions(rapidjson::kObjectType);
-  JsonValue state(rapidjson::kObjectType);
-  if (r.actions.state_delta.IsObject()) AuditLog::MaskInto(r.actions.state_delta, state, a);
-  Put(actions, "state_delta", std::move(state), a);
-  JsonValue artifacts(rapidjson::kObjectType);
-  for (const auto& [name, version] : r.actions.artifact_delta) {
-    artifacts.AddMember(JsonValue(name, a), JsonValue(static_cast<int64_t>(version)), a);
-  }
-  Put(actions, "artifact_delta", std::move(artifacts), a);
-  Put(actions, "escalate", JsonValue(r.actions.escalate), a);
-  Put(actions, "skip_summarization", JsonValue(r.actions.skip_summarization), a);
-  Put(actions, "transfer_to_agent", r.actions.transfer_to_agent, a);
-  Put(out, "actions", std::move(actions), a);
-  JsonValue display(rapidjson::kObjectType);
-  Put(display, "title", r.display.title, a);
-  PutMasked(display, "content", r.display.content, a);
-  Put(display, "content_type", ContentTypeName(r.display.content_type), a);
-  Put(display, "is_truncated", JsonValue(r.display.is_truncated), a);
-  Put(display, "full_length", JsonValue(static_cast<uint64_t>(r.display.full_length)), a);
-  Put(out, "display", std::move(display), a);
-  PutMasked(out, "compact_summary", r.compact_summary, a);
-  Put(out, "duration", JsonValue(absl::ToDoubleSeconds(r.duration)), a);
-  PutMasked(out, "model_content", r.model_content, a);
+// ---- RecordingLines ----------------------------------------------------------
+
+void RecordingLines::Add(const JsonValue& event) {
+  TextWriter w(text);
+  event.Accept(w);
+  EndLine();
+}
+
+void RecordingLines::EndLine() {
+  text.Put('\n');
+  ends.push_back(text.GetSize());
+}
+
+void RecordingLines::Clear() {
+  text.Clear();
+  ends.clear();
 }
 
 // ---- SessionRecording --------------------------------------------------------
 
-void SessionRecording::AppendLine(std::string* bytes, std::string line) {
-  if (cut_) return;
-  bytes_ += line.size() + 1;
-  if (bytes_ + kCutReserve > max_bytes_) {
-    cut_ = true;
+void SessionRecording::WriteEvent(const JsonValue& event, bool sync) {
+  RecordingLines lines;
+  lines.Add(event);
+  Write(lines, sync);
+}
+
+void SessionRecording::Write(RecordingLines& lines, bool sync) {
+  absl::MutexLock lock(&mu_);
+  if (cut() || broken_) {
+    lines.Clear();
+    return;
+  }
+  // The lines the limit admits, then the cut line in place of the first it
+  // does not.
+  size_t admitted = 0;
+  for (size_t end : lines.ends) {
+    if (bytes_ + (end - admitted) + kCutReserve > max_bytes_) break;
+    bytes_ += end - admitted;
+    admitted = end;
+  }
+  const absl::string_view text(lines.text.GetString(), lines.text.GetSize());
+  bool ok = WriteOut(text.substr(0, admitted));
+  if (ok && admitted < text.size()) {
+    cut_.store(true, std::memory_order_relaxed);
     Json cut = RecordingEvent("cut", absl::Now());
     auto& a = cut.GetAllocator();
     Put(cut, "bytes", JsonValue(static_cast<uint64_t>(max_bytes_)), a);
@@ -187,30 +219,28 @@ void SessionRecording::AppendLine(std::string* bytes, std::string line) {
         absl::StrCat("the recording reached recording.max_bytes_per_session (", max_bytes_,
                      " bytes): later events are not recorded; the session went on"),
         a);
-    absl::StrAppend(bytes, ToJsonString(cut), "\n");
-    return;
+    ok = WriteOut(absl::StrCat(ToJsonString(cut), "\n"));
   }
-  absl::StrAppend(bytes, line, "\n");
+  if (ok && sync) fsync(fd_.get());
+  lines.Clear();
 }
 
-void SessionRecording::RecordEvent(Json event, bool sync) {
-  recorder_->Enqueue({shared_from_this(), nullptr,
-                      [event = std::move(event)] { return ToJsonString(event); }, sync},
-                     /*wake=*/true);
-}
-
-void SessionRecording::AddToBatch(const std::shared_ptr<std::string>& batch, PendingLine line) {
-  recorder_->Enqueue({shared_from_this(), batch, std::move(line)}, /*wake=*/false);
-}
-
-void SessionRecording::EndBatch(const std::shared_ptr<std::string>& batch) {
-  last_batch_ticket_.store(recorder_->Enqueue({shared_from_this(), batch, nullptr}, /*wake=*/true));
-}
-
-void SessionRecording::WaitForLastBatch() {
-  if (const uint64_t ticket = last_batch_ticket_.load(); ticket != 0) {
-    recorder_->WaitWritten(ticket);
+bool SessionRecording::WriteOut(absl::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd_.get(), bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    broken_ = true;
+    spdlog::error("recording {}: {} bytes could not be written ({}); nothing more is recorded "
+                  "for this session",
+                  path_, bytes.size() - done, ErrnoText(n < 0 ? errno : ENOSPC));
+    return false;
   }
+  return true;
 }
 
 // ---- RecordingObserver -------------------------------------------------------
@@ -220,57 +250,54 @@ RecordingObserver::RecordingObserver(std::shared_ptr<SessionRecording> recording
                                      std::optional<absl::Duration> timeout,
                                      uint32_t model_content_max_chars)
     : recording_(std::move(recording)), inner_(inner), batch_(recording_->NextBatch()) {
-  recording_->WaitForLastBatch();
-  std::vector<SentCall> sent;
-  sent.reserve(calls.size());
-  for (const CallRequest& c : calls) {
-    sent.push_back({c.id, c.name, c.called_as, c.item_type, c.step_id,
-                    c.args.has_value() ? std::optional<Json>(CopyJson(*c.args)) : std::nullopt,
-                    c.args_json});
+  if (recording_->cut()) return;
+  absl::MutexLock lock(&mu_);
+  TextWriter w(lines_.text);
+  StartEvent(w, "batch", absl::Now(), batch_);
+  Key(w, "calls");
+  w.StartArray();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CallRequest& c = calls[i];
+    w.StartObject();
+    Key(w, "index");
+    w.Uint64(i);
+    Str(w, "id", c.id);
+    Str(w, "name", c.name);
+    if (!c.called_as.empty()) Str(w, "called_as", c.called_as);
+    if (!c.item_type.empty()) Str(w, "item_type", c.item_type);
+    Str(w, "step_id", c.step_id);
+    if (c.args.has_value()) {
+      Key(w, "args");
+      AuditLog::WriteMasked(*c.args, w);
+    } else if (c.args_json.empty()) {
+      Key(w, "args");
+      w.StartObject();
+      w.EndObject();
+    } else if (auto parsed = ParseJson(c.args_json); parsed.ok()) {
+      Key(w, "args");
+      AuditLog::WriteMasked(*parsed, w);
+    } else {
+      Masked(w, "args_json", c.args_json);
+    }
+    w.EndObject();
   }
-  recording_->AddToBatch(bytes_, [batch = batch_, time = absl::Now(), sent = std::move(sent), timeout,
-       model_content_max_chars] {
-    char buffer[16384];
-    Json::AllocatorType pool(buffer, sizeof(buffer));
-    Json e = RecordingEvent("batch", time, &pool);
-    auto& a = e.GetAllocator();
-    Put(e, "batch", JsonValue(static_cast<uint64_t>(batch)), a);
-    JsonValue list(rapidjson::kArrayType);
-    for (size_t i = 0; i < sent.size(); ++i) {
-      const SentCall& c = sent[i];
-      JsonValue call(rapidjson::kObjectType);
-      Put(call, "index", JsonValue(static_cast<uint64_t>(i)), a);
-      Put(call, "id", c.id, a);
-      Put(call, "name", c.name, a);
-      if (!c.called_as.empty()) Put(call, "called_as", c.called_as, a);
-      if (!c.item_type.empty()) Put(call, "item_type", c.item_type, a);
-      Put(call, "step_id", c.step_id, a);
-      if (c.args.has_value()) {
-        JsonValue args;
-        AuditLog::MaskInto(*c.args, args, a);
-        Put(call, "args", std::move(args), a);
-      } else if (auto parsed = ParseJson(c.args_json); parsed.ok() && !c.args_json.empty()) {
-        JsonValue args;
-        AuditLog::MaskInto(*parsed, args, a);
-        Put(call, "args", std::move(args), a);
-      } else if (!c.args_json.empty()) {
-        PutMasked(call, "args_json", c.args_json, a);
-      } else {
-        Put(call, "args", JsonValue(rapidjson::kObjectType), a);
-      }
-      list.PushBack(call, a);
-    }
-    Put(e, "calls", std::move(list), a);
-    if (timeout.has_value()) {
-      Put(e, "timeout_ms",
-          JsonValue(static_cast<int64_t>(absl::ToInt64Milliseconds(*timeout))), a);
-    }
-    Put(e, "model_content_max_chars", JsonValue(model_content_max_chars), a);
-    return ToJsonString(e);
-  });
+  w.EndArray();
+  if (timeout.has_value()) {
+    Key(w, "timeout_ms");
+    w.Int64(absl::ToInt64Milliseconds(*timeout));
+  }
+  Key(w, "model_content_max_chars");
+  w.Uint(model_content_max_chars);
+  w.EndObject();
+  lines_.EndLine();
 }
 
-// Permission and checkpoint events are few: rendered where they happen.
+void RecordingObserver::Add(const JsonValue& event) {
+  absl::MutexLock lock(&mu_);
+  lines_.Add(event);
+}
+
+// Permission and checkpoint events are few: built as documents.
 void RecordingObserver::OnPermissionRequest(const PermissionRequestEvent& event) {
   Json e = RecordingEvent("permission_request", absl::Now());
   auto& a = e.GetAllocator();
@@ -288,7 +315,7 @@ void RecordingObserver::OnPermissionRequest(const PermissionRequestEvent& event)
   PutMasked(r, "description", event.description, a);
   PutMasked(r, "reason", event.reason, a);
   Put(e, "request", std::move(r), a);
-  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
+  Add(e);
   inner_->OnPermissionRequest(event);
 }
 
@@ -301,7 +328,7 @@ void RecordingObserver::OnPermissionAnswer(const std::string& request_id,
   Put(e, "request_id", request_id, a);
   Put(e, "decision", decision, a);
   PutMasked(e, "reason", reason, a);
-  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
+  Add(e);
   inner_->OnPermissionAnswer(request_id, decision, reason);
 }
 
@@ -322,23 +349,22 @@ void RecordingObserver::OnCheckpoint(const CheckpointEvent& event) {
   Put(c, "files_changed", JsonValue(event.files_changed), a);
   Put(c, "bytes_stored", JsonValue(event.bytes_stored), a);
   Put(e, "checkpoint", std::move(c), a);
-  recording_->AddToBatch(bytes_, Rendered(ToJsonString(e)));
+  Add(e);
   inner_->OnCheckpoint(event);
 }
 
 void RecordingObserver::AddResult(const ToolCallResult& result) {
-  recording_->AddToBatch(bytes_, [batch = batch_, time = absl::Now(), r = CopyOf(result)] {
-    // A small result's event fits on the stack: no heap block per result.
-    char buffer[16384];
-    Json::AllocatorType pool(buffer, sizeof(buffer));
-    Json e = RecordingEvent("result", time, &pool);
-    auto& a = e.GetAllocator();
-    Put(e, "batch", JsonValue(static_cast<uint64_t>(batch)), a);
-    JsonValue out;
-    ResultToRecordingJson(r, out, a);
-    Put(e, "result", std::move(out), a);
-    return ToJsonString(e);
-  });
+  // Past the cut nothing more is rendered.
+  if (recording_->cut()) return;
+  const absl::Time time = absl::Now();
+  absl::MutexLock lock(&mu_);
+  TextWriter w(lines_.text);
+  StartEvent(w, "result", time, batch_);
+  Key(w, "result");
+  WriteResult(w, result);
+  w.EndObject();
+  lines_.EndLine();
+  if (lines_.text.GetSize() >= kFlushBytes) recording_->Write(lines_);
 }
 
 void RecordingObserver::OnResult(ToolCallResult result) {
@@ -348,13 +374,16 @@ void RecordingObserver::OnResult(ToolCallResult result) {
 
 void RecordingObserver::OnLastResult(ToolCallResult result) {
   AddResult(result);
-  CommitAndEnd()->OnLastResult(std::move(result));
+  WriteAndEnd()->OnLastResult(std::move(result));
 }
 
-void RecordingObserver::OnBatchDone() { CommitAndEnd()->OnBatchDone(); }
+void RecordingObserver::OnBatchDone() { WriteAndEnd()->OnBatchDone(); }
 
-BatchObserver* RecordingObserver::CommitAndEnd() {
-  recording_->EndBatch(bytes_);
+BatchObserver* RecordingObserver::WriteAndEnd() {
+  {
+    absl::MutexLock lock(&mu_);
+    recording_->Write(lines_);
+  }
   // The inner observer may end the whole call (and its owner) in the last
   // event: nothing of this object is touched after it.
   BatchObserver* inner = inner_;
@@ -379,19 +408,7 @@ absl::StatusOr<std::unique_ptr<Recorder>> Recorder::Create(RecordingOptions opti
     return absl::InvalidArgumentError(absl::StrCat("recording.dir ", options.dir,
                                                    ": cannot write there: ", ErrnoText(errno)));
   }
-  std::unique_ptr<Recorder> recorder(new Recorder(std::move(options)));
-  auto thread = StartThread([r = recorder.get()] { r->WriterLoop(); });
-  if (!thread.ok()) return thread.status();
-  recorder->writer_ = *std::move(thread);
-  return recorder;
-}
-
-Recorder::~Recorder() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  if (writer_.joinable()) writer_.join();
+  return std::unique_ptr<Recorder>(new Recorder(std::move(options)));
 }
 
 absl::StatusOr<std::string> Recorder::PathOf(const std::string& session_id) const {
@@ -412,12 +429,8 @@ absl::StatusOr<std::shared_ptr<SessionRecording>> Recorder::Start(const std::str
     return absl::InternalError(
         absl::StrCat("cannot create the recording ", *path, ": ", ErrnoText(errno)));
   }
-  auto rec = std::make_shared<SessionRecording>(this, session_id, *path, UniqueFd(fd),
+  auto rec = std::make_shared<SessionRecording>(session_id, *path, UniqueFd(fd),
                                                 options_.max_bytes_per_session);
-  {
-    absl::MutexLock lock(&sessions_mu_);
-    sessions_[session_id] = rec;
-  }
   Json header = MakeObject();
   auto& a = header.GetAllocator();
   Put(header, "format", kRecordingFormatVersion, a);
@@ -428,8 +441,14 @@ absl::StatusOr<std::shared_ptr<SessionRecording>> Recorder::Start(const std::str
   JsonValue copy;
   copy.CopyFrom(session, open.GetAllocator());
   Put(open, "session", std::move(copy), open.GetAllocator());
-  rec->RecordEvent(std::move(header));
-  rec->RecordEvent(std::move(open));
+  RecordingLines lines;
+  lines.Add(header);
+  lines.Add(open);
+  rec->Write(lines);
+  {
+    absl::MutexLock lock(&sessions_mu_);
+    sessions_[session_id] = rec;
+  }
   return rec;
 }
 
@@ -440,97 +459,16 @@ std::shared_ptr<SessionRecording> Recorder::Find(const std::string& session_id) 
 }
 
 void Recorder::Close(const std::string& session_id) {
-  std::shared_ptr<SessionRecording> rec = Find(session_id);
-  if (rec == nullptr) return;
-  rec->RecordEvent(RecordingEvent("close_session", absl::Now()), /*sync=*/true);
+  std::shared_ptr<SessionRecording> rec;
   {
     absl::MutexLock lock(&sessions_mu_);
-    sessions_.erase(session_id);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) return;
+    rec = std::move(it->second);
+    sessions_.erase(it);
   }
   // On disk (synced) by the time the session's close is answered.
-  Flush();
-}
-
-uint64_t Recorder::Enqueue(Item item, bool wake) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(item));
-  // The writer's condition is judged when the lock is let go: while it is
-  // false the writer sleeps on, and no wake-up is paid.
-  if (wake || queue_.size() >= kWakeEvery) wake_ = true;
-  return ++queued_;
-}
-
-void Recorder::WaitWritten(uint64_t ticket) {
-  absl::MutexLock lock(&mu_);
-  // What the ticket waits for may be queued without a wake-up.
-  if (written_ < ticket) wake_ = true;
-  auto done = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= ticket; };
-  mu_.Await(absl::Condition(&done));
-}
-
-void Recorder::Flush() {
-  uint64_t ticket;
-  {
-    absl::MutexLock lock(&mu_);
-    ticket = queued_;
-  }
-  WaitWritten(ticket);
-}
-
-void Recorder::WriterLoop() {
-  std::deque<Item> items;
-  for (;;) {
-    {
-      absl::MutexLock lock(&mu_);
-      written_ += items.size();
-      items.clear();
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || wake_; };
-      mu_.Await(absl::Condition(&ready));
-      if (queue_.empty()) {
-        wake_ = false;
-        if (stop_) return;  // everything written
-        continue;
-      }
-      items.swap(queue_);
-      wake_ = false;
-    }
-    std::string now;
-    for (Item& item : items) {
-      SessionRecording& session = *item.session;
-      std::string& bytes = item.batch != nullptr ? *item.batch : now;
-      // Past the cut nothing more is rendered.
-      if (item.line != nullptr && !session.cut_) session.AppendLine(&bytes, item.line());
-      if (item.batch == nullptr || item.line == nullptr) {
-        Write(session, bytes, item.sync);
-        bytes.clear();
-      }
-      item.line = nullptr;  // what the line kept goes now, off the lock
-    }
-    // The last owners of sessions close their files here, off the lock.
-    for (Item& item : items) item.session.reset();
-  }
-}
-
-void Recorder::Write(SessionRecording& session, const std::string& bytes, bool sync) {
-  if (session.broken_) return;
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(session.fd_.get(), bytes.data() + done, bytes.size() - done);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    int err = n < 0 ? errno : ENOSPC;
-    session.broken_ = true;
-    absl::MutexLock lock(&mu_);
-    if (failures_++ % 1000 == 0) {
-      spdlog::error("recording {}: {} bytes could not be written ({}); {} write(s) failed so far",
-                    session.path(), bytes.size() - done, ErrnoText(err), failures_);
-    }
-    return;
-  }
-  if (sync) fsync(session.fd_.get());
+  rec->WriteEvent(RecordingEvent("close_session", absl::Now()), /*sync=*/true);
 }
 
 }  // namespace toolexec

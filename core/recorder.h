@@ -36,31 +36,29 @@
 //
 // Threads and ownership
 // ---------------------
-// The Engine owns the Recorder. A recorded session's SessionRecording is
-// held by the Recorder's table (until the session closes) and by each of its
-// batches' RecordingObservers. A RecordingObserver wraps the transport's
-// observer for one batch: on the thread that delivers each event (the runner
-// serializes a batch's results) it queues a copy of what the event carries
-// and its time, as a PendingLine, for the Recorder's one writer thread, then
-// forwards the event. The writer renders each line (masking, JSON) into the
-// batch's own buffer, so a batch's lines stay together in the file, and
-// writes the batch with one write(2) at its end. The writer is woken at a
-// batch's end, for a session event, and every kWakeEvery queued lines (so a
-// large batch is rendered while it runs), never per result: a wake-up costs
-// more than rendering a small result. When the batch ends (its last result)
-// the observer queues the batch's end, deletes itself and forwards the last
-// event; the session's next batch first waits until that one is written
-// (normally long done). So the thread that hands out results pays a copy
-// and a queue push per result, and a crash loses the batch in flight and at
-// most the session's batch before it. Session events (open, close) are
-// written as they come.
+// The Engine owns the Recorder, which keeps a table of the open sessions'
+// SessionRecordings; each of a recorded session's batches holds it too,
+// through its RecordingObserver. A RecordingObserver wraps the transport's
+// observer for one batch: on the thread that delivers each event it renders
+// the event's line (masked JSON, written straight from the event, with no
+// copy of the result and no document) into the batch's own buffer, then
+// forwards the event. At the batch's end, before it forwards the last
+// event, it writes the buffer with one write(2) of whole lines (a batch of
+// large results also writes each time kFlushBytes have gathered). So the
+// file holds a batch before its client has seen the batch end, and a
+// session's batches follow each other in the file as its client sent them;
+// the lines of two batches of one session run at once may interleave, each
+// naming its batch. There is no writer thread: handing a batch to one cost
+// more than the write(2) into the page cache. A disk that cannot keep up
+// slows the recorded sessions' batches, rather than holding their lines in
+// memory. Session events (the header, open and close) are written as they
+// come; close_session is fsynced.
 //
-// A crash: every write(2) is of whole lines; a process killed while the
-// writer is inside one can leave at most the last line short. Every complete
-// line stays parseable and ReadRecording drops a final line without its
-// newline (saying so). A crash loses the batch in flight and at most the
-// session's batch before it (above); nothing is fsynced except at
-// close_session.
+// A crash: every write(2) is of whole lines; a process killed while inside
+// one can leave at most the last line short. Every complete line stays
+// parseable and ReadRecording drops a final line without its newline (saying
+// so). A crash loses at most the batch in flight; nothing is fsynced except
+// at close_session.
 //
 // The limit: max_bytes_per_session counts every line admitted. The first
 // line that would pass it (less room for the cut line) is replaced by one
@@ -75,20 +73,18 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tools/runtime/file_io.h"
 #include "tools/runtime/json.h"
+#include "rapidjson/stringbuffer.h"
 #include "tools/runtime/tool_runner.h"
 
 namespace toolexec {
@@ -108,62 +104,60 @@ struct RecordingOptions {
 
 class Recorder;
 
-// One event's line (without its newline), rendered by the writer thread.
-using PendingLine = absl::AnyInvocable<std::string()>;
+// Lines rendered and not yet written: each ends in '\n'; `ends` holds the
+// offset just past each one.
+struct RecordingLines {
+  rapidjson::StringBuffer text;
+  std::vector<size_t> ends;
+  // Renders `event` as the next line.
+  void Add(const JsonValue& event);
+  // Ends the line written so far into `text` (with a writer on it).
+  void EndLine();
+  void Clear();
+};
 
 // One session's recording. Thread-safe.
-class SessionRecording final : public std::enable_shared_from_this<SessionRecording> {
+class SessionRecording final {
  public:
   const std::string& session_id() const { return session_id_; }
   const std::string& path() const { return path_; }
 
   // The next batch's number (1, 2, …).
   uint64_t NextBatch() { return next_batch_.fetch_add(1) + 1; }
+  // Whether the recording was cut: nothing more is written.
+  bool cut() const { return cut_.load(std::memory_order_relaxed); }
 
-  // A session event of its own, written as it comes. `sync`: fsync after.
-  void RecordEvent(Json event, bool sync = false);
-  // A line of a batch, rendered into `batch` (the batch's bytes).
-  void AddToBatch(const std::shared_ptr<std::string>& batch, PendingLine line);
-  // Queues the writing of what `batch` holds.
-  void EndBatch(const std::shared_ptr<std::string>& batch);
-  // Returns once the session's last ended batch is written.
-  void WaitForLastBatch();
+  // Writes one event of its own. `sync`: fsync after.
+  void WriteEvent(const JsonValue& event, bool sync = false);
+  // Writes `lines` (whole lines) and clears them: every line the limit
+  // admits, then, at the first it does not, the cut line and nothing after.
+  void Write(RecordingLines& lines, bool sync = false);
 
-  SessionRecording(Recorder* recorder, std::string session_id, std::string path, UniqueFd fd,
-                   uint64_t max_bytes)
-      : recorder_(recorder),
-        session_id_(std::move(session_id)),
+  SessionRecording(std::string session_id, std::string path, UniqueFd fd, uint64_t max_bytes)
+      : session_id_(std::move(session_id)),
         path_(std::move(path)),
-        fd_(std::move(fd)),
-        max_bytes_(max_bytes) {}
+        max_bytes_(max_bytes),
+        fd_(std::move(fd)) {}
 
  private:
-  friend class Recorder;
-  // Writer thread: appends one event line (without its newline) to `bytes`,
-  // or, once the limit is reached, the cut line (once) and nothing after.
-  void AppendLine(std::string* bytes, std::string line);
+  // One write(2) loop over `bytes`; false (logged once) when it failed.
+  bool WriteOut(absl::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Recorder* const recorder_;
   const std::string session_id_;
   const std::string path_;
-  const UniqueFd fd_;  // written by the writer thread only
-  // Writer thread only: a write failed part way, so nothing more is
-  // appended (a line after a partial one would not parse).
-  bool broken_ = false;
   const uint64_t max_bytes_;
   std::atomic<uint64_t> next_batch_{0};
-  std::atomic<uint64_t> last_batch_ticket_{0};
-  uint64_t bytes_ = 0;  // writer thread only
-  bool cut_ = false;    // writer thread only
+  std::atomic<bool> cut_{false};
+  absl::Mutex mu_;
+  const UniqueFd fd_ ABSL_PT_GUARDED_BY(mu_);
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // admitted so far
+  // A write failed part way, so nothing more is written (a line after a
+  // partial one would not parse).
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// A new event object {"type": type, "time": time}, allocating from `pool`
-// (null: its own).
-Json RecordingEvent(absl::string_view type, absl::Time time,
-                    Json::AllocatorType* pool = nullptr);
-// The ToolResult object a result line carries (see the header comment),
-// masked.
-void ResultToRecordingJson(const ToolCallResult& result, JsonValue& out, Json::AllocatorType& a);
+// A new event object {"type": type, "time": time}.
+Json RecordingEvent(absl::string_view type, absl::Time time);
 
 // Wraps the transport's observer of one batch (see the header comment).
 // Created by the engine for a recorded session's batch; deletes itself after
@@ -171,6 +165,9 @@ void ResultToRecordingJson(const ToolCallResult& result, JsonValue& out, Json::A
 // deletes it (the runner never called it).
 class RecordingObserver final : public BatchObserver {
  public:
+  // Past this many bytes of a batch's lines, they are written before its end.
+  static constexpr size_t kFlushBytes = 1 << 20;
+
   // `calls`: the batch's calls as the caller sent them (before the policy or
   // hooks change anything).
   RecordingObserver(std::shared_ptr<SessionRecording> recording, BatchObserver* inner,
@@ -191,26 +188,25 @@ class RecordingObserver final : public BatchObserver {
   void OnCheckpoint(const CheckpointEvent& event) override;
 
  private:
+  // Adds one event of the batch (a document: the rare ones).
+  void Add(const JsonValue& event);
   void AddResult(const ToolCallResult& result);
-  // Queues the batch's end, deletes this, and returns the observer to hand
+  // Writes the batch's lines, deletes this, and returns the observer to hand
   // the final event to.
-  BatchObserver* CommitAndEnd();
+  BatchObserver* WriteAndEnd();
 
   const std::shared_ptr<SessionRecording> recording_;
   BatchObserver* const inner_;
   const uint64_t batch_;
-  // The batch's lines as the writer renders them (writer thread only).
-  const std::shared_ptr<std::string> bytes_ = std::make_shared<std::string>();
+  absl::Mutex mu_;  // events of one batch may come from several threads
+  RecordingLines lines_ ABSL_GUARDED_BY(mu_);
 };
 
 class Recorder final {
  public:
-  // Checks `options.dir` (creating it, mode 0700, when missing) and starts
-  // the writer thread. InvalidArgument naming the directory when it cannot
-  // be used.
+  // Checks `options.dir` (creating it, mode 0700, when missing).
+  // InvalidArgument naming the directory when it cannot be used.
   static absl::StatusOr<std::unique_ptr<Recorder>> Create(RecordingOptions options);
-  // Writes what is queued, then joins the writer.
-  ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
@@ -223,51 +219,22 @@ class Recorder final {
                                                           const JsonValue& session);
   // The session's recording, or null when it is not recorded (or closed).
   std::shared_ptr<SessionRecording> Find(const std::string& session_id) const;
-  // Records close_session and forgets the session; returns once it is
-  // written and synced. Called where the session closes (never on a
-  // transport thread: CloseSession's work executor, the drain, the sweeper).
+  // Writes close_session, fsyncs, and forgets the session. Called where the
+  // session closes (never on a transport thread: CloseSession's work
+  // executor, the drain, the sweeper).
   void Close(const std::string& session_id);
 
   // Where `session_id`'s recording is (whether or not it exists).
   // InvalidArgument for an id that is not a session id.
   absl::StatusOr<std::string> PathOf(const std::string& session_id) const;
 
-  // Waits until everything queued so far is written (tests, export).
-  void Flush();
-
  private:
-  friend class SessionRecording;
-  struct Item {
-    std::shared_ptr<SessionRecording> session;  // keeps the file open
-    // Where the line is rendered: a batch's bytes, written at the batch's
-    // end; null: written at once.
-    std::shared_ptr<std::string> batch;
-    PendingLine line;  // none: a batch's end
-    bool sync = false;
-  };
   explicit Recorder(RecordingOptions options) : options_(std::move(options)) {}
-  // Lines queued without a wake-up of the writer, at most.
-  static constexpr uint64_t kWakeEvery = 64;
-  // Queues `item`; returns its ticket for WaitWritten. `wake`: the writer
-  // starts on the queue now.
-  uint64_t Enqueue(Item item, bool wake);
-  // Returns once the item with `ticket`, and all before it, are written.
-  void WaitWritten(uint64_t ticket);
-  void WriterLoop();
-  void Write(SessionRecording& session, const std::string& bytes, bool sync);
 
   const RecordingOptions options_;
-  absl::Mutex mu_;
-  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   mutable absl::Mutex sessions_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<SessionRecording>> sessions_
       ABSL_GUARDED_BY(sessions_mu_);
-  std::thread writer_;
 };
 
 }  // namespace toolexec
