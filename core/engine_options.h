@@ -1,7 +1,7 @@
 // What an Engine is built from: the tools it registers, its limits, sessions
 // and artifacts. Transport settings (listen address, message sizes, keepalive,
 // the drain grace) are the server's (server/options.h). toolexecd fills this
-// from the config file and flags; server/config.cc's ValidateOptions checks
+// from the config file and flags; ValidateOptions (server/config/) checks
 // every range once, whichever of the two a value came from.
 #ifndef TOOLEXEC_CORE_ENGINE_OPTIONS_H_
 #define TOOLEXEC_CORE_ENGINE_OPTIONS_H_

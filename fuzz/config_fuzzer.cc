@@ -1,4 +1,4 @@
-// Fuzzes the config parser (server/config.cc): a DaemonConfig file as text
+// Fuzzes the config parser (server/config/load.cc): a DaemonConfig file as text
 // proto or JSON, read from a file as toolexecd reads it, then applied onto
 // the default options and validated, as at start-up.
 // Input: one byte choosing the format (even: text proto, odd: JSON), then the
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "server/config.h"
+#include "server/config/config.h"
 #include "server/options.h"
 
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "spdlog/spdlog.h"
 
 namespace toolexec {

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "server/config.h"
+#include "server/config/config.h"
 
 namespace toolexec {
 

@@ -32,7 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/build_info.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "server/daemon.h"
 #include "server/logging.h"
 #include "spdlog/sinks/stdout_sinks.h"

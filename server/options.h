@@ -1,6 +1,6 @@
 // toolexecd's options: the engine's (core/engine_options.h) and the
 // transport's, grouped as Triton groups its gRPC server's. main.cc fills them
-// from the config file and the flags; ValidateOptions (server/config.h) checks
+// from the config file and the flags; ValidateOptions (server/config/config.h) checks
 // every range once, whichever of the two a value came from.
 #ifndef TOOLEXEC_SERVER_OPTIONS_H_
 #define TOOLEXEC_SERVER_OPTIONS_H_

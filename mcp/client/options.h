@@ -1,5 +1,5 @@
 // An MCP server's settings as the daemon's config gives them
-// (McpServerConfig, validated by server/config.cc).
+// (McpServerConfig, validated by server/config/apply.cc).
 #ifndef TOOLEXEC_MCP_CLIENT_OPTIONS_H_
 #define TOOLEXEC_MCP_CLIENT_OPTIONS_H_
 

@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "google/protobuf/text_format.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "server/daemon.h"
 #include "spdlog/spdlog.h"
 #include "tests/unit/builtin/file_test_util.h"

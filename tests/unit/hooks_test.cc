@@ -26,7 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/audit_log.h"
 #include "core/engine.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "tests/unit/engine_test_util.h"
 #include "tests/common/test_tools.h"
 #include "tests/unit/builtin/file_test_util.h"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "google/protobuf/text_format.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "server/options.h"
 
 namespace toolexec {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/auth.h"
-#include "server/config.h"
+#include "server/config/config.h"
 #include "tests/unit/builtin/file_test_util.h"
 
 namespace toolexec {

@@ -1,7 +1,7 @@
 // The daemon's config file (--config): toolexec.v1.DaemonConfig as text proto
 // or JSON, and how it maps onto DaemonOptions.
-#ifndef TOOLEXEC_SERVER_CONFIG_H_
-#define TOOLEXEC_SERVER_CONFIG_H_
+#ifndef TOOLEXEC_SERVER_CONFIG_CONFIG_H_
+#define TOOLEXEC_SERVER_CONFIG_CONFIG_H_
 
 #include <cstdint>
 #include <optional>
@@ -64,4 +64,4 @@ std::string FlagRange(absl::string_view flag);
 
 }  // namespace toolexec
 
-#endif  // TOOLEXEC_SERVER_CONFIG_H_
+#endif  // TOOLEXEC_SERVER_CONFIG_CONFIG_H_

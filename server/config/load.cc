@@ -1,7 +1,7 @@
 // Reading the daemon's config file: the file itself (a regular file of
 // bounded size), text proto or JSON as toolexec.v1.DaemonConfig, and the
 // type checks protobuf's JSON parser leaves out.
-#include "server/config.h"
+#include "server/config/config.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

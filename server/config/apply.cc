@@ -17,8 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/config.h"
-#include "server/config_internal.h"
+#include "server/config/config.h"
+#include "server/config/internal.h"
 #include "tools/runtime/json.h"
 
 namespace toolexec {

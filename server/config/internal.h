@@ -1,5 +1,5 @@
-// Shared by the config's pieces: config_apply.cc (the config file onto
-// DaemonOptions) and config_validate.cc (the options' ranges). Not an API.
+// Shared by the config's pieces: apply.cc (the config file onto
+// DaemonOptions) and validate.cc (the options' ranges). Not an API.
 #ifndef TOOLEXEC_SERVER_CONFIG_INTERNAL_H_
 #define TOOLEXEC_SERVER_CONFIG_INTERNAL_H_
 

@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/config.h"
-#include "server/config_internal.h"
+#include "server/config/config.h"
+#include "server/config/internal.h"
 #include "server/logging.h"
 
 namespace toolexec {
