@@ -40,32 +40,46 @@
 #include "tools/process/environment.h"
 #include "tools/runtime/executor.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+namespace {
+
+// A duration option's default as a millisecond flag's.
+uint64_t DefaultMs(absl::Duration d) {
+  return static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
+}
+
+}  // namespace
+
+// Each flag's default is its option's (server/options.h, core/engine_options.h).
+ABSL_FLAG(std::string, listen, toolexec::ServerOptions().listen,
           "Address to serve on: host:port (port 0 picks a free one) or unix:/path.");
 ABSL_FLAG(std::string, workspace, "",
           "Workspace root for calls without a session (default: the current directory).");
 ABSL_FLAG(std::string, config, "",
           "Config file: toolexec.v1.DaemonConfig as text proto, or JSON if it ends in .json. "
           "Flags given on the command line override it.");
-ABSL_FLAG(bool, example_tools, false,
+ABSL_FLAG(bool, example_tools, toolexec::ToolCatalogueOptions().example_tools,
           "Register the example tools (get_weather, counter, check_inventory, calculate_sum, wait).");
 ABSL_FLAG(bool, check_config, false,
           "Load the config and register the tools, print the result, and exit (0 = valid).");
-ABSL_FLAG(uint32_t, max_calls_per_batch, 1024, "Most calls one ExecuteBatch may carry.");
-ABSL_FLAG(uint32_t, max_concurrent_calls, 256, "Most tool calls running at once; others queue.");
-ABSL_FLAG(uint32_t, max_pending_calls, 16384,
+ABSL_FLAG(uint32_t, max_calls_per_batch, toolexec::EngineOptions().max_calls_per_batch,
+          "Most calls one ExecuteBatch may carry.");
+ABSL_FLAG(uint32_t, max_concurrent_calls, toolexec::EngineOptions().max_concurrent_calls,
+          "Most tool calls running at once; others queue.");
+ABSL_FLAG(uint32_t, max_pending_calls, toolexec::EngineOptions().max_pending_calls,
           "Most calls running, queued or waiting for a permission answer; a batch past it "
           "gets RESOURCE_EXHAUSTED.");
-ABSL_FLAG(uint64_t, call_timeout_ms, 600000, "Per-call timeout when the request sets none.");
-ABSL_FLAG(uint64_t, max_call_timeout_ms, 3600000, "Cap on a requested per-call timeout.");
-ABSL_FLAG(uint32_t, model_content_default_chars, 30000,
+ABSL_FLAG(uint64_t, call_timeout_ms, DefaultMs(toolexec::EngineOptions().default_call_timeout),
+          "Per-call timeout when the request sets none.");
+ABSL_FLAG(uint64_t, max_call_timeout_ms, DefaultMs(toolexec::EngineOptions().max_call_timeout),
+          "Cap on a requested per-call timeout.");
+ABSL_FLAG(uint32_t, model_content_default_chars,
+          toolexec::EngineOptions().model_content_default_chars,
           "Characters of model_content per call when the batch asks for none.");
-ABSL_FLAG(uint32_t, model_content_max_chars, 200000,
+ABSL_FLAG(uint32_t, model_content_max_chars, toolexec::EngineOptions().model_content_max_chars,
           "Most characters of model_content a batch may ask for per call.");
-ABSL_FLAG(uint64_t, drain_grace_ms, 30000,
+ABSL_FLAG(uint64_t, drain_grace_ms, DefaultMs(toolexec::ServerOptions().drain_grace),
           "On SIGTERM, how long in-flight batches may run before they are cancelled.");
-ABSL_FLAG(uint64_t, session_idle_ttl_ms,
-          static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultSessionIdleTtl)),
+ABSL_FLAG(uint64_t, session_idle_ttl_ms, DefaultMs(toolexec::EngineOptions().session_idle_ttl),
           "Close sessions unused this long (no call, no RPC, no batch running); 0 = never.");
 ABSL_FLAG(uint32_t, max_receive_message_bytes,
           static_cast<uint32_t>(toolexec::ServerOptions().max_receive_message_bytes),
@@ -75,12 +89,12 @@ ABSL_FLAG(uint32_t, max_send_message_bytes,
           "Largest response sent; a result over it becomes a TOOL_FAILED result saying so. "
           "4096 to 1 GiB.");
 ABSL_FLAG(uint64_t, keepalive_min_ping_interval_ms,
-          static_cast<uint64_t>(
-              absl::ToInt64Milliseconds(toolexec::KeepAliveOptions().min_ping_interval)),
+          DefaultMs(toolexec::KeepAliveOptions().min_ping_interval),
           "Client keepalive pings closer together than this (without data) are refused.");
 ABSL_FLAG(bool, keepalive_permit_without_calls, toolexec::KeepAliveOptions().permit_without_calls,
           "Accept keepalive pings on a connection with no call in flight.");
-ABSL_FLAG(bool, insecure_allow_unauthenticated, false,
+ABSL_FLAG(bool, insecure_allow_unauthenticated,
+          toolexec::ServerOptions().insecure_allow_unauthenticated,
           "Serve a non-loopback TCP --listen address although no caller is authenticated: "
           "whoever reaches it can run commands and write files in the workspace.");
 // ---- who may call (server/auth.h); config: auth { ... } ----
@@ -110,16 +124,17 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, mcp_listen, "",
           "Also serve the tools to MCP clients over streamable HTTP at http://HOST:PORT/mcp "
           "(port 0 picks one); empty = off. Beyond loopback it needs --token_file.");
-ABSL_FLAG(uint32_t, mcp_max_sessions_per_caller, toolexec::kDefaultMcpSessionsPerCaller,
+ABSL_FLAG(uint32_t, mcp_max_sessions_per_caller,
+          toolexec::ServerOptions().mcp_max_sessions_per_caller,
           "MCP sessions one caller may hold on --mcp_listen; an initialize past it "
           "ends that caller's least recently used session.");
 ABSL_FLAG(uint64_t, mcp_session_idle_ttl_ms,
-          static_cast<uint64_t>(absl::ToInt64Milliseconds(toolexec::kDefaultMcpSessionIdleTtl)),
+          DefaultMs(toolexec::ServerOptions().mcp_session_idle_ttl),
           "An MCP session with no request this long ends.");
 ABSL_FLAG(std::string, mcp_allowed_hosts, "",
           "Comma-separated hosts (without port) the Host header of an MCP request may name "
           "beyond localhost, 127.0.0.1 and [::1]; any other Host is 403.");
-ABSL_FLAG(std::string, log_format, "text",
+ABSL_FLAG(std::string, log_format, toolexec::DaemonOptions().log_format,
           "Log lines on stderr: text, or json (one object per line). Both carry the "
           "trace_id of the RPC they belong to.");
 
