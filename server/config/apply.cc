@@ -243,10 +243,10 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
                          std::string* log_level) {
   EngineOptions* options = &daemon->engine;
   ToolCatalogueOptions* tools = &daemon->tools;
-  if (!config.listen().empty()) daemon->server.listen = config.listen();
+  if (config.has_listen()) daemon->server.listen = config.listen();
   if (!config.workspace().empty()) options->workspace = config.workspace();
   if (config.example_tools()) tools->example_tools = true;
-  if (!config.log_level().empty()) {
+  if (config.has_log_level()) {
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
     bool known = false;
     for (const char* l : kLevels) known = known || config.log_level() == l;
@@ -257,24 +257,24 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
     *log_level = config.log_level();
   }
   const v1::Limits& l = config.limits();
-  if (l.max_calls_per_batch()) options->max_calls_per_batch = l.max_calls_per_batch();
-  if (l.max_concurrent_calls()) options->max_concurrent_calls = l.max_concurrent_calls();
-  if (l.max_pending_calls()) options->max_pending_calls = l.max_pending_calls();
-  if (l.default_call_timeout_ms()) {
+  if (l.has_max_calls_per_batch()) options->max_calls_per_batch = l.max_calls_per_batch();
+  if (l.has_max_concurrent_calls()) options->max_concurrent_calls = l.max_concurrent_calls();
+  if (l.has_max_pending_calls()) options->max_pending_calls = l.max_pending_calls();
+  if (l.has_default_call_timeout_ms()) {
     options->default_call_timeout = MillisecondsOption(l.default_call_timeout_ms());
   }
-  if (l.max_call_timeout_ms()) {
+  if (l.has_max_call_timeout_ms()) {
     options->max_call_timeout = MillisecondsOption(l.max_call_timeout_ms());
   }
-  if (l.drain_grace_ms()) daemon->server.drain_grace = MillisecondsOption(l.drain_grace_ms());
+  if (l.has_drain_grace_ms()) daemon->server.drain_grace = MillisecondsOption(l.drain_grace_ms());
   if (l.max_sessions()) options->max_sessions = l.max_sessions();
-  if (l.max_sessions_per_caller()) {
+  if (l.has_max_sessions_per_caller()) {
     options->max_sessions_per_caller = l.max_sessions_per_caller();
   }
-  if (config.model_content_default_chars()) {
+  if (config.has_model_content_default_chars()) {
     options->model_content_default_chars = config.model_content_default_chars();
   }
-  if (config.model_content_max_chars()) {
+  if (config.has_model_content_max_chars()) {
     options->model_content_max_chars = config.model_content_max_chars();
   }
   const v1::ToolSelection& sel = config.builtin_tools();
@@ -361,13 +361,13 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
   if (absl::Status s = ApplyMcpServers(config, options); !s.ok()) return s;
   // --- operating it: metrics and log format ---
   if (!config.metrics().listen().empty()) daemon->server.metrics_listen = config.metrics().listen();
-  if (!config.log_format().empty()) daemon->log_format = config.log_format();
+  if (config.has_log_format()) daemon->log_format = config.log_format();
   // --- MCP over streamable HTTP ---
   if (!config.mcp_listen().empty()) daemon->server.mcp_listen = config.mcp_listen();
-  if (config.mcp_max_sessions_per_caller()) {
+  if (config.has_mcp_max_sessions_per_caller()) {
     daemon->server.mcp_max_sessions_per_caller = config.mcp_max_sessions_per_caller();
   }
-  if (config.mcp_session_idle_ttl_ms()) {
+  if (config.has_mcp_session_idle_ttl_ms()) {
     daemon->server.mcp_session_idle_ttl = MillisecondsOption(config.mcp_session_idle_ttl_ms());
   }
   for (const std::string& entry : config.mcp_allowed_hosts()) {

@@ -28,12 +28,15 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::strin
 // fields are errors. InvalidArgument names the file, line and column; a path
 // that is not a regular file (a directory, FIFO or device) or is larger than
 // kMaxConfigFileBytes is refused without reading it (a FIFO does not block).
+// A field given as 0 or "" is left unset (its default), but where its 0 is a
+// value of its own ("0 = never").
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 
-// Copies every field the config sets (non-empty, non-zero) into `options`.
+// Copies every field the config sets into `options`: a field with presence
+// (`optional`) when it is set, whatever its value (LoadConfigFile unsets the
+// file's zeros that mean the default), any other when it is not 0 or "".
 // InvalidArgument for an unknown log level, a nameless subagent or an
-// incomplete hook; the
-// ranges are ValidateOptions' job.
+// incomplete hook; the ranges are ValidateOptions' job.
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);
 

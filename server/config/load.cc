@@ -1,6 +1,7 @@
 // Reading the daemon's config file: the file itself (a regular file of
-// bounded size), text proto or JSON as toolexec.v1.DaemonConfig, and the
-// type checks protobuf's JSON parser leaves out.
+// bounded size), text proto or JSON as toolexec.v1.DaemonConfig, the type
+// checks protobuf's JSON parser leaves out, and the file's zeros that mean
+// the default.
 #include "server/config/config.h"
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -132,6 +134,54 @@ absl::Status CheckJsonBooleans(const JsonValue& value, const google::protobuf::D
   return absl::OkStatus();
 }
 
+// Whether `field` of `message` (a singular scalar) holds its type's zero: 0,
+// false, "" or the first enum value.
+bool IsZero(const google::protobuf::Message& message,
+            const google::protobuf::FieldDescriptor& field) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& r = *message.GetReflection();
+  switch (field.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: return r.GetInt32(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_INT64: return r.GetInt64(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_UINT32: return r.GetUInt32(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_UINT64: return r.GetUInt64(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_DOUBLE: return r.GetDouble(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_FLOAT: return r.GetFloat(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_BOOL: return !r.GetBool(message, &field);
+    case FieldDescriptor::CPPTYPE_ENUM: return r.GetEnumValue(message, &field) == 0;
+    case FieldDescriptor::CPPTYPE_STRING: return r.GetString(message, &field).empty();
+    case FieldDescriptor::CPPTYPE_MESSAGE: return false;
+  }
+  return false;
+}
+
+// In the file, a field given as 0 or "" means its default. A field with
+// presence (`optional`) given so is still set, and ApplyConfig applies each
+// such field that is set: this unsets it again, except where 0 is a value of
+// its own ("0 = never").
+void ClearZerosThatMeanTheDefault(google::protobuf::Message* message) {
+  using google::protobuf::FieldDescriptor;
+  static const auto* const kZeroIsAValue = new std::set<std::string>{
+      "toolexec.v1.SessionConfig.idle_ttl_ms", "toolexec.v1.DaemonConfig.shell_idle_timeout_ms"};
+  const google::protobuf::Reflection& r = *message->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r.ListFields(*message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (!field->is_repeated()) {
+        ClearZerosThatMeanTheDefault(r.MutableMessage(message, field));
+      } else if (!field->is_map()) {
+        for (int i = 0; i < r.FieldSize(*message, field); ++i) {
+          ClearZerosThatMeanTheDefault(r.MutableRepeatedMessage(message, field, i));
+        }
+      }
+    } else if (!field->is_repeated() && field->has_presence() &&
+               kZeroIsAValue->count(field->full_name()) == 0 && IsZero(*message, *field)) {
+      r.ClearField(message, field);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
@@ -152,6 +202,7 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
       return absl::InvalidArgumentError(
           absl::StrCat("config file ", path, ": ", std::string(status.message())));
     }
+    ClearZerosThatMeanTheDefault(&config);
     return config;
   }
   google::protobuf::TextFormat::Parser parser;
@@ -161,6 +212,7 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("config file ", path, ": ", absl::StrJoin(errors.errors, "; ")));
   }
+  ClearZerosThatMeanTheDefault(&config);
   return config;
 }
 

@@ -189,6 +189,11 @@ check "check_config names the \$ref cycle" grep -qF '#/properties/a -> #/propert
 printf 'subagents { name: "reader" }\n' > "$dir/good.textproto"
 check "check_config on a good config" \
   timeout 10 "$toolexecd" --check_config --config="$dir/good.textproto" --workspace="$dir"
+# A 0 (or "") in the file is the default, not a value out of range.
+printf 'listen: "" log_format: ""\nlimits { max_concurrent_calls: 0 max_calls_per_batch: 0 }\n' \
+  > "$dir/zeros.textproto"
+check "check_config on a config giving 0 for the defaults" \
+  timeout 10 "$toolexecd" --check_config --config="$dir/zeros.textproto" --workspace="$dir"
 # Each range's maximum is allowed.
 cat > "$dir/at_limits.textproto" <<CONFIG
 limits { max_calls_per_batch: 1048576 max_pending_calls: 1048576 max_concurrent_calls: 4096

@@ -1,9 +1,14 @@
-// The sessions' idle TTL: on by default, and how the config and options set it.
+// How the config file sets options: the sessions' idle TTL (on by default),
+// the shell's and the memory tool's settings, and what a 0 in the file means.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
 
 #include "google/protobuf/text_format.h"
 #include "server/config/config.h"
 #include "server/options.h"
+#include "tests/unit/builtin/file_test_util.h"
 
 namespace toolexec {
 namespace {
@@ -48,6 +53,42 @@ TEST(ShellAndMemoryConfigTest, DefaultsAndValidation) {
   absl::Status s = apply("memory_dir: \"memories\"", &relative);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("absolute"), absl::string_view::npos) << s;
+}
+
+// A field the file gives as 0 or "" takes its default, but where 0 is a value
+// of its own (the idle timeouts': never); in text proto and JSON alike.
+TEST(ConfigFileZeroTest, AZeroIsTheDefaultUnlessItMeansNever) {
+  testing::TempTree tree;
+  const std::string text = tree.path() + "/zeros.textproto";
+  std::ofstream(text) << "listen: \"\" log_level: \"\" log_format: \"\" "
+                         "model_content_max_chars: 0 mcp_max_sessions_per_caller: 0 "
+                         "limits { max_concurrent_calls: 0 drain_grace_ms: 0 } "
+                         "sessions { idle_ttl_ms: 0 } shell_idle_timeout_ms: 0\n";
+  const std::string json = tree.path() + "/zeros.json";
+  std::ofstream(json) << R"({"listen": "", "logFormat": "", "mcpSessionIdleTtlMs": "0",
+                             "limits": {"maxPendingCalls": 0, "drainGraceMs": "0"},
+                             "sessions": {"idleTtlMs": "0"}, "shellIdleTimeoutMs": 0})";
+  const DaemonOptions defaults;
+  for (const std::string& path : {text, json}) {
+    auto config = LoadConfigFile(path);
+    ASSERT_TRUE(config.ok()) << config.status();
+    DaemonOptions options;
+    std::string log_level = "info";
+    ASSERT_TRUE(ApplyConfig(*config, &options, &log_level).ok()) << path;
+    EXPECT_EQ(options.server.listen, defaults.server.listen) << path;
+    EXPECT_EQ(log_level, "info") << path;
+    EXPECT_EQ(options.log_format, defaults.log_format) << path;
+    EXPECT_EQ(options.engine.model_content_max_chars, defaults.engine.model_content_max_chars);
+    EXPECT_EQ(options.server.mcp_max_sessions_per_caller,
+              defaults.server.mcp_max_sessions_per_caller);
+    EXPECT_EQ(options.server.mcp_session_idle_ttl, defaults.server.mcp_session_idle_ttl) << path;
+    EXPECT_EQ(options.engine.max_concurrent_calls, defaults.engine.max_concurrent_calls);
+    EXPECT_EQ(options.engine.max_pending_calls, defaults.engine.max_pending_calls) << path;
+    EXPECT_EQ(options.server.drain_grace, defaults.server.drain_grace) << path;
+    EXPECT_EQ(options.engine.session_idle_ttl, absl::ZeroDuration()) << path;
+    EXPECT_EQ(options.tools.builtin.shell_idle_timeout, absl::ZeroDuration()) << path;
+    EXPECT_TRUE(ValidateOptions(options).ok()) << path;
+  }
 }
 
 }  // namespace
