@@ -1,4 +1,5 @@
-// toolexecd: flags -> DaemonOptions (flags are parsed here only), then run the
+// toolexecd: flags -> DaemonOptions (flags are parsed here only; those with a
+// config field reach the options through the config, server/config/), then run the
 // daemon until SIGTERM/SIGINT. A dedicated signal thread (not a handler) starts
 // the graceful shutdown; a second signal exits at once.
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,8 +26,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -148,7 +148,14 @@ absl::flat_hash_set<std::string>& GivenFlags() {
   return *given;
 }
 
-bool OnCommandLine(absl::string_view name) { return GivenFlags().contains(name); }
+// Each flag given, with its value as text ("256", "true", "0660").
+std::map<std::string, std::string> GivenFlagValues() {
+  std::map<std::string, std::string> values;
+  for (const std::string& name : GivenFlags()) {
+    values[name] = absl::FindCommandLineFlag(name)->CurrentValue();
+  }
+  return values;
+}
 
 // A byte count for gRPC (an int). Counts past INT_MAX saturate there, which is
 // out of range, so ValidateOptions refuses them instead of seeing a wrapped value.
@@ -156,45 +163,6 @@ int IntOption(uint32_t value) {
   return value > static_cast<uint32_t>(std::numeric_limits<int>::max())
              ? std::numeric_limits<int>::max()
              : static_cast<int>(value);
-}
-
-// The auth flags the user gave, over the config file's auth settings.
-absl::Status ApplyAuthFlags(DaemonOptions* options) {
-  AuthOptions& auth = options->server.auth;
-  if (OnCommandLine("token_file")) auth.token_file = absl::GetFlag(FLAGS_token_file);
-  if (OnCommandLine("tls_cert_file")) auth.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
-  if (OnCommandLine("tls_key_file")) auth.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
-  if (OnCommandLine("tls_client_ca_file")) {
-    auth.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
-  }
-  if (OnCommandLine("unix_socket_mode")) {
-    std::string text = absl::GetFlag(FLAGS_unix_socket_mode);
-    uint32_t mode = 0;
-    bool octal = !text.empty() && text.find_first_not_of("01234567") == std::string::npos &&
-                 text.size() <= 4;
-    if (octal) mode = static_cast<uint32_t>(std::stoul(text, nullptr, 8));
-    if (!octal) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--unix_socket_mode '", text, "' is not octal permission bits (e.g. 0660)"));
-    }
-    auth.unix_socket.mode = mode;
-  }
-  if (OnCommandLine("unix_socket_allowed_uids")) {
-    auth.unix_socket.allowed_uids.clear();
-    for (absl::string_view part :
-         absl::StrSplit(absl::GetFlag(FLAGS_unix_socket_allowed_uids), ',', absl::SkipEmpty())) {
-      uint32_t uid = 0;
-      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &uid)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--unix_socket_allowed_uids: '", part, "' is not a uid (give numbers: 0,1000)"));
-      }
-      auth.unix_socket.allowed_uids.push_back(uid);
-    }
-  }
-  if (OnCommandLine("max_sessions_per_caller")) {
-    options->engine.max_sessions_per_caller = absl::GetFlag(FLAGS_max_sessions_per_caller);
-  }
-  return absl::OkStatus();
 }
 
 // ---- --help, --version and the command line's own errors --------------------
@@ -368,80 +336,30 @@ absl::StatusOr<DaemonOptions> BuildOptions(std::string* log_level, bool check_on
   EngineOptions& engine = options.engine;
   ServerOptions& server = options.server;
   engine.recording.producer = VersionLine("toolexecd");
-  *log_level = absl::GetFlag(FLAGS_log_level);
-  if (std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
-    auto config = LoadConfigFile(path);
-    if (!config.ok()) return config.status();
-    if (absl::Status s = ApplyConfig(*config, &options, log_level); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", s.message()));
-    }
+  *log_level = absl::GetFlag(FLAGS_log_level);  // unless the file or the flag sets one
+  v1::DaemonConfig config;
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (!path.empty()) {
+    auto file = LoadConfigFile(path);
+    if (!file.ok()) return file.status();
+    config = *std::move(file);
   }
-  if (OnCommandLine("listen")) server.listen = absl::GetFlag(FLAGS_listen);
-  if (OnCommandLine("max_receive_message_bytes")) {
-    server.max_receive_message_bytes = IntOption(absl::GetFlag(FLAGS_max_receive_message_bytes));
+  // The flags with a config field, over the file; FlagsOverlay has checked
+  // their values, so what ApplyConfig refuses now is the file's.
+  auto overlay = FlagsOverlay(GivenFlagValues());
+  if (!overlay.ok()) return overlay.status();
+  MergeOverlay(*overlay, &config);
+  if (absl::Status s = ApplyConfig(config, &options, log_level); !s.ok()) {
+    if (path.empty()) return s;
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", s.message()));
   }
-  if (OnCommandLine("max_send_message_bytes")) {
-    server.max_send_message_bytes = IntOption(absl::GetFlag(FLAGS_max_send_message_bytes));
-  }
-  if (OnCommandLine("keepalive_min_ping_interval_ms")) {
-    server.keepalive.min_ping_interval =
-        MillisecondsOption(absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms));
-  }
+  // The options with no config field: their flags alone set them.
+  server.max_receive_message_bytes = IntOption(absl::GetFlag(FLAGS_max_receive_message_bytes));
+  server.max_send_message_bytes = IntOption(absl::GetFlag(FLAGS_max_send_message_bytes));
+  server.keepalive.min_ping_interval =
+      MillisecondsOption(absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms));
+  server.keepalive.permit_without_calls = absl::GetFlag(FLAGS_keepalive_permit_without_calls);
   server.insecure_allow_unauthenticated = absl::GetFlag(FLAGS_insecure_allow_unauthenticated);
-  if (OnCommandLine("keepalive_permit_without_calls")) {
-    server.keepalive.permit_without_calls = absl::GetFlag(FLAGS_keepalive_permit_without_calls);
-  }
-  if (OnCommandLine("model_content_default_chars")) {
-    engine.model_content_default_chars = absl::GetFlag(FLAGS_model_content_default_chars);
-  }
-  if (OnCommandLine("model_content_max_chars")) {
-    engine.model_content_max_chars = absl::GetFlag(FLAGS_model_content_max_chars);
-  }
-  if (OnCommandLine("drain_grace_ms")) {
-    server.drain_grace = MillisecondsOption(absl::GetFlag(FLAGS_drain_grace_ms));
-  }
-  if (OnCommandLine("workspace")) engine.workspace = absl::GetFlag(FLAGS_workspace);
-  if (OnCommandLine("example_tools")) {
-    options.tools.example_tools = absl::GetFlag(FLAGS_example_tools);
-  }
-  if (OnCommandLine("max_calls_per_batch")) {
-    engine.max_calls_per_batch = absl::GetFlag(FLAGS_max_calls_per_batch);
-  }
-  if (OnCommandLine("max_concurrent_calls")) {
-    engine.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
-  }
-  if (OnCommandLine("max_pending_calls")) {
-    engine.max_pending_calls = absl::GetFlag(FLAGS_max_pending_calls);
-  }
-  if (OnCommandLine("call_timeout_ms")) {
-    engine.default_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_call_timeout_ms));
-  }
-  if (OnCommandLine("max_call_timeout_ms")) {
-    engine.max_call_timeout = MillisecondsOption(absl::GetFlag(FLAGS_max_call_timeout_ms));
-  }
-  if (OnCommandLine("session_idle_ttl_ms")) {
-    engine.session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_session_idle_ttl_ms));
-  }
-  if (absl::Status s = ApplyAuthFlags(&options); !s.ok()) return s;
-  // --- operating it: metrics and log format ---
-  if (OnCommandLine("metrics_listen")) server.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  if (OnCommandLine("log_format")) options.log_format = absl::GetFlag(FLAGS_log_format);
-  if (OnCommandLine("mcp_listen")) server.mcp_listen = absl::GetFlag(FLAGS_mcp_listen);
-  if (OnCommandLine("mcp_max_sessions_per_caller")) {
-    server.mcp_max_sessions_per_caller = absl::GetFlag(FLAGS_mcp_max_sessions_per_caller);
-  }
-  if (OnCommandLine("mcp_session_idle_ttl_ms")) {
-    server.mcp_session_idle_ttl = MillisecondsOption(absl::GetFlag(FLAGS_mcp_session_idle_ttl_ms));
-  }
-  if (OnCommandLine("mcp_allowed_hosts")) {
-    server.mcp_allowed_hosts.clear();
-    for (absl::string_view entry :
-         absl::StrSplit(absl::GetFlag(FLAGS_mcp_allowed_hosts), ',', absl::SkipEmpty())) {
-      auto host = NormalizeMcpAllowedHost(absl::StripAsciiWhitespace(entry));
-      if (!host.ok()) return host.status();
-      server.mcp_allowed_hosts.push_back(*std::move(host));
-    }
-  }
   // The config file's values and the flags' are held to the same ranges.
   if (absl::Status s = ValidateOptions(options); !s.ok()) {
     DaemonOptions authenticated = options;
@@ -508,16 +426,8 @@ int Run(int argc, char** argv) {
   std::string log_level;
   std::vector<std::string> warnings;
   auto options = BuildOptions(&log_level, check_only, &warnings);
-  if (options.ok()) {
-    auto level = spdlog::level::from_str(log_level);
-    if (level == spdlog::level::off && log_level != "off") {
-      options = absl::InvalidArgumentError(
-          absl::StrCat("--log_level '", log_level, "' is not one of trace, debug, info, warn, error"));
-    } else {
-      spdlog::set_level(level);
-    }
-  }
-  if (options.ok()) {  // ValidateOptions has checked the name
+  if (options.ok()) {  // ApplyConfig has checked the level's name, ValidateOptions the format's
+    spdlog::set_level(spdlog::level::from_str(log_level));
     if (auto format = ParseLogFormat(options->log_format); format.ok()) SetLogFormat(*format);
   }
   if (!options.ok()) {

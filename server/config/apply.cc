@@ -251,8 +251,9 @@ absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* daemon,
     bool known = false;
     for (const char* l : kLevels) known = known || config.log_level() == l;
     if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "log_level '", config.log_level(), "' is not one of trace, debug, info, warn, error"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(OptionName("log_level"), " '", config.log_level(),
+                       "' is not one of trace, debug, info, warn, error"));
     }
     *log_level = config.log_level();
   }
@@ -486,7 +487,7 @@ absl::StatusOr<std::string> NormalizeMcpAllowedHost(absl::string_view entry) {
                         std::string::npos;
   if (!name) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "mcp_allowed_hosts (--mcp_allowed_hosts) '", entry,
+        OptionName("mcp_allowed_hosts"), " '", entry,
         "' is not a host: give a host name or an address without port (any port is "
         "accepted), e.g. mcp.example.com, 192.168.1.5 or [fd00::5]"));
   }

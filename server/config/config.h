@@ -1,15 +1,19 @@
 // The daemon's config file (--config): toolexec.v1.DaemonConfig as text proto
-// or JSON, and how it maps onto DaemonOptions.
+// or JSON (load.cc), the flags as a DaemonConfig merged over it (flags.cc),
+// how the result maps onto DaemonOptions (apply.cc), and the options' ranges
+// (validate.cc).
 #ifndef TOOLEXEC_SERVER_CONFIG_CONFIG_H_
 #define TOOLEXEC_SERVER_CONFIG_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "google/protobuf/field_mask.pb.h"
 #include "server/options.h"
 #include "toolexec/v1/config.pb.h"
 
@@ -39,6 +43,28 @@ absl::StatusOr<v1::DaemonConfig> LoadConfigFile(const std::string& path);
 // incomplete hook; the ranges are ValidateOptions' job.
 absl::Status ApplyConfig(const v1::DaemonConfig& config, DaemonOptions* options,
                          std::string* log_level);
+
+// What toolexecd's flags set, as a layer over the config file: each flag
+// given on the command line that has a config field writes that field of
+// `config` (--max_concurrent_calls: limits.max_concurrent_calls), and `fields`
+// names them all, so that a flag given as 0, "" or an empty list still
+// replaces the file's value.
+struct ConfigOverlay {
+  v1::DaemonConfig config;
+  google::protobuf::FieldMask fields;
+};
+
+// The overlay of `flags`: the flags given on the command line, by name (no
+// dashes), each with its value as text as abseil spells it ("256", "true",
+// "0660"). Flags without a config field are left out. The values are checked
+// as ApplyConfig checks the file's, so InvalidArgument names the flag (a
+// --unix_socket_mode that is not octal, an --mcp_allowed_hosts entry that is
+// not a host, an unknown --log_level).
+absl::StatusOr<ConfigOverlay> FlagsOverlay(const std::map<std::string, std::string>& flags);
+
+// `overlay` over `config` (the file's): each field the overlay names replaces
+// the config's, a repeated one whole. ApplyConfig then takes the result.
+void MergeOverlay(const ConfigOverlay& overlay, v1::DaemonConfig* config);
 
 // DaemonConfig.policy as the engine's PolicyOptions, validated
 // (InvalidArgument naming the rule or profile).

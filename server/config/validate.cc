@@ -25,7 +25,7 @@ namespace {
 
 // One numeric option's effective value and its allowed range.
 struct RangeCheck {
-  const char* name;  // "config.field (--flag)" or "config.field"
+  const char* option;  // its config field, or "--flag" for a flag only (OptionName)
   uint64_t value;
   uint64_t min;
   uint64_t max;
@@ -94,7 +94,7 @@ absl::Status ValidateAuthOptions(const ServerOptions& server) {
   }
   if (u.mode > 0777) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "auth.unix_socket.mode (--unix_socket_mode) is ", absl::StrFormat("0%o", u.mode),
+        OptionName("auth.unix_socket.mode"), " is ", absl::StrFormat("0%o", u.mode),
         "; give permission bits, 0 to 0777 (e.g. 0660)"));
   }
   return absl::OkStatus();
@@ -115,7 +115,7 @@ std::optional<uint16_t> ListenPort(absl::string_view listen) {
 namespace {
 
 // "host:port" with a port of 0 to 65535 ("[v6]:port" for IPv6), for the
-// HTTP listener `what` (e.g. "metrics.listen (--metrics_listen)").
+// HTTP listener `what` (e.g. OptionName("metrics.listen")).
 absl::Status ValidateHttpListen(absl::string_view what, absl::string_view listen,
                                 absl::string_view example) {
   auto bad = [&](absl::string_view why) {
@@ -140,19 +140,15 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
   const ServerOptions& server = daemon.server;
   const BuiltinOptions& b = daemon.tools.builtin;
   return {
-      {"limits.max_calls_per_batch (--max_calls_per_batch)", o.max_calls_per_batch, 1, 1 << 20,
-       ""},
+      {"limits.max_calls_per_batch", o.max_calls_per_batch, 1, 1 << 20, ""},
       // Each running call holds a thread.
-      {"limits.max_concurrent_calls (--max_concurrent_calls)", o.max_concurrent_calls, 1, 4096,
-       ""},
-      {"limits.max_pending_calls (--max_pending_calls)", o.max_pending_calls, 1, 1 << 20,
+      {"limits.max_concurrent_calls", o.max_concurrent_calls, 1, 4096, ""},
+      {"limits.max_pending_calls", o.max_pending_calls, 1, 1 << 20,
        ", and at least limits.max_calls_per_batch"},
-      {"limits.default_call_timeout_ms (--call_timeout_ms)", ToMs(o.default_call_timeout), 1,
-       kMaxMilliseconds, kMsUnit},
-      {"limits.max_call_timeout_ms (--max_call_timeout_ms)", ToMs(o.max_call_timeout), 1,
-       kMaxMilliseconds, kMsUnit},
-      {"limits.drain_grace_ms (--drain_grace_ms)", ToMs(server.drain_grace), 0, kMaxMilliseconds,
+      {"limits.default_call_timeout_ms", ToMs(o.default_call_timeout), 1, kMaxMilliseconds,
        kMsUnit},
+      {"limits.max_call_timeout_ms", ToMs(o.max_call_timeout), 1, kMaxMilliseconds, kMsUnit},
+      {"limits.drain_grace_ms", ToMs(server.drain_grace), 0, kMaxMilliseconds, kMsUnit},
       // gRPC takes an int; every result must fit one message.
       {"--max_receive_message_bytes", static_cast<uint64_t>(server.max_receive_message_bytes),
        4096, 1024 * kMiB, " bytes (1 GiB)"},
@@ -161,21 +157,16 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
       {"--keepalive_min_ping_interval_ms", ToMs(server.keepalive.min_ping_interval), 1,
        kMaxMilliseconds, kMsUnit},
       {"limits.max_sessions", o.max_sessions, 1, 1000000, ""},
-      {"limits.max_sessions_per_caller (--max_sessions_per_caller)", o.max_sessions_per_caller,
-       1, 1000000, ""},
+      {"limits.max_sessions_per_caller", o.max_sessions_per_caller, 1, 1000000, ""},
       // 4M characters are at most 16 MiB of UTF-8: a result must fit in one message.
-      {"model_content_max_chars (--model_content_max_chars)", o.model_content_max_chars,
-       kMinModelContentChars, 4000000, ""},
-      {"model_content_default_chars (--model_content_default_chars)",
-       o.model_content_default_chars, kMinModelContentChars, o.model_content_max_chars,
-       " (model_content_max_chars)"},
+      {"model_content_max_chars", o.model_content_max_chars, kMinModelContentChars, 4000000, ""},
+      {"model_content_default_chars", o.model_content_default_chars, kMinModelContentChars,
+       o.model_content_max_chars, " (model_content_max_chars)"},
       {"sessions.max_depth", static_cast<uint64_t>(o.session_max_depth), 1, 100, ""},
-      {"sessions.idle_ttl_ms (--session_idle_ttl_ms)", ToMs(o.session_idle_ttl), 0,
-       kMaxMilliseconds, kMsUnit},
-      {"mcp_max_sessions_per_caller (--mcp_max_sessions_per_caller)",
-       server.mcp_max_sessions_per_caller, 1, kMcpMaxSessions, ""},
-      {"mcp_session_idle_ttl_ms (--mcp_session_idle_ttl_ms)", ToMs(server.mcp_session_idle_ttl),
-       1, kMaxMilliseconds, kMsUnit},
+      {"sessions.idle_ttl_ms", ToMs(o.session_idle_ttl), 0, kMaxMilliseconds, kMsUnit},
+      {"mcp_max_sessions_per_caller", server.mcp_max_sessions_per_caller, 1, kMcpMaxSessions, ""},
+      {"mcp_session_idle_ttl_ms", ToMs(server.mcp_session_idle_ttl), 1, kMaxMilliseconds,
+       kMsUnit},
       {"file_tools.view_max_lines", b.view_max_lines, 1, 10000000, ""},
       // A result must fit in one gRPC message.
       {"file_tools.view_max_bytes", b.view_max_bytes, 1, 64 * kMiB, " bytes (64 MiB)"},
@@ -212,12 +203,9 @@ std::vector<RangeCheck> RangeChecks(const DaemonOptions& daemon) {
 }  // namespace
 
 std::string FlagRange(absl::string_view flag) {
-  const std::string spelled = absl::StrCat("--", flag);
+  const std::string option = FlagOption(flag);
   for (const RangeCheck& c : RangeChecks(DaemonOptions())) {
-    absl::string_view name = c.name;
-    if (name == spelled || absl::StrContains(name, absl::StrCat("(", spelled, ")"))) {
-      return absl::StrCat(c.min, " to ", c.max, c.unit);
-    }
+    if (option == c.option) return absl::StrCat(c.min, " to ", c.max, c.unit);
   }
   return "";
 }
@@ -231,8 +219,8 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
     std::string shown = c.value == std::numeric_limits<uint64_t>::max() && c.unit == kMsUnit
                             ? std::string("too large")
                             : absl::StrCat(c.value);
-    return absl::InvalidArgumentError(absl::StrCat(c.name, " is ", shown, "; allowed ", c.min,
-                                                   " to ", c.max, c.unit));
+    return absl::InvalidArgumentError(absl::StrCat(OptionName(c.option), " is ", shown,
+                                                   "; allowed ", c.min, " to ", c.max, c.unit));
   }
   if (o.max_pending_calls < o.max_calls_per_batch) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -241,8 +229,8 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
   }
   if (o.default_call_timeout > o.max_call_timeout) {
     return absl::InvalidArgumentError(
-        "limits.default_call_timeout_ms (--call_timeout_ms) must not exceed "
-        "limits.max_call_timeout_ms (--max_call_timeout_ms)");
+        absl::StrCat(OptionName("limits.default_call_timeout_ms"), " must not exceed ",
+                     OptionName("limits.max_call_timeout_ms")));
   }
   if (absl::Status s = ValidateAuthOptions(server); !s.ok()) return s;
   if (o.checkpoints_enabled) {
@@ -265,8 +253,8 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
   }
   // --- operating it: metrics and log format ---
   if (!server.metrics_listen.empty()) {
-    if (absl::Status s = ValidateHttpListen("metrics.listen (--metrics_listen)",
-                                            server.metrics_listen, "127.0.0.1:9464");
+    if (absl::Status s = ValidateHttpListen(OptionName("metrics.listen"), server.metrics_listen,
+                                            "127.0.0.1:9464");
         !s.ok()) {
       return s;
     }
@@ -284,7 +272,7 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
       !absl::StartsWith(server.listen, "unix-abstract:")) {
     if (!ListenPort(server.listen)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "listen (--listen) '", server.listen,
+          OptionName("listen"), " '", server.listen,
           "' has no port number of 0 to 65535; give host:port (e.g. 127.0.0.1:50051; port 0 "
           "picks one) or unix:/path"));
     }
@@ -299,7 +287,7 @@ absl::Status ValidateOptions(const DaemonOptions& daemon) {
   // --- MCP over streamable HTTP ---
   if (!server.mcp_listen.empty()) {
     if (absl::Status s =
-            ValidateHttpListen("mcp_listen (--mcp_listen)", server.mcp_listen, "127.0.0.1:8765");
+            ValidateHttpListen(OptionName("mcp_listen"), server.mcp_listen, "127.0.0.1:8765");
         !s.ok()) {
       return s;
     }

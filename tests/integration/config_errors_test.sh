@@ -144,6 +144,35 @@ check() {  # name, command...: the command must succeed
     echo "FAIL $name"; failures=$((failures + 1)); fi
 }
 
+# The flags over the config file: a flag given replaces the file's value (as
+# 0 or false too), one not given leaves it, one out of range is named.
+printf 'example_tools: true\nlimits { max_concurrent_calls: 5000 }\n' > "$dir/over.textproto"
+expect_exit_refused "the file's value without its flag" \
+  "limits.max_concurrent_calls (--max_concurrent_calls) is 5000; allowed 1 to 4096" \
+  --config="$dir/over.textproto"
+out=$(timeout 10 "$toolexecd" --check_config --workspace="$dir" --config="$dir/over.textproto" \
+      --max_concurrent_calls=8 2>&1)
+check "a flag replaces the file's value" test $? -eq 0
+check "  ... and leaves the others (example_tools)" grep -qF get_weather <<<"$out"
+expect_exit_refused "a flag given as 0 replaces the file's value" \
+  "limits.max_concurrent_calls (--max_concurrent_calls) is 0; allowed 1 to 4096" \
+  --config="$dir/over.textproto" --max_concurrent_calls=0
+expect_exit_refused "a flag out of range over the file" \
+  "limits.max_concurrent_calls (--max_concurrent_calls) is 4097; allowed 1 to 4096" \
+  --config="$dir/over.textproto" --max_concurrent_calls=4097
+out=$(timeout 10 "$toolexecd" --check_config --workspace="$dir" --config="$dir/over.textproto" \
+      --max_concurrent_calls=8 --noexample_tools 2>&1)
+check "--noexample_tools over example_tools: true" \
+  bash -c 'grep -qF "config OK" <<<"$1" && ! grep -qF get_weather <<<"$1"' _ "$out"
+# --log_level over the file's log_level: the info line "serving on" is logged.
+printf 'log_level: "warn"\n' > "$dir/warn.textproto"
+"$toolexecd" --workspace="$dir" --listen=127.0.0.1:0 --config="$dir/warn.textproto" \
+  --log_level=info --address_file="$dir/level.addr" 2>"$dir/level.log" &
+level_daemon=$!
+for _ in $(seq 100); do [ -s "$dir/level.addr" ] && break; sleep 0.1; done
+kill "$level_daemon"; wait "$level_daemon" 2>/dev/null
+check "--log_level over the file's log_level" grep -qF "serving on" "$dir/level.log"
+
 # Command tools: each field checked at start-up, naming the tool.
 expect_refused command_tool_bad_name 'command_tools { name: "has space" argv: "/bin/true" }' \
   "command_tools 'has space': the name must be 1 to 64 letters, digits, '_' or '-'"

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "google/protobuf/text_format.h"
 #include "server/config/config.h"
 #include "server/options.h"
@@ -52,6 +55,44 @@ TEST(McpHttpConfigTest, AllowedHostsAreHostsWithoutPort) {
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("'example.com:80' is not a host"));
   EXPECT_EQ(*NormalizeMcpAllowedHost("::1"), "::1");
+}
+
+// The MCP flags over the config file: a list replaced whole (or emptied), a
+// 0 out of range refused naming the field and the flag.
+TEST(McpHttpConfigTest, FlagsReplaceTheFilesValues) {
+  auto with_flags =
+      [](const std::map<std::string, std::string>& flags) -> absl::StatusOr<DaemonOptions> {
+    v1::DaemonConfig config;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        "mcp_listen: \"127.0.0.1:0\" mcp_max_sessions_per_caller: 8 "
+        "mcp_allowed_hosts: \"a.example\" mcp_allowed_hosts: \"b.example\"",
+        &config));
+    auto overlay = FlagsOverlay(flags);
+    if (!overlay.ok()) return overlay.status();
+    MergeOverlay(*overlay, &config);
+    DaemonOptions options;
+    std::string log_level;
+    if (absl::Status s = ApplyConfig(config, &options, &log_level); !s.ok()) return s;
+    if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+    return options;
+  };
+  auto file = with_flags({});
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_THAT(file->server.mcp_allowed_hosts, ElementsAre("a.example", "b.example"));
+  EXPECT_EQ(file->server.mcp_max_sessions_per_caller, 8u);
+  auto hosts = with_flags({{"mcp_allowed_hosts", "C.example, [FD00::5]"},
+                           {"mcp_max_sessions_per_caller", "2"}});
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  EXPECT_THAT(hosts->server.mcp_allowed_hosts, ElementsAre("c.example", "fd00::5"));
+  EXPECT_EQ(hosts->server.mcp_max_sessions_per_caller, 2u);
+  auto none = with_flags({{"mcp_allowed_hosts", ""}, {"mcp_listen", ""}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->server.mcp_allowed_hosts.empty());
+  EXPECT_EQ(none->server.mcp_listen, "");
+  EXPECT_EQ(with_flags({{"mcp_max_sessions_per_caller", "0"}}).status().message(),
+            "mcp_max_sessions_per_caller (--mcp_max_sessions_per_caller) is 0; allowed 1 to 1024");
+  EXPECT_THAT(with_flags({{"mcp_allowed_hosts", "x.example:80"}}).status().message(),
+              HasSubstr("mcp_allowed_hosts (--mcp_allowed_hosts) 'x.example:80' is not a host"));
 }
 
 TEST(McpHttpConfigTest, RangesAreChecked) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,53 @@ TEST(AuthOptionsTest, ConfigAppliesAndValidateRefusesWhatDoesNotFit) {
       EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.listen;
     }
   }
+}
+
+// The auth flags over the config file's auth settings: each replaces the
+// file's (a list whole), given as "" too.
+TEST(AuthOptionsTest, FlagsReplaceTheFilesAuthSettings) {
+  v1::DaemonConfig file;
+  file.set_listen("unix:/run/toolexec.sock");
+  file.mutable_auth()->mutable_unix_socket()->set_mode(0660);
+  file.mutable_auth()->mutable_unix_socket()->add_allowed_uids(1);
+  file.mutable_auth()->mutable_unix_socket()->add_allowed_uids(2);
+  auto apply = [&](const std::map<std::string, std::string>& flags) -> absl::StatusOr<AuthOptions> {
+    auto overlay = FlagsOverlay(flags);
+    if (!overlay.ok()) return overlay.status();
+    v1::DaemonConfig config = file;
+    MergeOverlay(*overlay, &config);
+    DaemonOptions options;
+    std::string log_level;
+    if (absl::Status s = ApplyConfig(config, &options, &log_level); !s.ok()) return s;
+    if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+    return options.server.auth;
+  };
+  auto unchanged = apply({});
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  EXPECT_EQ(unchanged->unix_socket.mode, 0660u);
+  EXPECT_THAT(unchanged->unix_socket.allowed_uids, ::testing::ElementsAre(1u, 2u));
+  auto replaced = apply({{"unix_socket_mode", "0600"}, {"unix_socket_allowed_uids", "7, 8"}});
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(replaced->unix_socket.mode, 0600u);
+  EXPECT_THAT(replaced->unix_socket.allowed_uids, ::testing::ElementsAre(7u, 8u));
+  auto cleared = apply({{"unix_socket_mode", "0"}, {"unix_socket_allowed_uids", ""}});
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_EQ(cleared->unix_socket.mode, 0u);
+  EXPECT_TRUE(cleared->unix_socket.allowed_uids.empty());
+  EXPECT_EQ(apply({{"unix_socket_mode", "0777"}, {"unix_socket_allowed_uids", "x"}})
+                .status()
+                .message(),
+            "--unix_socket_allowed_uids: 'x' is not a uid (give numbers: 0,1000)");
+  EXPECT_EQ(apply({{"unix_socket_mode", "660x"}}).status().message(),
+            "--unix_socket_mode '660x' is not octal permission bits (e.g. 0660)");
+
+  // --token_file= drops the file's token file: 0.0.0.0 is refused again.
+  file.Clear();
+  file.set_listen("0.0.0.0:50051");
+  file.mutable_auth()->set_token_file("/etc/toolexec/tokens");
+  ASSERT_TRUE(apply({}).ok());
+  EXPECT_THAT(apply({{"token_file", ""}}).status().message(),
+              HasSubstr("refusing to listen on 0.0.0.0:50051 without authentication"));
 }
 
 // The MCP HTTP endpoint checks bearer tokens only: beyond loopback it needs a
