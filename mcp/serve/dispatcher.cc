@@ -10,6 +10,7 @@
 #include "tools/runtime/json_fields.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/tool.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -141,7 +142,10 @@ bool McpCall::Run(const SendFn& send) {
     auto& alloc = params.GetAllocator();
     params.AddMember("progressToken", JsonValue(progress_token_, alloc), alloc);
     params.AddMember("progress", ++progress, alloc);
-    params.AddMember("message", MakeString(text, alloc), alloc);
+    // A tool's progress is bytes (what its command printed); JSON text must
+    // be UTF-8, as the gRPC stream's progress is.
+    params.AddMember("message", MakeString(IsValidUtf8(text) ? text : SanitizeUtf8(text), alloc),
+                     alloc);
     send(mcp::BuildNotification("notifications/progress", &params));
   };
   absl::StatusOr<v1::ToolResult> result =

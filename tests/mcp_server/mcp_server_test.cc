@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "google/protobuf/util/json_util.h"
+#include "tools/runtime/utf8.h"
 
 namespace toolexec {
 namespace {
@@ -231,7 +232,7 @@ class FakeSource final : public McpToolSource {
   absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
                                       const std::function<void(const std::string&)>& progress,
                                       CallCancel* cancel) override {
-    progress("working");
+    progress(progress_text);
     v1::ToolResult result;
     if (call.name == "block") {
       absl::Notification cancelled;
@@ -251,6 +252,7 @@ class FakeSource final : public McpToolSource {
     return result;
   }
   std::function<void()> after_result;
+  std::string progress_text = "working";
 };
 
 mcp::Message Message(const std::string& text) {
@@ -336,6 +338,26 @@ TEST(McpDispatcher, ListsDaemonToolsCallsWithProgressAndCancelsWithoutAResponse)
                 send),
             nullptr);
   EXPECT_THAT(sent.at(0), HasSubstr("shutting down"));
+}
+
+// A tool's progress holds the bytes its command printed; the notification is
+// JSON, so it carries them as UTF-8 (each ill-formed part as U+FFFD).
+TEST(McpDispatcher, ProgressOfBytesThatAreNotUtf8IsSentAsUtf8) {
+  FakeSource source;
+  source.progress_text = "out\xff\xe2\x82!";
+  McpDispatcher dispatcher(&source, {"1", "", 8});
+  std::vector<std::string> sent;
+  auto send = [&sent](const std::string& m) { sent.push_back(m); };
+  std::unique_ptr<McpCall> call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",)"
+              R"("_meta":{"progressToken":"t"}}})"),
+      send);
+  ASSERT_NE(call, nullptr);
+  EXPECT_TRUE(call->Run(send));
+  ASSERT_EQ(sent.size(), 2u);
+  ASSERT_TRUE(IsValidUtf8(sent[0])) << sent[0];
+  EXPECT_EQ(std::string(Parse(sent[0])["params"]["message"].GetString()),
+            "out\xEF\xBF\xBD\xEF\xBF\xBD!");
 }
 
 }  // namespace
