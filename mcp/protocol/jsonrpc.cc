@@ -9,6 +9,8 @@
 #include "rapidjson/encodedstream.h"
 #include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tools/runtime/json_fields.h"
 
 namespace toolexec::mcp {
@@ -35,6 +37,35 @@ std::string Envelope(Fill fill) {
 }
 
 JsonValue Copy(const JsonValue& v, Json::AllocatorType& alloc) { return JsonValue(v, alloc); }
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// The answer to `id`, {"jsonrpc":"2.0","id":...} with the members `write`
+// adds, written as it goes: a result is written from where it is, never
+// copied into the envelope first (it may be a tool's whole output).
+template <typename Write>
+std::string Answer(const RequestId& id, Write write) {
+  rapidjson::StringBuffer buffer;
+  Writer writer(buffer);
+  writer.StartObject();
+  writer.Key("jsonrpc");
+  writer.String("2.0");
+  writer.Key("id");
+  switch (id.kind()) {
+    case RequestId::Kind::kNumber:
+      writer.Int64(id.number());
+      break;
+    case RequestId::Kind::kString:
+      writer.String(id.text().data(), static_cast<rapidjson::SizeType>(id.text().size()));
+      break;
+    case RequestId::Kind::kNone:
+      writer.Null();
+      break;
+  }
+  write(writer);
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
 
 // Reads the top-level members of a message's first bytes (without recursion,
 // and without minding that they stop short): its "id", and whether it has a
@@ -245,9 +276,22 @@ std::string BuildNotification(absl::string_view method, const JsonValue* params)
 }
 
 std::string BuildResult(const RequestId& id, const JsonValue& result) {
-  return Envelope([&](Json& doc, Json::AllocatorType& alloc) {
-    doc.AddMember("id", id.ToJson(alloc), alloc);
-    doc.AddMember("result", Copy(result, alloc), alloc);
+  return Answer(id, [&](Writer& writer) {
+    writer.Key("result");
+    result.Accept(writer);
+  });
+}
+
+std::string BuildListResult(const RequestId& id, absl::string_view key,
+                            const std::vector<const JsonValue*>& items) {
+  return Answer(id, [&](Writer& writer) {
+    writer.Key("result");
+    writer.StartObject();
+    writer.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+    writer.StartArray();
+    for (const JsonValue* item : items) item->Accept(writer);
+    writer.EndArray();
+    writer.EndObject();
   });
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -94,6 +95,11 @@ absl::StatusOr<Message> ParseMessage(absl::string_view text);
 std::string BuildRequest(const RequestId& id, absl::string_view method, const JsonValue* params);
 std::string BuildNotification(absl::string_view method, const JsonValue* params);
 std::string BuildResult(const RequestId& id, const JsonValue& result);
+// A result that is one object holding one array, {"<key>": [items...]}
+// (tools/list), its items written from where they are: they may be shared
+// and long-lived (a cache's), and are never copied.
+std::string BuildListResult(const RequestId& id, absl::string_view key,
+                            const std::vector<const JsonValue*>& items);
 // `data` may be null (omitted). A kNone id is written as null.
 std::string BuildError(const RequestId& id, int code, absl::string_view message,
                        const JsonValue* data = nullptr);

@@ -104,6 +104,12 @@ TEST(BuildTest, RoundTrips) {
             R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
   Json result = *ParseJson(R"({"ok":true})");
   EXPECT_EQ(BuildResult(RequestId("a"), result), R"({"jsonrpc":"2.0","id":"a","result":{"ok":true}})");
+  Json first = *ParseJson(R"({"name":"a"})");
+  Json second = *ParseJson(R"({"name":"b","n":[1,2.5]})");
+  EXPECT_EQ(BuildListResult(RequestId(4), "tools", {&first, &second}),
+            R"({"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"a"},{"name":"b","n":[1,2.5]}]}})");
+  EXPECT_EQ(BuildListResult(RequestId(), "tools", {}),
+            R"({"jsonrpc":"2.0","id":null,"result":{"tools":[]}})");
   EXPECT_EQ(BuildError(RequestId(), kInvalidRequest, "bad"),
             R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad"}})");
   Json data = *ParseJson(R"({"why":1})");
