@@ -44,6 +44,27 @@ std::vector<std::string> AnnotationTags(const JsonValue& tool) {
   return tags;
 }
 
+Json ToMcpTool(absl::string_view name, const ToolSpec& spec, const JsonValue& parameters) {
+  Json out(rapidjson::kObjectType);
+  auto& alloc = out.GetAllocator();
+  out.AddMember("name", MakeString(name, alloc), alloc);
+  if (!spec.display_name.empty() && spec.display_name != name) {
+    out.AddMember("title", MakeString(spec.display_name, alloc), alloc);
+  }
+  out.AddMember("description", MakeString(spec.description, alloc), alloc);
+  JsonValue schema(rapidjson::kObjectType);
+  if (parameters.IsObject()) schema.CopyFrom(parameters, alloc);
+  if (!schema.HasMember("type")) schema.AddMember("type", "object", alloc);
+  out.AddMember("inputSchema", schema, alloc);
+  JsonValue annotations(rapidjson::kObjectType);
+  const bool read_only = spec.read_only || spec.HasTag(kTagReadOnly);
+  annotations.AddMember("readOnlyHint", read_only, alloc);
+  if (!read_only) annotations.AddMember("destructiveHint", spec.HasTag(kTagDestructive), alloc);
+  if (spec.HasTag(kTagIdempotent)) annotations.AddMember("idempotentHint", true, alloc);
+  out.AddMember("annotations", annotations, alloc);
+  return out;
+}
+
 absl::StatusOr<CallOutcome> FromCallToolResult(const JsonValue& result) {
   if (!result.IsObject()) return absl::InvalidArgumentError("a tool result must be an object");
   const JsonValue* content = nullptr;

@@ -1,6 +1,7 @@
 // MCP tool declarations and results <-> toolexec's tool model: what an MCP
-// tool's annotations mean as tags, how a CallToolResult becomes a toolexec
-// result, and how a toolexec result becomes a CallToolResult.
+// tool's annotations mean as tags and a toolexec tool as an MCP Tool, how a
+// CallToolResult becomes a toolexec result, and how a toolexec result becomes
+// a CallToolResult.
 //
 // Thread safety: pure functions.
 #ifndef TOOLEXEC_MCP_PROTOCOL_CONTENT_H_
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/runtime/json.h"
+#include "tools/runtime/tool.h"
 
 namespace toolexec::mcp {
 
@@ -23,6 +25,15 @@ namespace toolexec::mcp {
 // is read-only).
 std::vector<std::string> AnnotationTags(const JsonValue& tool);
 inline constexpr absl::string_view kTagIdempotent = "idempotent";
+
+// The other way: a toolexec tool as an MCP Tool object. name; title (the
+// display name, when it differs); description; inputSchema: `parameters`,
+// the declared schema in its declared order, with "type": "object" added
+// when it has none (MCP requires an object schema; {} when `parameters` is
+// not an object); annotations: readOnlyHint (spec.read_only or the read_only
+// tag), for a tool that writes destructiveHint (the destructive tag), and
+// idempotentHint when tagged idempotent.
+Json ToMcpTool(absl::string_view name, const ToolSpec& spec, const JsonValue& parameters);
 
 // A CallToolResult as toolexec sees it.
 struct CallOutcome {

@@ -28,13 +28,6 @@ Json ProtoToJson(const Message& message) {
   return MakeObject();
 }
 
-bool HasTag(const v1::ToolDeclaration& tool, absl::string_view tag) {
-  for (const std::string& t : tool.tags()) {
-    if (t == tag) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string NegotiateMcpProtocolVersion(absl::string_view requested) {
@@ -52,31 +45,17 @@ bool IsServedMcpProtocolVersion(absl::string_view version) {
 }
 
 Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
-  Json out(rapidjson::kObjectType);
-  auto& alloc = out.GetAllocator();
-  out.AddMember("name", MakeString(tool.name(), alloc), alloc);
-  if (!tool.display_name().empty() && tool.display_name() != tool.name()) {
-    out.AddMember("title", MakeString(tool.display_name(), alloc), alloc);
-  }
-  out.AddMember("description", MakeString(tool.description(), alloc), alloc);
+  ToolSpec spec(tool.name(), tool.description(), tool.parameters_json());
+  spec.read_only = tool.read_only();
+  spec.tags.assign(tool.tags().begin(), tool.tags().end());
+  spec.display_name = tool.display_name();
   Json schema;
   if (!tool.parameters_json().empty()) {
     auto parsed = ParseJson(tool.parameters_json());
     if (parsed.ok()) schema = *std::move(parsed);
   }
   if (!schema.IsObject()) schema = ProtoToJson(tool.parameters());
-  // MCP requires an object schema.
-  if (!schema.HasMember("type")) schema.AddMember("type", "object", schema.GetAllocator());
-  out.AddMember("inputSchema", JsonValue(schema, alloc), alloc);
-  JsonValue annotations(rapidjson::kObjectType);
-  const bool read_only = tool.read_only() || HasTag(tool, "read_only");
-  annotations.AddMember("readOnlyHint", read_only, alloc);
-  if (!read_only) {
-    annotations.AddMember("destructiveHint", HasTag(tool, "destructive"), alloc);
-  }
-  if (HasTag(tool, "idempotent")) annotations.AddMember("idempotentHint", true, alloc);
-  out.AddMember("annotations", annotations, alloc);
-  return out;
+  return mcp::ToMcpTool(tool.name(), spec, schema);
 }
 
 Json McpCallResultFromToolResult(const v1::ToolResult& result) {

@@ -30,6 +30,24 @@ TEST(AnnotationTagsTest, FollowsTheSpecDefaults) {
               ElementsAre("destructive"));
 }
 
+TEST(ToMcpToolTest, TheDeclaredSchemaAndAnnotationsFromTheSpec) {
+  ToolSpec writer("edit", "Edits.", "");
+  writer.Tags({"destructive", "idempotent"}).DisplayName("Edit");
+  EXPECT_EQ(ToJsonString(ToMcpTool("edit", writer, J(R"({"properties":{"b":{},"a":{}}})"))),
+            R"({"name":"edit","title":"Edit","description":"Edits.",)"
+            R"("inputSchema":{"properties":{"b":{},"a":{}},"type":"object"},)"
+            R"("annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}})");
+  // Registered under another name (an MCP server's prefix): that name; the
+  // display name is the title only when it differs.
+  ToolSpec reader("view", "", "");
+  reader.ReadOnly().DisplayName("up__view");
+  Json view = ToMcpTool("up__view", reader, J("[]"));
+  EXPECT_EQ(ToJsonString(view["name"]), R"("up__view")");
+  EXPECT_FALSE(view.HasMember("title"));
+  EXPECT_EQ(ToJsonString(view["inputSchema"]), R"({"type":"object"})");
+  EXPECT_EQ(ToJsonString(view["annotations"]), R"({"readOnlyHint":true})");
+}
+
 TEST(FromCallToolResultTest, TextBlocksAreJoined) {
   auto out = FromCallToolResult(
       J(R"({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]})"));
