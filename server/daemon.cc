@@ -51,7 +51,8 @@ absl::Status Daemon::Start() {
     if (absl::Status s = metrics_->Serve(o.metrics_listen); !s.ok()) return s;
     SetRpcMetrics(metrics_.get());
   }
-  executor_service_ = std::make_unique<ToolExecutorService>(engine_.get(), o, auth_.get());
+  executor_service_ =
+      std::make_unique<ToolExecutorService>(engine_.get(), &declarations_, o, auth_.get());
   artifact_service_ = std::make_unique<ArtifactStoreService>(engine_.get(), auth_.get());
 
   grpc::ServerBuilder builder;

@@ -26,6 +26,7 @@
 #include "server/mcp_http.h"
 #include "server/metrics.h"
 #include "server/options.h"
+#include "server/tool_declarations.h"
 #include "server/tool_executor_service.h"
 #include "server/unix_listener.h"
 
@@ -84,6 +85,8 @@ class Daemon final {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<UnixListener> unix_listener_;  // for a unix:/path listen address
+  // The engine's tools as the services list them (before them: they use it).
+  ToolDeclarations declarations_;
   std::unique_ptr<ToolExecutorService> executor_service_;
   std::unique_ptr<ArtifactStoreService> artifact_service_;
   std::unique_ptr<grpc::Server> server_;

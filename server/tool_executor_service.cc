@@ -13,29 +13,12 @@
 
 namespace toolexec {
 
-ToolExecutorService::ToolExecutorService(Engine* engine, const ServerOptions& options,
-                                         const Authenticator* auth)
-    : engine_(engine), auth_(auth), max_send_message_bytes_(options.max_send_message_bytes) {}
-
-std::shared_ptr<const ToolExecutorService::Declarations> ToolExecutorService::DeclarationsOf(
-    const ToolList& tools) const {
-  const ToolRegistry& registry = *tools.registry();
-  {
-    absl::MutexLock lock(&mu_);
-    if (declarations_ != nullptr && declarations_->generation == registry.generation()) {
-      return declarations_;
-    }
-  }
-  auto fresh = std::make_shared<Declarations>();
-  fresh->generation = registry.generation();
-  for (const auto& t : registry.tools()) ToProto(*t, &fresh->tools.emplace_back());
-  absl::MutexLock lock(&mu_);
-  // Generations only grow: never replace a newer cache by an older one.
-  if (declarations_ == nullptr || declarations_->generation < fresh->generation) {
-    declarations_ = fresh;
-  }
-  return fresh;
-}
+ToolExecutorService::ToolExecutorService(Engine* engine, const ToolDeclarations* declarations,
+                                         const ServerOptions& options, const Authenticator* auth)
+    : engine_(engine),
+      declarations_(declarations),
+      auth_(auth),
+      max_send_message_bytes_(options.max_send_message_bytes) {}
 
 grpc::ServerUnaryReactor* ToolExecutorService::ListTools(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
@@ -72,10 +55,10 @@ absl::Status ToolExecutorService::ListDeclarations(const CallerIdentity& caller,
   }
   auto tools = engine_->ListTools(caller, request.session_id(), request.tool_set());
   if (!tools.ok()) return tools.status();
-  std::shared_ptr<const Declarations> declarations = DeclarationsOf(*tools);
+  std::shared_ptr<const ToolDeclarations::Rendered> declarations = declarations_->Of(*tools);
   for (const RegisteredTool* t : *tools) {
     v1::ToolDeclaration* d = response->add_tools();
-    *d = declarations->tools[t->position];
+    *d = declarations->grpc[t->position];
     // An MCP tool whose server is down says so (the cache holds what is fixed).
     if (std::string why = t->tool->unavailable_reason(); !why.empty()) d->set_unavailable_reason(why);
   }

@@ -2,8 +2,8 @@
 // request (convert.h), calls the Engine, converts the answer, and finishes
 // with the status converted once (unary.h), logging one line. Streaming RPCs
 // are reactors of their own (execute_batch_reactor.h, watch_session_reactor.h).
-// Stateless apart from the declarations, converted once per registry
-// snapshot (tools/runtime/tool_registry.h). ListTools is served
+// Stateless: the declarations come rendered once per registry snapshot
+// (server/tool_declarations.h). ListTools is served
 // as bytes so that its response is serialized deterministically: the same
 // declarations are the same bytes on every call and across restarts (model
 // providers cache prompts by their bytes).
@@ -17,12 +17,11 @@
 #include <memory>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 #include "core/engine.h"
 #include "server/auth.h"
 #include "server/options.h"
+#include "server/tool_declarations.h"
 #include "tools/runtime/executor.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
@@ -31,10 +30,11 @@ namespace toolexec {
 class ToolExecutorService final
     : public v1::ToolExecutor::WithRawCallbackMethod_ListTools<v1::ToolExecutor::CallbackService> {
  public:
-  // `engine` and `auth` (null = every caller unauthenticated) must outlive
-  // the service. Every handler authenticates its call first.
-  ToolExecutorService(Engine* engine, const ServerOptions& options,
-                      const Authenticator* auth = nullptr);
+  // `engine`, `declarations` (the engine's tools rendered) and `auth` (null =
+  // every caller unauthenticated) must outlive the service. Every handler
+  // authenticates its call first.
+  ToolExecutorService(Engine* engine, const ToolDeclarations* declarations,
+                      const ServerOptions& options, const Authenticator* auth = nullptr);
 
   // The declarations in registration order, and provider_tools_json in the
   // requested format (as bytes: see above).
@@ -79,18 +79,9 @@ class ToolExecutorService final
                                 v1::ListToolsResponse* response) const;
 
   Engine* const engine_;
+  const ToolDeclarations* const declarations_;
   const Authenticator* const auth_;
   const int max_send_message_bytes_;
-  // The declarations of one registry snapshot, by position.
-  struct Declarations {
-    uint64_t generation = 0;
-    std::vector<v1::ToolDeclaration> tools;
-  };
-  // Those of `tools`'s snapshot: cached until a newer snapshot is listed.
-  std::shared_ptr<const Declarations> DeclarationsOf(const ToolList& tools) const;
-
-  mutable absl::Mutex mu_;
-  mutable std::shared_ptr<const Declarations> declarations_ ABSL_GUARDED_BY(mu_);
   // Runs `work` off the gRPC thread (inline when no thread can take it).
   void OffThread(std::function<void()> work);
   Executor checkpoint_work_{Executor::Options{/*min_threads=*/0, /*max_threads=*/4,

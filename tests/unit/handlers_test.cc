@@ -56,7 +56,7 @@ class HandlersTest : public ::testing::Test {
                                 "test")
                       .ok());
     }
-    tools_ = std::make_unique<ToolExecutorService>(&engine_, ServerOptions());
+    tools_ = std::make_unique<ToolExecutorService>(&engine_, &declarations_, ServerOptions());
     artifacts_ = std::make_unique<ArtifactStoreService>(&engine_);
   }
 
@@ -76,6 +76,7 @@ class HandlersTest : public ::testing::Test {
   }
 
   MockEngine engine_;
+  ToolDeclarations declarations_;
   std::unique_ptr<ToolExecutorService> tools_;
   std::unique_ptr<ArtifactStoreService> artifacts_;
 };
