@@ -10,13 +10,40 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "mcp/protocol/content.h"
 
 namespace toolexec {
 namespace {
 
 constexpr size_t kMaxLineBytes = 64 << 20;  // the daemon's default message limit
 
+// Proto JSON of a Value or Struct, parsed: {} when it cannot be converted.
+template <typename Message>
+Json ProtoToJson(const Message& message) {
+  std::string text;
+  if (google::protobuf::util::MessageToJsonString(message, &text).ok()) {
+    auto parsed = ParseJson(text);
+    if (parsed.ok()) return *std::move(parsed);
+  }
+  return MakeObject();
+}
+
 }  // namespace
+
+Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
+  ToolSpec spec(tool.name(), tool.description(), tool.parameters_json());
+  spec.read_only = tool.read_only();
+  spec.tags.assign(tool.tags().begin(), tool.tags().end());
+  spec.display_name = tool.display_name();
+  Json schema;
+  if (!tool.parameters_json().empty()) {
+    auto parsed = ParseJson(tool.parameters_json());
+    if (parsed.ok()) schema = *std::move(parsed);
+  }
+  if (!schema.IsObject()) schema = ProtoToJson(tool.parameters());
+  return mcp::ToMcpTool(tool.name(), spec, schema);
+}
 
 // The daemon over gRPC: ListTools and a one-call ExecuteBatch.
 class McpStdioServer::GrpcToolSource final : public McpToolSource {
@@ -24,13 +51,20 @@ class McpStdioServer::GrpcToolSource final : public McpToolSource {
   GrpcToolSource(Client* client, std::string tool_set, std::string session_id)
       : client_(client), tool_set_(std::move(tool_set)), session_id_(std::move(session_id)) {}
 
-  absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() override {
+  absl::StatusOr<std::vector<std::shared_ptr<const Json>>> ListTools() override {
     v1::ListToolsRequest request;
     request.set_session_id(session_id_);
     request.set_tool_set(tool_set_);
     auto response = client_->ListTools(request);
     if (!response.ok()) return response.status();
-    return std::vector<v1::ToolDeclaration>(response->tools().begin(), response->tools().end());
+    std::vector<std::shared_ptr<const Json>> tools;
+    for (const v1::ToolDeclaration& tool : response->tools()) {
+      // The harness's and the provider's tools [Tools run elsewhere]: an MCP
+      // client has nobody to run them.
+      if (tool.executor() != v1::EXECUTOR_DAEMON) continue;
+      tools.push_back(std::make_shared<const Json>(McpToolFromDeclaration(tool)));
+    }
+    return tools;
   }
 
   absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& spec,

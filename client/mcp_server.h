@@ -48,6 +48,11 @@
 
 namespace toolexec {
 
+// A tool as toolexecd declares it on the wire, as an MCP Tool object
+// (mcp::ToMcpTool): its inputSchema is parameters_json, in the declared
+// order (the parameters Struct when there is none).
+Json McpToolFromDeclaration(const v1::ToolDeclaration& tool);
+
 class McpStdioServer final {
  public:
   struct Options {

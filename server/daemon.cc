@@ -119,7 +119,8 @@ absl::Status Daemon::Start() {
     mcp.max_sessions_per_caller = o.mcp_max_sessions_per_caller;
     mcp.session_idle_ttl = o.mcp_session_idle_ttl;
     mcp.allowed_hosts = o.mcp_allowed_hosts;
-    auto mcp_http = McpHttpServer::Start(engine_.get(), auth_.get(), std::move(mcp));
+    auto mcp_http =
+        McpHttpServer::Start(engine_.get(), &declarations_, auth_.get(), std::move(mcp));
     if (!mcp_http.ok()) {
       server_->Shutdown();
       StopMetrics();

@@ -112,14 +112,25 @@ class CallObserver final : public BatchObserver {
 // The engine, as one caller sees it.
 class EngineToolSource final : public McpToolSource {
  public:
-  EngineToolSource(Engine* engine, CallerIdentity caller, size_t max_result_bytes)
-      : engine_(engine), caller_(std::move(caller)), max_result_bytes_(max_result_bytes) {}
+  EngineToolSource(Engine* engine, const ToolDeclarations* declarations, CallerIdentity caller,
+                   size_t max_result_bytes)
+      : engine_(engine),
+        declarations_(declarations),
+        caller_(std::move(caller)),
+        max_result_bytes_(max_result_bytes) {}
 
-  absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() override {
+  // The caller's tools, as rendered once for their registry snapshot.
+  absl::StatusOr<std::vector<std::shared_ptr<const Json>>> ListTools() override {
     auto tools = engine_->ListTools(caller_, "", "");
     if (!tools.ok()) return tools.status();
-    std::vector<v1::ToolDeclaration> out(tools->size());
-    for (size_t i = 0; i < tools->size(); ++i) ToProto(*(*tools)[i], &out[i]);
+    std::shared_ptr<const ToolDeclarations::Rendered> rendered = declarations_->Of(*tools);
+    std::vector<std::shared_ptr<const Json>> out;
+    out.reserve(tools->size());
+    for (const RegisteredTool* t : *tools) {
+      const Json& tool = rendered->mcp[t->position];
+      // Each shares the rendering's life: no copy, no allocation of its own.
+      if (!tool.IsNull()) out.emplace_back(rendered, &tool);
+    }
     return out;
   }
 
@@ -155,6 +166,7 @@ class EngineToolSource final : public McpToolSource {
 
  private:
   Engine* const engine_;
+  const ToolDeclarations* const declarations_;
   const CallerIdentity caller_;
   const size_t max_result_bytes_;
 };
@@ -211,10 +223,11 @@ std::string MetricMethod(const std::string& verb, const std::string& method) {
 }  // namespace
 
 struct McpHttpServer::Session {
-  Session(std::string session_id, CallerIdentity who, Engine* engine, const Options& options)
+  Session(std::string session_id, CallerIdentity who, Engine* engine,
+          const ToolDeclarations* declarations, const Options& options)
       : id(std::move(session_id)),
         caller(std::move(who)),
-        source(engine, caller, options.max_result_bytes),
+        source(engine, declarations, caller, options.max_result_bytes),
         dispatcher(&source, McpDispatcher::Options{options.version, "", kCallsPerSession}) {}
 
   const std::string id;
@@ -291,10 +304,11 @@ struct McpHttpServer::Request {
   }
 };
 
-absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(Engine* engine,
-                                                                    const Authenticator* auth,
-                                                                    Options options) {
-  std::unique_ptr<McpHttpServer> server(new McpHttpServer(engine, auth, std::move(options)));
+absl::StatusOr<std::unique_ptr<McpHttpServer>> McpHttpServer::Start(
+    Engine* engine, const ToolDeclarations* declarations, const Authenticator* auth,
+    Options options) {
+  std::unique_ptr<McpHttpServer> server(
+      new McpHttpServer(engine, declarations, auth, std::move(options)));
   const std::string& listen = server->options_.listen;
   const size_t colon = listen.rfind(':');
   server->host_ = listen.substr(0, colon);
@@ -713,7 +727,7 @@ absl::StatusOr<std::shared_ptr<McpHttpServer::Session>> McpHttpServer::OpenSessi
     const CallerIdentity& caller) {
   std::string id = NewSessionId();
   if (id.empty()) return absl::InternalError("no random bytes for a session id");
-  auto session = std::make_shared<Session>(id, caller, engine_, options_);
+  auto session = std::make_shared<Session>(id, caller, engine_, declarations_, options_);
   const absl::Time now = absl::Now();
   std::vector<std::shared_ptr<Session>> expired;
   std::shared_ptr<Session> evicted;

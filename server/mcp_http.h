@@ -103,6 +103,7 @@
 #include "core/engine.h"
 #include "server/auth.h"
 #include "server/options.h"
+#include "server/tool_declarations.h"
 
 struct mg_connection;
 struct mg_context;
@@ -138,11 +139,12 @@ class McpHttpServer final {
   static constexpr int kMaxRequestsPerConnection = 1000;
   static constexpr size_t kMaxBytesPerConnection = size_t{256} << 20;
 
-  // Listens and serves. `engine` and `auth` must outlive the server.
-  // Unavailable if it cannot listen on options.listen.
-  static absl::StatusOr<std::unique_ptr<McpHttpServer>> Start(Engine* engine,
-                                                              const Authenticator* auth,
-                                                              Options options);
+  // Listens and serves. `engine`, `declarations` (its tools rendered, shared
+  // with the gRPC service) and `auth` must outlive the server. Unavailable
+  // if it cannot listen on options.listen.
+  static absl::StatusOr<std::unique_ptr<McpHttpServer>> Start(
+      Engine* engine, const ToolDeclarations* declarations, const Authenticator* auth,
+      Options options);
   ~McpHttpServer();  // Stop()
   McpHttpServer(const McpHttpServer&) = delete;
   McpHttpServer& operator=(const McpHttpServer&) = delete;
@@ -160,8 +162,9 @@ class McpHttpServer final {
   struct Request;
   struct Connection;
 
-  McpHttpServer(Engine* engine, const Authenticator* auth, Options options)
-      : engine_(engine), auth_(auth), options_(std::move(options)) {}
+  McpHttpServer(Engine* engine, const ToolDeclarations* declarations, const Authenticator* auth,
+                Options options)
+      : engine_(engine), declarations_(declarations), auth_(auth), options_(std::move(options)) {}
   static int HandleRequest(mg_connection* conn, void* self);
   // civetweb's init_connection, begin_request and connection_close
   // callbacks: a connection's counts (Connection), from its first request to
@@ -192,6 +195,7 @@ class McpHttpServer final {
   bool HostAllowed(const std::string& host_header) const;
 
   Engine* const engine_;
+  const ToolDeclarations* const declarations_;
   const Authenticator* const auth_;
   const Options options_;
   std::string address_;

@@ -16,6 +16,7 @@ namespace toolexec {
 namespace {
 
 using builtin::Member;
+using builtin::StringField;
 
 // Proto JSON of a Value or Struct, parsed: {} when it cannot be converted.
 template <typename Message>
@@ -42,20 +43,6 @@ bool IsServedMcpProtocolVersion(absl::string_view version) {
     if (version == v) return true;
   }
   return false;
-}
-
-Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
-  ToolSpec spec(tool.name(), tool.description(), tool.parameters_json());
-  spec.read_only = tool.read_only();
-  spec.tags.assign(tool.tags().begin(), tool.tags().end());
-  spec.display_name = tool.display_name();
-  Json schema;
-  if (!tool.parameters_json().empty()) {
-    auto parsed = ParseJson(tool.parameters_json());
-    if (parsed.ok()) schema = *std::move(parsed);
-  }
-  if (!schema.IsObject()) schema = ProtoToJson(tool.parameters());
-  return mcp::ToMcpTool(tool.name(), spec, schema);
 }
 
 Json McpCallResultFromToolResult(const v1::ToolResult& result) {
@@ -225,18 +212,11 @@ std::string McpDispatcher::Initialize(const mcp::Message& m) const {
   return mcp::BuildResult(m.id, result);
 }
 
-absl::StatusOr<std::vector<v1::ToolDeclaration>> McpDispatcher::FetchTools() {
-  auto all = source_->ListTools();
-  if (!all.ok()) return all.status();
-  std::vector<v1::ToolDeclaration> tools;
+absl::StatusOr<std::vector<std::shared_ptr<const Json>>> McpDispatcher::FetchTools() {
+  auto tools = source_->ListTools();
+  if (!tools.ok()) return tools.status();
   std::set<std::string> names;
-  for (v1::ToolDeclaration& tool : *all) {
-    // Tools the harness or the model provider runs fail here [Tools run elsewhere]: an MCP
-    // client has nobody to run them.
-    if (tool.executor() != v1::EXECUTOR_DAEMON) continue;
-    names.insert(tool.name());
-    tools.push_back(std::move(tool));
-  }
+  for (const std::shared_ptr<const Json>& tool : *tools) names.insert(StringField(*tool, "name"));
   absl::MutexLock lock(&mu_);
   listed_ = std::move(names);
   have_listed_ = true;
@@ -259,15 +239,10 @@ std::string McpDispatcher::ListTools(const mcp::Message& m) {
     return mcp::BuildError(m.id, mcp::kInternalError,
                            absl::StrCat("toolexecd: ", tools.status().ToString()));
   }
-  Json result(rapidjson::kObjectType);
-  auto& alloc = result.GetAllocator();
-  JsonValue list(rapidjson::kArrayType);
-  for (const v1::ToolDeclaration& tool : *tools) {
-    Json t = McpToolFromDeclaration(tool);
-    list.PushBack(JsonValue(t, alloc), alloc);
-  }
-  result.AddMember("tools", list, alloc);
-  return mcp::BuildResult(m.id, result);
+  std::vector<const JsonValue*> list;
+  list.reserve(tools->size());
+  for (const std::shared_ptr<const Json>& tool : *tools) list.push_back(tool.get());
+  return mcp::BuildListResult(m.id, "tools", list);
 }
 
 std::unique_ptr<McpCall> McpDispatcher::ReserveCall(const mcp::Message& m, const SendFn& send) {

@@ -51,12 +51,6 @@ std::string NegotiateMcpProtocolVersion(absl::string_view requested);
 // Whether `version` is one of kMcpProtocolVersions.
 bool IsServedMcpProtocolVersion(absl::string_view version);
 
-// A ToolDeclaration as an MCP Tool: name, title (the display name when it
-// differs), description, inputSchema (the declared parameters, as declared)
-// and annotations from its tags (readOnlyHint; destructiveHint and
-// idempotentHint for a tool that writes).
-Json McpToolFromDeclaration(const v1::ToolDeclaration& tool);
-
 // A ToolResult as an MCP CallToolResult: model_content (else the payload as
 // JSON) as one text block, structuredContent from a successful object payload,
 // isError for any failure.
@@ -103,8 +97,10 @@ struct McpCallSpec {
 class McpToolSource {
  public:
   virtual ~McpToolSource() = default;
-  // The tools served, in order, as the wire declares them.
-  virtual absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() = 0;
+  // The tools served, in order, as MCP Tool objects (mcp::ToMcpTool): only
+  // those the daemon runs [Tools run elsewhere]. Never changed once listed,
+  // so a source may hand every request the same ones.
+  virtual absl::StatusOr<std::vector<std::shared_ptr<const Json>>> ListTools() = 0;
   // Runs one call to its end on this thread; `progress` gets each progress
   // text on this thread too. The source arms `cancel` while the call runs,
   // so that a cancel ends it (as a CANCELLED result, or an error). An error
@@ -185,8 +181,8 @@ class McpDispatcher final {
   std::unique_ptr<McpCall> ReserveCall(const mcp::Message& message, const SendFn& send);
   void Cancel(const JsonValue& params);
   void Release(const std::string& key, const CallCancel* cancel);
-  // The daemon-run tools of the source, in order; also refreshes `listed_`.
-  absl::StatusOr<std::vector<v1::ToolDeclaration>> FetchTools();
+  // The source's tools, in order; also refreshes `listed_`.
+  absl::StatusOr<std::vector<std::shared_ptr<const Json>>> FetchTools();
   // With a tool set: whether `name` is in it (asks the source the first time).
   bool Listed(const std::string& name);
 

@@ -172,6 +172,37 @@ describe('toolexecd MCP over streamable HTTP', () => {
     assert.ok(!tools.some((t) => t.name === 'ask_question'), 'harness tools are not offered');
   });
 
+  // One request to `toolexec mcp` (stdio) against the same daemon, as
+  // alice: the line it answers with.
+  function stdioRequest(message) {
+    return new Promise((resolve, reject) => {
+      const proc = spawn(TOOLEXEC, [`--target=${daemon.grpc}`, 'mcp'], {
+        env: { ...process.env, TOOLEXEC_TOKEN: ALICE }, stdio: ['pipe', 'pipe', 'inherit'] });
+      let out = '';
+      proc.stdout.setEncoding('utf8');
+      proc.stdout.on('data', (s) => {
+        out += s;
+        const line = out.split('\n').find((l) => l.startsWith(`{"jsonrpc":"2.0","id":${message.id},`));
+        if (line !== undefined) {
+          proc.stdin.end();
+          resolve(line);
+        }
+      });
+      proc.on('error', reject);
+      proc.on('exit', (code) => reject(new Error(`toolexec mcp exited ${code}: ${out}`)));
+      proc.stdin.write(`${JSON.stringify(message)}\n`);
+    });
+  }
+
+  test('tools/list declares every tool as `toolexec mcp` does from the same daemon, byte for byte', async () => {
+    const session = (await post(initialize())).headers.get('mcp-session-id');
+    const list = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
+    const http = await post(list, { 'Mcp-Session-Id': session });
+    assert.equal(http.status, 200, http.text);
+    assert.ok(http.body.result.tools.length > 10, http.text);
+    assert.equal(http.text, await stdioRequest(list));
+  });
+
   test('tools/call: text and structuredContent; a failure is isError', async () => {
     const { client } = await connect();
     const r = await client.callTool({ name: 'view_file', arguments: { file_path: 'hello.txt' } });

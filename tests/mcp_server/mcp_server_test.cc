@@ -219,13 +219,11 @@ TEST(McpServerCalls, InFlightCallsAreCappedCancelledAndJoined) {
 // The dispatcher both transports share, against a source without a daemon.
 class FakeSource final : public McpToolSource {
  public:
-  absl::StatusOr<std::vector<v1::ToolDeclaration>> ListTools() override {
-    std::vector<v1::ToolDeclaration> tools(2);
-    tools[0].set_name("echo");
-    tools[0].set_executor(v1::EXECUTOR_DAEMON);
-    tools[1].set_name("ask_question");
-    tools[1].set_executor(v1::EXECUTOR_HARNESS);
-    return tools;
+  absl::StatusOr<std::vector<std::shared_ptr<const Json>>> ListTools() override {
+    ++lists;
+    return std::vector<std::shared_ptr<const Json>>{
+        std::make_shared<const Json>(Parse(R"({"name":"echo","inputSchema":{"type":"object"}})")),
+        std::make_shared<const Json>(Parse(R"({"name":"wait","inputSchema":{"type":"object"}})"))};
   }
   // "echo" answers at once after one progress text; "block" waits until
   // cancelled.
@@ -253,6 +251,7 @@ class FakeSource final : public McpToolSource {
   }
   std::function<void()> after_result;
   std::string progress_text = "working";
+  int lists = 0;
 };
 
 mcp::Message Message(const std::string& text) {
@@ -270,8 +269,9 @@ TEST(McpDispatcher, ListsDaemonToolsCallsWithProgressAndCancelsWithoutAResponse)
   EXPECT_EQ(dispatcher.Handle(Message(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"), send),
             nullptr);
   ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(ToJsonString(Parse(sent[0])["result"]["tools"][0]["name"]), R"("echo")");
-  EXPECT_EQ(Parse(sent[0])["result"]["tools"].Size(), 1u) << "harness tools are not served";
+  EXPECT_EQ(sent[0], R"({"jsonrpc":"2.0","id":1,"result":{"tools":[)"
+                     R"({"name":"echo","inputSchema":{"type":"object"}},)"
+                     R"({"name":"wait","inputSchema":{"type":"object"}}]}})");
 
   sent.clear();
   std::unique_ptr<McpCall> call = dispatcher.Handle(
@@ -338,6 +338,26 @@ TEST(McpDispatcher, ListsDaemonToolsCallsWithProgressAndCancelsWithoutAResponse)
                 send),
             nullptr);
   EXPECT_THAT(sent.at(0), HasSubstr("shutting down"));
+}
+
+// `toolexec mcp --tool_set`: a tool outside the set is refused before the
+// daemon is asked to run it; the names listed are kept for later calls.
+TEST(McpDispatcher, WithAToolSetOnlyTheToolsListedAreCalled) {
+  FakeSource source;
+  McpDispatcher dispatcher(&source, {"1", "files", 8});
+  std::vector<std::string> sent;
+  auto send = [&sent](const std::string& m) { sent.push_back(m); };
+  EXPECT_EQ(dispatcher.Handle(Message(R"({"jsonrpc":"2.0","id":1,"method":"tools/call",)"
+                                      R"("params":{"name":"run_command"}})"),
+                              send),
+            nullptr);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(Parse(sent[0])["error"]["code"].GetInt(), -32602);
+  EXPECT_THAT(sent[0], HasSubstr("unknown tool 'run_command': it is not in the tool set 'files'"));
+  std::unique_ptr<McpCall> call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}})"), send);
+  EXPECT_NE(call, nullptr);
+  EXPECT_EQ(source.lists, 1);
 }
 
 // A tool's progress holds the bytes its command printed; the notification is
