@@ -45,6 +45,20 @@ Json McpToolFromDeclaration(const v1::ToolDeclaration& tool) {
   return mcp::ToMcpTool(tool.name(), spec, schema);
 }
 
+McpCallResult McpCallResultFromToolResult(const v1::ToolResult& result, bool ask_denied) {
+  McpCallResult out;
+  out.name = result.name();
+  if (result.exception().code() == v1::ERROR_CODE_UNKNOWN_TOOL) {
+    out.unknown_tool = result.error_message();
+    return out;
+  }
+  out.is_error = result.status() != v1::RESULT_STATUS_SUCCESS;
+  out.ask_denied = ask_denied && result.status() == v1::RESULT_STATUS_DENIED;
+  out.payload = ProtoToJson(result.payload());
+  out.model_content = result.model_content();
+  return out;
+}
+
 // The daemon over gRPC: ListTools and a one-call ExecuteBatch.
 class McpStdioServer::GrpcToolSource final : public McpToolSource {
  public:
@@ -67,15 +81,17 @@ class McpStdioServer::GrpcToolSource final : public McpToolSource {
     return tools;
   }
 
-  absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& spec,
-                                      const std::function<void(const std::string&)>& progress,
-                                      CallCancel* cancel) override {
+  absl::StatusOr<McpCallResult> Call(McpCallSpec spec,
+                                     const std::function<void(const std::string&)>& progress,
+                                     CallCancel* cancel) override {
     v1::ExecuteBatchRequest request;
     request.set_session_id(session_id_);
     v1::ToolCall* call = request.add_calls();
-    call->set_id(spec.id);
+    call->set_id(std::move(spec.id));
     call->set_name(spec.name);
-    call->set_args_json(spec.args_json);
+    // The wire's arguments are text (the Struct would lose their order and
+    // their integers); none is {}.
+    if (spec.args.MemberCount() > 0) call->set_args_json(ToJsonString(spec.args));
     grpc::ClientContext context;
     cancel->Arm([&context] { context.TryCancel(); });
     std::optional<v1::ToolResult> result;
@@ -101,8 +117,7 @@ class McpStdioServer::GrpcToolSource final : public McpToolSource {
       return status;
     }
     if (!result.has_value()) return absl::InternalError("toolexecd ended the call without a result");
-    if (denied_ask) ExplainDeniedAsk(&*result);
-    return *std::move(result);
+    return McpCallResultFromToolResult(*result, denied_ask);
   }
 
  private:

@@ -53,6 +53,10 @@ namespace toolexec {
 // order (the parameters Struct when there is none).
 Json McpToolFromDeclaration(const v1::ToolDeclaration& tool);
 
+// A result from the wire as an McpCallResult; `ask_denied`: the call's
+// permission request was denied here (kMcpAskDenial).
+McpCallResult McpCallResultFromToolResult(const v1::ToolResult& result, bool ask_denied);
+
 class McpStdioServer final {
  public:
   struct Options {

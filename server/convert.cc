@@ -278,8 +278,8 @@ void FillResult(const ToolCallResult& r, v1::ToolResult* out) {
 }  // namespace
 
 void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
-  ErrorCode code = ErrorCode::kInternal;
   std::string problem;
+  std::string oversized;  // the message for a result over max_bytes
   try {
     FillResult(r, out);
     absl::Status s = JsonToValue(r.payload, out->mutable_payload());
@@ -290,9 +290,7 @@ void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
       problem = std::string(s.message());
     } else if (const size_t size = out->ByteSizeLong(); size > max_bytes) {
       // Sent, it would fail the whole stream and lose every later result.
-      code = ErrorCode::kToolFailed;
-      problem = absl::StrCat(size, " bytes, over the limit of ", max_bytes,
-                             " bytes for one result; ask for less (a line range, fewer matches)");
+      oversized = OversizedResultMessage(r.name, size, max_bytes);
     } else {
       return;
     }
@@ -307,12 +305,12 @@ void ToProto(ToolCallResult r, v1::ToolResult* out, size_t max_bytes) {
   r.display = DisplayResult();
   r.compact_summary = std::string();
   r.model_content = std::string();
+  const ErrorCode code = oversized.empty() ? ErrorCode::kInternal : ErrorCode::kToolFailed;
   std::string message =
-      problem.empty()
+      !oversized.empty() ? std::move(oversized)
+      : problem.empty()
           ? absl::StrCat("tool '", r.name,
                          "' returned a result that cannot be sent: out of memory converting it")
-      : code == ErrorCode::kToolFailed
-          ? absl::StrCat("tool '", r.name, "' returned a result of ", problem)
           : absl::StrCat("tool '", r.name, "' returned a result that cannot be sent: ", problem);
   const std::string server_name = r.error ? r.error->server_name : "";
   SetFailure(r, code, r.name, server_name, r.name, message, kDefaultModelContentChars);

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "mcp/serve/dispatcher.h"
-#include "server/convert.h"
+#include "server/logging.h"
 #include "server/execute_batch_reactor.h"
 #include "server/listen_probe.h"
 #include "server/metrics.h"
@@ -112,12 +112,8 @@ class CallObserver final : public BatchObserver {
 // The engine, as one caller sees it.
 class EngineToolSource final : public McpToolSource {
  public:
-  EngineToolSource(Engine* engine, const ToolDeclarations* declarations, CallerIdentity caller,
-                   size_t max_result_bytes)
-      : engine_(engine),
-        declarations_(declarations),
-        caller_(std::move(caller)),
-        max_result_bytes_(max_result_bytes) {}
+  EngineToolSource(Engine* engine, const ToolDeclarations* declarations, CallerIdentity caller)
+      : engine_(engine), declarations_(declarations), caller_(std::move(caller)) {}
 
   // The caller's tools, as rendered once for their registry snapshot.
   absl::StatusOr<std::vector<std::shared_ptr<const Json>>> ListTools() override {
@@ -134,14 +130,16 @@ class EngineToolSource final : public McpToolSource {
     return out;
   }
 
-  absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
-                                      const std::function<void(const std::string&)>& progress,
-                                      CallCancel* cancel) override {
+  // The arguments go to the engine as parsed, the result comes back as the
+  // engine made it: nothing is converted on the way.
+  absl::StatusOr<McpCallResult> Call(McpCallSpec call,
+                                     const std::function<void(const std::string&)>& progress,
+                                     CallCancel* cancel) override {
     BatchSpec spec;
     CallRequest request;
-    request.id = call.id;
-    request.name = call.name;
-    request.args_json = call.args_json;
+    request.id = std::move(call.id);
+    request.name = std::move(call.name);
+    request.args = std::move(call.args);
     spec.calls.push_back(std::move(request));
     if (const std::string* traceparent = CurrentTraceLog()) spec.traceparent = *traceparent;
     CallObserver observer;
@@ -158,17 +156,13 @@ class EngineToolSource final : public McpToolSource {
     cancel->Disarm();
     started->reset();
     if (!result.has_value()) return absl::InternalError("the call ended without a result");
-    v1::ToolResult out;
-    ToProto(*std::move(result), &out, max_result_bytes_);
-    if (denied_ask) ExplainDeniedAsk(&out);
-    return out;
+    return McpCallResultOf(*std::move(result), denied_ask);
   }
 
  private:
   Engine* const engine_;
   const ToolDeclarations* const declarations_;
   const CallerIdentity caller_;
-  const size_t max_result_bytes_;
 };
 
 std::string NewSessionId() {
@@ -227,8 +221,9 @@ struct McpHttpServer::Session {
           const ToolDeclarations* declarations, const Options& options)
       : id(std::move(session_id)),
         caller(std::move(who)),
-        source(engine, declarations, caller, options.max_result_bytes),
-        dispatcher(&source, McpDispatcher::Options{options.version, "", kCallsPerSession}) {}
+        source(engine, declarations, caller),
+        dispatcher(&source, McpDispatcher::Options{options.version, "", kCallsPerSession,
+                                                   options.max_result_bytes}) {}
 
   const std::string id;
   const CallerIdentity caller;

@@ -115,7 +115,9 @@ class McpHttpServer final {
   struct Options {
     std::string listen;  // "host:port"; port 0 picks one
     size_t max_body_bytes = 64 << 20;
-    size_t max_result_bytes = 64 << 20;  // a larger result becomes a TOOL_FAILED result
+    // A tools/call response larger than this (bytes of its JSON-RPC message)
+    // is sent as a TOOL_FAILED result giving its size and the limit.
+    size_t max_result_bytes = 64 << 20;
     std::string version;                 // serverInfo.version
     size_t max_sessions_per_caller = kDefaultMcpSessionsPerCaller;
     absl::Duration session_idle_ttl = kDefaultMcpSessionIdleTtl;

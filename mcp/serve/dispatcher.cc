@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
 #include "mcp/protocol/content.h"
+#include "tools/runtime/call_result.h"
 #include "tools/runtime/json_fields.h"
 #include "tools/runtime/model_content.h"
 #include "tools/runtime/tool.h"
@@ -18,15 +18,12 @@ namespace {
 using builtin::Member;
 using builtin::StringField;
 
-// Proto JSON of a Value or Struct, parsed: {} when it cannot be converted.
-template <typename Message>
-Json ProtoToJson(const Message& message) {
-  std::string text;
-  if (google::protobuf::util::MessageToJsonString(message, &text).ok()) {
-    auto parsed = ParseJson(text);
-    if (parsed.ok()) return *std::move(parsed);
-  }
-  return MakeObject();
+// A failed call's CallToolResult: FailureModelContent's text for the model.
+Json FailureResult(ErrorCode code, absl::string_view tool, absl::string_view message) {
+  Json payload(rapidjson::kObjectType);
+  payload.AddMember("error", MakeString(message, payload.GetAllocator()), payload.GetAllocator());
+  return mcp::ToCallToolResult(
+      payload, FailureModelContent(code, tool, message, kDefaultModelContentChars), true);
 }
 
 }  // namespace
@@ -45,24 +42,20 @@ bool IsServedMcpProtocolVersion(absl::string_view version) {
   return false;
 }
 
-Json McpCallResultFromToolResult(const v1::ToolResult& result) {
-  Json payload = ProtoToJson(result.payload());
-  return mcp::ToCallToolResult(payload, result.model_content(),
-                               result.status() != v1::RESULT_STATUS_SUCCESS);
-}
-
-void ExplainDeniedAsk(v1::ToolResult* result) {
-  if (result->status() != v1::RESULT_STATUS_DENIED) return;
-  const std::string message =
-      absl::StrCat("the policy asks before ", result->name(), " runs, and ", kMcpAskDenial,
-                   ": ask the daemon's operator to allow it for this caller");
-  result->set_error_message(message);
-  result->set_model_content(FailureModelContent(ErrorCode::kDenied, result->name(), message,
-                                                kDefaultModelContentChars));
-  result->mutable_exception()->set_message(message);
-  google::protobuf::Struct payload;
-  (*payload.mutable_fields())["error"].set_string_value(message);
-  *result->mutable_payload()->mutable_struct_value() = std::move(payload);
+McpCallResult McpCallResultOf(ToolCallResult result, bool ask_denied) {
+  McpCallResult out;
+  out.name = std::move(result.name);
+  if (result.error.has_value() && result.error->code == ErrorCode::kUnknownTool) {
+    out.unknown_tool = SanitizeUtf8(result.error_message);
+    return out;
+  }
+  out.is_error = !result.ok();
+  out.ask_denied = ask_denied && result.status == ResultStatus::kDenied;
+  out.payload = std::move(result.payload);
+  SanitizeJsonUtf8(out.payload, out.payload.GetAllocator());
+  out.model_content = IsValidUtf8(result.model_content) ? std::move(result.model_content)
+                                                         : SanitizeUtf8(result.model_content);
+  return out;
 }
 
 // ---- CallCancel ----
@@ -114,18 +107,17 @@ bool McpCall::Run(const SendFn& send) {
                      alloc);
     send(mcp::BuildNotification("notifications/progress", &params));
   };
-  absl::StatusOr<v1::ToolResult> result =
-      dispatcher_->source_->Call(spec_, on_progress, cancel_.get());
+  absl::StatusOr<McpCallResult> result =
+      dispatcher_->source_->Call(std::move(spec_), on_progress, cancel_.get());
   if (cancel_->cancelled()) return false;  // MCP: no response to a cancelled request
   if (!result.ok()) {
     send(mcp::BuildError(id_, mcp::kInternalError,
                          absl::StrCat("toolexecd: ", result.status().ToString())));
-  } else if (result->exception().code() == v1::ERROR_CODE_UNKNOWN_TOOL) {
+  } else if (result->unknown_tool.has_value()) {
     // MCP: an unknown tool is a protocol error, not a tool result.
-    send(mcp::BuildError(id_, mcp::kInvalidParams, result->error_message()));
+    send(mcp::BuildError(id_, mcp::kInvalidParams, *result->unknown_tool));
   } else {
-    Json answer = McpCallResultFromToolResult(*result);
-    send(mcp::BuildResult(id_, answer));
+    send(dispatcher_->Answer(id_, *result));
   }
   return true;
 }
@@ -212,6 +204,24 @@ std::string McpDispatcher::Initialize(const mcp::Message& m) const {
   return mcp::BuildResult(m.id, result);
 }
 
+std::string McpDispatcher::Answer(const mcp::RequestId& id, const McpCallResult& result) const {
+  Json answer;
+  if (result.ask_denied) {
+    answer = FailureResult(
+        ErrorCode::kDenied, result.name,
+        absl::StrCat("the policy asks before ", result.name, " runs, and ", kMcpAskDenial,
+                     ": ask the daemon's operator to allow it for this caller"));
+  } else {
+    answer = mcp::ToCallToolResult(result.payload, result.model_content, result.is_error);
+  }
+  std::string response = mcp::BuildResult(id, answer);
+  if (response.size() <= options_.max_result_bytes) return response;
+  return mcp::BuildResult(
+      id, FailureResult(ErrorCode::kToolFailed, result.name,
+                        OversizedResultMessage(result.name, response.size(),
+                                               options_.max_result_bytes)));
+}
+
 absl::StatusOr<std::vector<std::shared_ptr<const Json>>> McpDispatcher::FetchTools() {
   auto tools = source_->ListTools();
   if (!tools.ok()) return tools.status();
@@ -260,7 +270,7 @@ std::unique_ptr<McpCall> McpDispatcher::ReserveCall(const mcp::Message& m, const
                            "tools/call params.arguments must be an object"));
       return nullptr;
     }
-    spec.args_json = ToJsonString(*args);
+    spec.args.CopyFrom(*args, spec.args.GetAllocator());
   }
   if (!options_.tool_set.empty() && !Listed(spec.name)) {
     send(mcp::BuildError(m.id, mcp::kInvalidParams,

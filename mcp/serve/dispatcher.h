@@ -1,9 +1,16 @@
 // toolexec's tools served to MCP clients: what both of its MCP server
 // transports share. `toolexec mcp` (stdio, proxying to toolexecd over gRPC,
 // client/mcp_server.h) and toolexecd's streamable HTTP endpoint
-// (server/mcp_http.h, calling the Engine in-process) map declarations and
-// results to MCP here, and answer JSON-RPC requests through one dispatcher:
-// initialize, ping, tools/list, tools/call and notifications/cancelled.
+// (server/mcp_http.h, calling the Engine in-process) answer JSON-RPC requests
+// through one dispatcher: initialize, ping, tools/list, tools/call and
+// notifications/cancelled.
+//
+// The seam between them, McpToolSource, speaks MCP's JSON and the runtime's
+// types, never the wire's: tools are MCP Tool objects, a call's arguments
+// come parsed, its end is an McpCallResult. Each source converts at its own
+// edge: `toolexec mcp` from the proto it has from gRPC, the HTTP endpoint
+// not at all (declarations rendered once per registry snapshot; the
+// engine's arguments and results as they are).
 //
 // Threads and ownership
 // ---------------------
@@ -25,8 +32,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,8 +45,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "mcp/protocol/jsonrpc.h"
+#include "tools/runtime/batch.h"
 #include "tools/runtime/json.h"
-#include "toolexec/v1/toolexec.pb.h"
 
 namespace toolexec {
 
@@ -51,19 +60,10 @@ std::string NegotiateMcpProtocolVersion(absl::string_view requested);
 // Whether `version` is one of kMcpProtocolVersions.
 bool IsServedMcpProtocolVersion(absl::string_view version);
 
-// A ToolResult as an MCP CallToolResult: model_content (else the payload as
-// JSON) as one text block, structuredContent from a successful object payload,
-// isError for any failure.
-Json McpCallResultFromToolResult(const v1::ToolResult& result);
-
 // A policy's ask on an MCP transport: MCP has no way to put the question to
 // the client's user, so the transport denies it at once (rather than letting
 // the call wait out the ask timeout), giving kMcpAskDenial as the reason.
 inline constexpr char kMcpAskDenial[] = "MCP clients cannot answer permission requests";
-// The DENIED result of a call whose ask the transport denied, reworded to say
-// so (the policy's own wording is "Permission denied by user"). Other results
-// are left as they are.
-void ExplainDeniedAsk(v1::ToolResult* result);
 
 // Cancellation of one call, between the thread running it and the one that
 // receives notifications/cancelled (or shuts down). Thread-safe.
@@ -87,11 +87,36 @@ class CallCancel final {
   std::function<void()> cancel_ ABSL_GUARDED_BY(mu_);
 };
 
+// One tools/call as the client sent it.
 struct McpCallSpec {
-  std::string id;  // the JSON-RPC id as text (7 or "7"), the ToolCall's id
+  std::string id;  // the JSON-RPC id as text (7 or "7"), the call's id
   std::string name;
-  std::string args_json;  // "" = {}
+  // The arguments, parsed with the message: always an object ({} when none
+  // were sent; anything else was refused with invalid params).
+  Json args = MakeObject();
 };
+
+// How a call ended, in the terms MCP answers in; the dispatcher makes the
+// answer (McpCall::Run).
+struct McpCallResult {
+  std::string name;  // the tool that ran
+  // Set, to the message saying so, when no tool has the name: MCP makes that
+  // a protocol error (invalid params), not a result.
+  std::optional<std::string> unknown_tool;
+  bool is_error = false;  // any failure: isError, and no structuredContent
+  Json payload;           // the tool's object, or {"error": message}
+  std::string model_content;  // the text for the model; "" = the payload as JSON
+  // The policy asked before the tool ran, the source denied the ask at once
+  // (kMcpAskDenial) and the call ended DENIED: the answer says that nobody
+  // could be asked, not the policy's "Permission denied by user".
+  bool ask_denied = false;
+};
+
+// The engine's result as an McpCallResult, for a source that runs calls
+// in-process: its payload and model_content moved, made valid UTF-8 where a
+// tool left bytes that are not (as the gRPC wire does); `ask_denied`: the
+// source denied the policy's ask.
+McpCallResult McpCallResultOf(ToolCallResult result, bool ask_denied);
 
 // Where the served tools are: toolexecd over gRPC, or the Engine in-process.
 class McpToolSource {
@@ -105,9 +130,9 @@ class McpToolSource {
   // text on this thread too. The source arms `cancel` while the call runs,
   // so that a cancel ends it (as a CANCELLED result, or an error). An error
   // status when the call could not run or reach its end.
-  virtual absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
-                                              const std::function<void(const std::string&)>& progress,
-                                              CallCancel* cancel) = 0;
+  virtual absl::StatusOr<McpCallResult> Call(
+      McpCallSpec call, const std::function<void(const std::string&)>& progress,
+      CallCancel* cancel) = 0;
 };
 
 class McpDispatcher;
@@ -140,7 +165,7 @@ class McpCall final {
 
   McpDispatcher* const dispatcher_;
   const mcp::RequestId id_;
-  const McpCallSpec spec_;
+  McpCallSpec spec_;  // given to the source by Run
   const Json progress_token_;  // null: no progress wanted
   const std::shared_ptr<CallCancel> cancel_;
 };
@@ -153,6 +178,10 @@ class McpDispatcher final {
     // tools/call requests reserved or running at once; past it a call is
     // refused at once with a JSON-RPC error saying so.
     size_t max_calls_in_flight = 64;
+    // The largest tools/call response (bytes of its JSON-RPC message) sent as
+    // the tool's result; a larger one is sent as a TOOL_FAILED result giving
+    // its size and this limit.
+    size_t max_result_bytes = std::numeric_limits<size_t>::max();
   };
   using SendFn = McpCall::SendFn;
 
@@ -177,6 +206,8 @@ class McpDispatcher final {
  private:
   friend class McpCall;
   std::string Initialize(const mcp::Message& message) const;
+  // The response to the call `id` that ended with `result`.
+  std::string Answer(const mcp::RequestId& id, const McpCallResult& result) const;
   std::string ListTools(const mcp::Message& message);
   std::unique_ptr<McpCall> ReserveCall(const mcp::Message& message, const SendFn& send);
   void Cancel(const JsonValue& params);

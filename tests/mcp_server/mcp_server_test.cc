@@ -1,6 +1,7 @@
-// `toolexec mcp`'s mappings and message handling, without processes: a
-// ToolDeclaration as an MCP Tool, a ToolResult as a CallToolResult, version
-// negotiation, and the answers to requests that need no daemon.
+// The MCP serving seam without processes: `toolexec mcp`'s mappings of the
+// wire (a ToolDeclaration as an MCP Tool, a ToolResult as an McpCallResult),
+// the engine's result as an McpCallResult, version negotiation, and the
+// dispatcher's answers against a source without a daemon.
 #include "client/mcp_server.h"
 
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "google/protobuf/util/json_util.h"
+#include "tools/runtime/call_result.h"
 #include "tools/runtime/utf8.h"
 
 namespace toolexec {
@@ -75,53 +78,60 @@ TEST(McpToolFromDeclaration, SchemaAsDeclaredAndAnnotationsFromTags) {
             R"({"readOnlyHint":false,"destructiveHint":false})");
 }
 
-TEST(McpCallResultFromToolResult, SuccessCarriesModelContentAndStructuredContent) {
-  Json r = McpCallResultFromToolResult(ResultFromJson(
-      R"({"status":"RESULT_STATUS_SUCCESS","payload":{"total_lines":2},"model_content":"1\tfirst\n2\tsecond"})"));
-  EXPECT_EQ(ToJsonString(r), R"({"content":[{"type":"text","text":"1\tfirst\n2\tsecond"}],)"
-                             R"("structuredContent":{"total_lines":2}})");
-}
+TEST(McpCallResultFromToolResult, TheWiresResultInMcpsTerms) {
+  McpCallResult ok = McpCallResultFromToolResult(
+      ResultFromJson(R"({"name":"view_file","status":"RESULT_STATUS_SUCCESS",)"
+                     R"("payload":{"total_lines":2},"model_content":"1\tfirst\n2\tsecond"})"),
+      false);
+  EXPECT_EQ(ok.name, "view_file");
+  EXPECT_FALSE(ok.unknown_tool.has_value());
+  EXPECT_FALSE(ok.is_error);
+  EXPECT_EQ(ToJsonString(ok.payload), R"({"total_lines":2})");
+  EXPECT_EQ(ok.model_content, "1\tfirst\n2\tsecond");
+  EXPECT_FALSE(ok.ask_denied);
 
-TEST(McpCallResultFromToolResult, WithoutModelContentThePayloadIsTheText) {
-  Json r = McpCallResultFromToolResult(
-      ResultFromJson(R"({"status":"RESULT_STATUS_SUCCESS","payload":{"result":42}})"));
-  EXPECT_EQ(ToJsonString(r["content"][0]["text"]), R"("{\"result\":42}")");
-  EXPECT_EQ(ToJsonString(r["structuredContent"]), R"({"result":42})");
-}
-
-TEST(McpCallResultFromToolResult, FailureIsErrorWithoutStructuredContent) {
   for (const char* status : {"RESULT_STATUS_ERROR", "RESULT_STATUS_TIMEOUT",
                              "RESULT_STATUS_CANCELLED", "RESULT_STATUS_DENIED"}) {
-    Json r = McpCallResultFromToolResult(ResultFromJson(absl::StrCat(
-        R"({"status":")", status,
-        R"(","payload":{"error":"boom"},"error_message":"boom","model_content":"Error from x (ERROR_CODE_TOOL_FAILED): boom"})")));
-    EXPECT_TRUE(r["isError"].GetBool()) << status;
-    EXPECT_FALSE(r.HasMember("structuredContent")) << status;
-    EXPECT_THAT(std::string(r["content"][0]["text"].GetString()), HasSubstr("boom"));
+    McpCallResult failed = McpCallResultFromToolResult(
+        ResultFromJson(absl::StrCat(R"({"status":")", status,
+                                    R"(","payload":{"error":"boom"},"error_message":"boom"})")),
+        true);
+    EXPECT_TRUE(failed.is_error) << status;
+    EXPECT_EQ(ToJsonString(failed.payload), R"({"error":"boom"})");
+    // Only a denial is the ask's.
+    EXPECT_EQ(failed.ask_denied, absl::string_view(status) == "RESULT_STATUS_DENIED") << status;
   }
+
+  McpCallResult unknown = McpCallResultFromToolResult(
+      ResultFromJson(R"({"status":"RESULT_STATUS_ERROR","error_message":"unknown tool 'x'",)"
+                     R"("exception":{"code":"ERROR_CODE_UNKNOWN_TOOL"}})"),
+      false);
+  EXPECT_EQ(unknown.unknown_tool, "unknown tool 'x'");
 }
 
-TEST(ExplainDeniedAsk, ADeniedResultSaysNoOneCouldBeAsked) {
-  v1::ToolResult denied = ResultFromJson(
-      R"({"name":"view_file","status":"RESULT_STATUS_DENIED","payload":{"error":"x"},)"
-      R"("error_message":"Permission denied by user: x","model_content":"Error: x",)"
-      R"("exception":{"code":"ERROR_CODE_DENIED","message":"Permission denied by user: x"}})");
-  ExplainDeniedAsk(&denied);
-  EXPECT_EQ(denied.status(), v1::RESULT_STATUS_DENIED);
-  EXPECT_EQ(denied.exception().code(), v1::ERROR_CODE_DENIED);
-  const std::string payload_error =
-      denied.payload().struct_value().fields().at("error").string_value();
-  for (const std::string& text : {denied.error_message(), denied.model_content(),
-                                  denied.exception().message(), payload_error}) {
-    EXPECT_THAT(text, HasSubstr("MCP clients cannot answer permission requests")) << text;
-    EXPECT_THAT(text, HasSubstr("view_file")) << text;
-    EXPECT_THAT(text, ::testing::Not(HasSubstr("denied by user"))) << text;
-  }
-  // Only a denial is reworded.
-  v1::ToolResult ok =
-      ResultFromJson(R"({"status":"RESULT_STATUS_SUCCESS","model_content":"fine"})");
-  ExplainDeniedAsk(&ok);
-  EXPECT_EQ(ok.model_content(), "fine");
+TEST(McpCallResultOf, TheEnginesResultMovedAndMadeUtf8) {
+  ToolCallResult r;
+  r.name = "cat";
+  r.payload = Parse(R"({"text":"ok","lines":["fine"]})");
+  // Bytes a tool may leave in its result: not UTF-8.
+  r.payload["text"].SetString("a\xff", r.payload.GetAllocator());
+  r.payload["lines"][0].SetString("\xc0!", r.payload.GetAllocator());
+  r.model_content = "x\xfe";
+  McpCallResult out = McpCallResultOf(std::move(r), false);
+  EXPECT_EQ(out.name, "cat");
+  EXPECT_FALSE(out.is_error);
+  EXPECT_EQ(ToJsonString(out.payload), "{\"text\":\"a\xEF\xBF\xBD\",\"lines\":[\"\xEF\xBF\xBD!\"]}");
+  EXPECT_EQ(out.model_content, "x\xEF\xBF\xBD");
+
+  ToolCallResult unknown;
+  SetFailure(unknown, ErrorCode::kUnknownTool, "nope", "", "nope", "unknown tool 'nope'", 1000);
+  EXPECT_EQ(McpCallResultOf(std::move(unknown), false).unknown_tool, "unknown tool 'nope'");
+
+  ToolCallResult denied;
+  SetFailure(denied, ErrorCode::kDenied, "cat", "", "cat", "Permission denied by user", 1000);
+  McpCallResult d = McpCallResultOf(std::move(denied), true);
+  EXPECT_TRUE(d.is_error);
+  EXPECT_TRUE(d.ask_denied);
 }
 
 // Requests answered without the daemon: the client is never used.
@@ -226,18 +236,21 @@ class FakeSource final : public McpToolSource {
         std::make_shared<const Json>(Parse(R"({"name":"wait","inputSchema":{"type":"object"}})"))};
   }
   // "echo" answers at once after one progress text; "block" waits until
-  // cancelled.
-  absl::StatusOr<v1::ToolResult> Call(const McpCallSpec& call,
-                                      const std::function<void(const std::string&)>& progress,
-                                      CallCancel* cancel) override {
+  // cancelled; "answer" ends as `answer` says.
+  absl::StatusOr<McpCallResult> Call(McpCallSpec call,
+                                     const std::function<void(const std::string&)>& progress,
+                                     CallCancel* cancel) override {
     progress(progress_text);
-    v1::ToolResult result;
+    McpCallResult result;
+    result.name = call.name;
+    result.payload = MakeObject();
+    if (call.name == "answer") return answer();
     if (call.name == "block") {
       absl::Notification cancelled;
       cancel->Arm([&cancelled] { cancelled.Notify(); });
       cancelled.WaitForNotification();
       cancel->Disarm();
-      result.set_status(v1::RESULT_STATUS_CANCELLED);
+      result.is_error = true;
       return result;
     }
     if (call.name == "late") {  // the result is in; then a cancel comes
@@ -245,10 +258,10 @@ class FakeSource final : public McpToolSource {
       cancel->Disarm();
       if (after_result) after_result();
     }
-    result.set_status(v1::RESULT_STATUS_SUCCESS);
-    result.set_model_content(absl::StrCat("echo ", call.id, " ", call.args_json));
+    result.model_content = absl::StrCat("echo ", call.id, " ", ToJsonString(call.args));
     return result;
   }
+  std::function<McpCallResult()> answer;
   std::function<void()> after_result;
   std::string progress_text = "working";
   int lists = 0;
@@ -378,6 +391,76 @@ TEST(McpDispatcher, ProgressOfBytesThatAreNotUtf8IsSentAsUtf8) {
   ASSERT_TRUE(IsValidUtf8(sent[0])) << sent[0];
   EXPECT_EQ(std::string(Parse(sent[0])["params"]["message"].GetString()),
             "out\xEF\xBF\xBD\xEF\xBF\xBD!");
+}
+
+// The response to a tools/call of "answer", whose source ends it with
+// `result`, from a dispatcher sending responses of `max_result_bytes` at most.
+std::string AnswerTo(McpCallResult result,
+                     size_t max_result_bytes = std::numeric_limits<size_t>::max()) {
+  FakeSource source;
+  source.answer = [&result] { return std::move(result); };
+  McpDispatcher dispatcher(&source, {"1", "", 8, max_result_bytes});
+  std::vector<std::string> sent;
+  auto send = [&sent](const std::string& m) { sent.push_back(m); };
+  std::unique_ptr<McpCall> call = dispatcher.Handle(
+      Message(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"answer"}})"), send);
+  EXPECT_NE(call, nullptr);
+  if (call != nullptr) {
+    EXPECT_TRUE(call->Run(send));
+  }
+  EXPECT_EQ(sent.size(), 1u);
+  return sent.empty() ? "" : sent.back();
+}
+
+McpCallResult Ended(const char* payload, const char* model_content, bool is_error = false) {
+  McpCallResult r;
+  r.name = "view_file";
+  r.payload = Parse(payload);
+  r.model_content = model_content;
+  r.is_error = is_error;
+  return r;
+}
+
+TEST(McpDispatcher, AnswersACallsEndInMcpsTerms) {
+  EXPECT_EQ(AnswerTo(Ended(R"({"total_lines":2})", "1\tfirst\n2\tsecond")),
+            R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"1\tfirst\n2\tsecond"}],)"
+            R"("structuredContent":{"total_lines":2}}})");
+  // Without model_content the payload is the text.
+  EXPECT_EQ(AnswerTo(Ended(R"({"result":42})", "")),
+            R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"result\":42}"}],)"
+            R"("structuredContent":{"result":42}}})");
+  // A failure is isError, without structuredContent.
+  EXPECT_EQ(AnswerTo(Ended(R"({"error":"boom"})", "Error: boom", true)),
+            R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: boom"}],)"
+            R"("isError":true}})");
+  // MCP: an unknown tool is a protocol error.
+  McpCallResult unknown;
+  unknown.unknown_tool = "unknown tool 'answer'";
+  EXPECT_EQ(AnswerTo(std::move(unknown)),
+            R"({"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool 'answer'"}})");
+}
+
+TEST(McpDispatcher, ADeniedAskSaysNobodyCouldBeAsked) {
+  McpCallResult denied = Ended(R"({"error":"x"})", "Error: Permission denied by user: x", true);
+  denied.ask_denied = true;
+  Json answer = Parse(AnswerTo(std::move(denied)));
+  EXPECT_TRUE(answer["result"]["isError"].GetBool());
+  EXPECT_FALSE(answer["result"].HasMember("structuredContent"));
+  const std::string text = answer["result"]["content"][0]["text"].GetString();
+  EXPECT_THAT(text, HasSubstr("the policy asks before view_file runs, and MCP clients cannot "
+                              "answer permission requests"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("denied by user")));
+}
+
+TEST(McpDispatcher, AResponseOverTheLimitIsAFailureSayingSo) {
+  const std::string fits = AnswerTo(Ended(R"({"total_lines":2})", "two lines"), 200);
+  EXPECT_THAT(fits, HasSubstr("two lines"));
+  Json answer = Parse(AnswerTo(Ended(R"({"total_lines":2})", std::string(300, 'x').c_str()), 200));
+  EXPECT_TRUE(answer["result"]["isError"].GetBool());
+  EXPECT_THAT(std::string(answer["result"]["content"][0]["text"].GetString()),
+              HasSubstr("tool 'view_file' returned a result of "));
+  EXPECT_THAT(std::string(answer["result"]["content"][0]["text"].GetString()),
+              HasSubstr("bytes, over the limit of 200 bytes for one result"));
 }
 
 }  // namespace

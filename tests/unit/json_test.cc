@@ -172,6 +172,23 @@ TEST(IntegralNumbersTest, IntegralDoublesBecomeIntegers) {
   EXPECT_EQ(IntegralValue(std::nan("")), std::nullopt);
 }
 
+TEST(SanitizeJsonUtf8Test, StringsAndKeysBecomeUtf8InPlace) {
+  Json doc = *ParseJson(R"({"k":"v","list":["ok",{"inner":"x"}],"n":1})");
+  auto& a = doc.GetAllocator();
+  EXPECT_FALSE(SanitizeJsonUtf8(doc, a));
+  EXPECT_EQ(ToJsonString(doc), R"({"k":"v","list":["ok",{"inner":"x"}],"n":1})");
+  doc["k"].SetString("v\xff", a);
+  doc["list"][1]["inner"].SetString("\xe2\x82x", a);
+  doc["list"][1].MemberBegin()->name.SetString("in\xc0", a);
+  EXPECT_TRUE(SanitizeJsonUtf8(doc, a));
+  EXPECT_EQ(ToJsonString(doc),
+            "{\"k\":\"v\xEF\xBF\xBD\",\"list\":[\"ok\",{\"in\xEF\xBF\xBD\":\"\xEF\xBF\xBDx\"}],\"n\":1}");
+  Json text(rapidjson::kStringType);
+  text.SetString("\xff", text.GetAllocator());
+  EXPECT_TRUE(SanitizeJsonUtf8(text, text.GetAllocator()));
+  EXPECT_EQ(StringOf(text), "\xEF\xBF\xBD");
+}
+
 TEST(JsonDepthTest, CountsNesting) {
   EXPECT_EQ(JsonDepth(*ParseJson("1")), 0);
   EXPECT_EQ(JsonDepth(*ParseJson("{}")), 1);

@@ -83,6 +83,11 @@ Json ShapePayload(Json out) {
   return payload;
 }
 
+std::string OversizedResultMessage(absl::string_view tool, size_t bytes, size_t max_bytes) {
+  return absl::StrCat("tool '", tool, "' returned a result of ", bytes, " bytes, over the limit of ",
+                      max_bytes, " bytes for one result; ask for less (a line range, fewer matches)");
+}
+
 size_t ResultBytes(const ToolCallResult& r) {
   constexpr size_t kFixed = sizeof(ToolCallResult);
   return kFixed + ApproxJsonBytes(r.payload) + ApproxJsonBytes(r.actions.state_delta) +

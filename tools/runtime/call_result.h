@@ -40,6 +40,11 @@ void SetFailureMessage(ToolCallResult& r, absl::string_view message, size_t mode
 // as {"result": v}.
 Json ShapePayload(Json out);
 
+// Why a result of `bytes` is not sent where one result may be at most
+// `max_bytes` (the message of the TOOL_FAILED result sent instead), naming
+// the tool and what to ask for.
+std::string OversizedResultMessage(absl::string_view tool, size_t bytes, size_t max_bytes);
+
 // About how much memory a result holds until it is released.
 size_t ResultBytes(const ToolCallResult& r);
 

@@ -237,6 +237,34 @@ Json CopyJson(const JsonValue& value) {
   return doc;
 }
 
+bool SanitizeJsonUtf8(JsonValue& value, Json::AllocatorType& alloc) {
+  bool replaced = false;
+  auto fix = [&](JsonValue& text) {
+    const absl::string_view bytes = StringOf(text);
+    if (IsValidUtf8(bytes)) return;
+    const std::string valid = SanitizeUtf8(bytes);
+    text.SetString(valid.data(), static_cast<rapidjson::SizeType>(valid.size()), alloc);
+    replaced = true;
+  };
+  // Iterative, so a deep value cannot overflow the stack here.
+  std::vector<JsonValue*> stack = {&value};
+  while (!stack.empty()) {
+    JsonValue* v = stack.back();
+    stack.pop_back();
+    if (v->IsString()) {
+      fix(*v);
+    } else if (v->IsObject()) {
+      for (auto& m : v->GetObject()) {
+        fix(m.name);
+        stack.push_back(&m.value);
+      }
+    } else if (v->IsArray()) {
+      for (auto& e : v->GetArray()) stack.push_back(&e);
+    }
+  }
+  return replaced;
+}
+
 int JsonDepth(const JsonValue& value) {
   // Iterative, so a deep value built in code cannot overflow the stack here.
   int max_depth = 0;

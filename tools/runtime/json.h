@@ -40,6 +40,13 @@ std::string ToJsonString(const JsonValue& value);
 // A deep copy of `value` as a new document.
 Json CopyJson(const JsonValue& value);
 
+// Makes every string and key within `value` valid UTF-8 (utf8.h's rule:
+// each ill-formed part becomes U+FFFD), in place, new text allocated in
+// `alloc` (the allocator of `value`'s document). Whether any was replaced.
+// For values built in code from bytes (a tool's result) that leave as JSON
+// text, which must be UTF-8.
+bool SanitizeJsonUtf8(JsonValue& value, Json::AllocatorType& alloc);
+
 // Nesting depth of `value`: a scalar is 0, [] and {} are 1, [[1]] is 2.
 int JsonDepth(const JsonValue& value);
 
