@@ -123,17 +123,7 @@ void ExecuteBatchReactor::Enqueue(v1::ExecuteBatchResponse response, Kind kind, 
     }
     if (last) batch_done_ = true;
     bool keep = !broken_ && !finished_;
-    if (keep && is_progress) {
-      size_t bytes = response.progress().text().size();
-      if (queued_progress_ >= kMaxQueuedProgress ||
-          queued_progress_bytes_ + bytes > kMaxQueuedProgressBytes) {
-        ++dropped_progress_;
-        keep = false;
-      } else {
-        ++queued_progress_;
-        queued_progress_bytes_ += bytes;
-      }
-    }
+    if (keep && is_progress) keep = progress_.Admit(response.progress().text().size());
     if (keep) {
       queue_.push_back(std::move(response));
       queue_kind_.push_back(kind);
@@ -198,8 +188,7 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
     if (queue_kind_.front() == Kind::kProgress) {
-      --queued_progress_;
-      queued_progress_bytes_ -= queue_.front().progress().text().size();
+      progress_.Release(queue_.front().progress().text().size());
     } else if (queue_kind_.front() == Kind::kResult) {
       ++results_released;
     }
@@ -212,8 +201,7 @@ void ExecuteBatchReactor::OnWriteDone(bool ok) {
       broken_ = true;
       queue_.clear();
       queue_kind_.clear();
-      queued_progress_ = 0;
-      queued_progress_bytes_ = 0;
+      progress_.Clear();
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
       to_cancel = batch_.get();
     }
@@ -249,9 +237,9 @@ void ExecuteBatchReactor::OnDone() {
   {
     absl::MutexLock lock(&mu_);
     CountRpc("ExecuteBatch", final_status_.error_code());
-    if (dropped_progress_ > 0) {
+    if (progress_.dropped() > 0) {
       spdlog::warn("ExecuteBatch peer={} dropped {} progress events: the client read too slowly",
-                   context_->peer(), dropped_progress_);
+                   context_->peer(), progress_.dropped());
     }
   }
   // The log line is built only when it will be written (this is the hot path).

@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "server/progress_bound.h"
 #include "tools/runtime/tool_runner.h"
 #include "toolexec/v1/toolexec.grpc.pb.h"
 
@@ -68,12 +69,6 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   // Results wait in queue_ until written; OnWriteDone tells the runner as
   // they leave, so it starts no more calls while a slow client owes reads.
   bool HoldsResults() const override { return true; }
-
-  // Progress events queued past this many (or bytes) are dropped (counted and
-  // logged), so a client that reads slowly cannot grow the daemon's memory
-  // without bound. Results are never dropped.
-  static constexpr size_t kMaxQueuedProgress = 4096;
-  static constexpr size_t kMaxQueuedProgressBytes = 8 << 20;
 
  private:
   ExecuteBatchReactor(grpc::CallbackServerContext* context, size_t calls, int max_message_bytes);
@@ -112,9 +107,8 @@ class ExecuteBatchReactor final : public grpc::ServerWriteReactor<v1::ExecuteBat
   absl::Mutex mu_;
   std::deque<v1::ExecuteBatchResponse> queue_ ABSL_GUARDED_BY(mu_);  // front = being written
   std::deque<Kind> queue_kind_ ABSL_GUARDED_BY(mu_);
-  size_t queued_progress_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t queued_progress_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t dropped_progress_ ABSL_GUARDED_BY(mu_) = 0;
+  // Progress past it is dropped (counted and logged); results never are.
+  ProgressBound progress_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool batch_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;  // a write failed: drop the rest

@@ -19,7 +19,7 @@
 #include "absl/strings/strip.h"
 #include "mcp/serve/dispatcher.h"
 #include "server/logging.h"
-#include "server/execute_batch_reactor.h"
+#include "server/progress_bound.h"
 #include "server/listen_probe.h"
 #include "server/metrics.h"
 #include "server/unary.h"
@@ -39,25 +39,20 @@ constexpr int kRequestCancelled = -32800;
 constexpr size_t kCallsPerSession = McpHttpServer::kWorkerThreads;
 
 // Queues one call's events for the thread waiting in EngineToolSource::Call:
-// the runner's threads never wait on HTTP. Progress past the gRPC stream's
-// limits is dropped (counted and logged), as it is there, so a client that
-// reads slowly cannot grow the daemon's memory.
+// the runner's threads never wait on HTTP. Progress past the bound the gRPC
+// stream keeps too is dropped (counted and logged), so a client that reads
+// slowly cannot grow the daemon's memory.
 class CallObserver final : public BatchObserver {
  public:
   ~CallObserver() override {
-    if (dropped_ > 0) {
+    if (bound_.dropped() > 0) {
       spdlog::warn("MCP tools/call dropped {} progress events: the client read too slowly",
-                   dropped_);
+                   bound_.dropped());
     }
   }
   void OnProgress(ProgressEvent event) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (progress_.size() >= ExecuteBatchReactor::kMaxQueuedProgress ||
-        progress_bytes_ + event.text.size() > ExecuteBatchReactor::kMaxQueuedProgressBytes) {
-      ++dropped_;
-      return;
-    }
-    progress_bytes_ += event.text.size();
+    if (!bound_.Admit(event.text.size())) return;
     progress_.push_back(std::move(event.text));
     cv_.notify_all();
   }
@@ -87,7 +82,7 @@ class CallObserver final : public BatchObserver {
       std::vector<std::string> texts = std::move(progress_);
       std::vector<std::string> asks = std::move(asks_);
       progress_.clear();
-      progress_bytes_ = 0;
+      bound_.Clear();
       asks_.clear();
       const bool done = done_;
       lock.unlock();
@@ -102,8 +97,7 @@ class CallObserver final : public BatchObserver {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> progress_;
-  size_t progress_bytes_ = 0;
-  uint64_t dropped_ = 0;
+  ProgressBound bound_;
   std::vector<std::string> asks_;
   std::optional<ToolCallResult> result_;
   bool done_ = false;
