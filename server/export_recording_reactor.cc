@@ -23,29 +23,30 @@ static_assert(static_cast<int>(RecordingFormat::kNative) == v1::RECORDING_FORMAT
 ExportRecordingReactor* ExportRecordingReactor::Start(Engine* engine,
                                                       grpc::CallbackServerContext* context,
                                                       absl::StatusOr<CallerIdentity> caller,
-                                                      const v1::ExportRecordingRequest& request) {
+                                                      const v1::ExportRecordingRequest& request,
+                                                      const OffThread& off_thread) {
   auto* reactor = new ExportRecordingReactor(context);
   reactor->session_id_ = request.session_id();
-  absl::StatusOr<std::string> data = absl::UnknownError("");
   if (!caller.ok()) {
-    data = caller.status();
-  } else {
-    reactor->caller_name_ = caller->name;
-    if (!v1::RecordingFormat_IsValid(request.format())) {
-      data = absl::InvalidArgumentError(absl::StrCat(
-          "unknown format ", request.format(),
-          "; one of RECORDING_FORMAT_NATIVE, _OPENAI, _OPENAI_RESPONSES, _ANTHROPIC, _GEMINI"));
-    } else {
-      data = engine->ExportRecording(*caller, request.session_id(),
-                                     static_cast<RecordingFormat>(request.format()));
-    }
-  }
-  if (!data.ok()) {
-    reactor->End(ToGrpcStatus(data.status()));
+    reactor->End(ToGrpcStatus(caller.status()));
     return reactor;
   }
-  reactor->data_ = *std::move(data);
-  reactor->Next();
+  reactor->caller_name_ = caller->name;
+  if (!v1::RecordingFormat_IsValid(request.format())) {
+    reactor->End(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+        "unknown format ", request.format(),
+        "; one of RECORDING_FORMAT_NATIVE, _OPENAI, _OPENAI_RESPONSES, _ANTHROPIC, _GEMINI"))));
+    return reactor;
+  }
+  // Nothing touches the reactor after it finishes (Finish is called only
+  // here, or by a write this starts), so it outlives the work.
+  off_thread([reactor, engine, who = *std::move(caller),
+              format = static_cast<RecordingFormat>(request.format())] {
+    absl::StatusOr<std::string> data = engine->ExportRecording(who, reactor->session_id_, format);
+    if (!data.ok()) return reactor->End(ToGrpcStatus(data.status()));
+    reactor->data_ = *std::move(data);
+    reactor->Next();
+  });
   return reactor;
 }
 

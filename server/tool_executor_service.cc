@@ -184,8 +184,9 @@ grpc::ServerUnaryReactor* ToolExecutorService::RespondPermission(
 
 grpc::ServerWriteReactor<v1::ExportRecordingResponse>* ToolExecutorService::ExportRecording(
     grpc::CallbackServerContext* context, const v1::ExportRecordingRequest* request) {
-  return ExportRecordingReactor::Start(engine_, context, AuthenticateCall(auth_, *context),
-                                       *request);
+  return ExportRecordingReactor::Start(
+      engine_, context, AuthenticateCall(auth_, *context), *request,
+      [this](std::function<void()> work) { OffThread(std::move(work)); });
 }
 
 void ToolExecutorService::OffThread(std::function<void()> work) {
