@@ -285,7 +285,7 @@ void RedactInto(const JsonValue& in, JsonValue& out, Json::AllocatorType& a,
       absl::string_view name(m->name.GetString(), m->name.GetStringLength());
       JsonValue key(max_chars == 0 ? std::string(name) : Utf8Cut(name, max_chars), a);
       JsonValue value;
-      if (command::LooksSecret(m->name.GetString())) {
+      if (command::LooksSecret(StringOf(m->name))) {
         value.SetString(kRedacted, a);
       } else {
         RedactInto(m->value, value, a, max_chars);
@@ -328,7 +328,7 @@ void AuditLog::WriteMasked(const JsonValue& in, TextWriter& out) {
     out.StartObject();
     for (auto m = in.MemberBegin(); m != in.MemberEnd(); ++m) {
       out.Key(m->name.GetString(), m->name.GetStringLength());
-      if (command::LooksSecret(m->name.GetString())) {
+      if (command::LooksSecret(StringOf(m->name))) {
         out.String(kRedacted);
       } else {
         WriteMasked(m->value, out);

@@ -577,6 +577,22 @@ TEST(AuditLogRedactTest, StringsLeftUnscannedHaveNothingTheScanWouldMask) {
   EXPECT_GT(scanned_and_masked, 2000);
 }
 
+// A key is judged whole: a NUL inside it does not hide the secret-looking
+// part after it, in the audit log or in a recording's masked JSON.
+TEST(AuditLogRedactTest, AKeyWithANulInsideIsJudgedWhole) {
+  auto args = ParseJson(R"({"a\u0000_token":"s3cret","path":"/x"})");
+  ASSERT_TRUE(args.ok());
+  const std::string redacted = ToJsonString(AuditLog::Redact(*args));
+  EXPECT_THAT(redacted, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(redacted, HasSubstr("/x"));
+  rapidjson::StringBuffer text;
+  AuditLog::TextWriter writer(text);
+  AuditLog::WriteMasked(*args, writer);
+  const std::string masked(text.GetString(), text.GetSize());
+  EXPECT_THAT(masked, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(masked, HasSubstr(R"("a\u0000_token":"[redacted]")"));
+}
+
 // Keys, the tool name and the call id are cut like values: a 4 MB request
 // makes a bounded line.
 TEST(AuditLogRedactTest, KeysAndNamesAreCutLikeValues) {
