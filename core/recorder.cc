@@ -195,11 +195,21 @@ void SessionRecording::WriteEvent(const JsonValue& event, bool sync) {
 }
 
 void SessionRecording::Write(RecordingLines& lines, bool sync) {
-  absl::MutexLock lock(&mu_);
-  if (cut() || broken_) {
+  bool written = false;
+  {
+    absl::MutexLock lock(&mu_);
+    written = WriteAdmitted(lines);
     lines.Clear();
-    return;
   }
+  // The file is closed only with this object, so the sync needs no lock: a
+  // close_session's sync does not hold up a batch writing meanwhile. A cut
+  // recording is synced too (what it holds is all there will be).
+  if (written && sync) fsync(fd_.get());
+}
+
+bool SessionRecording::WriteAdmitted(const RecordingLines& lines) {
+  if (broken_) return false;
+  if (cut()) return true;
   // The lines the limit admits, then the cut line in place of the first it
   // does not.
   size_t admitted = 0;
@@ -209,20 +219,17 @@ void SessionRecording::Write(RecordingLines& lines, bool sync) {
     admitted = end;
   }
   const absl::string_view text(lines.text.GetString(), lines.text.GetSize());
-  bool ok = WriteOut(text.substr(0, admitted));
-  if (ok && admitted < text.size()) {
-    cut_.store(true, std::memory_order_relaxed);
-    Json cut = RecordingEvent("cut", absl::Now());
-    auto& a = cut.GetAllocator();
-    Put(cut, "bytes", JsonValue(static_cast<uint64_t>(max_bytes_)), a);
-    Put(cut, "reason",
-        absl::StrCat("the recording reached recording.max_bytes_per_session (", max_bytes_,
-                     " bytes): later events are not recorded; the session went on"),
-        a);
-    ok = WriteOut(absl::StrCat(ToJsonString(cut), "\n"));
-  }
-  if (ok && sync) fsync(fd_.get());
-  lines.Clear();
+  if (!WriteOut(text.substr(0, admitted))) return false;
+  if (admitted == text.size()) return true;
+  cut_.store(true, std::memory_order_relaxed);
+  Json cut = RecordingEvent("cut", absl::Now());
+  auto& a = cut.GetAllocator();
+  Put(cut, "bytes", JsonValue(static_cast<uint64_t>(max_bytes_)), a);
+  Put(cut, "reason",
+      absl::StrCat("the recording reached recording.max_bytes_per_session (", max_bytes_,
+                   " bytes): later events are not recorded; the session went on"),
+      a);
+  return WriteOut(absl::StrCat(ToJsonString(cut), "\n"));
 }
 
 bool SessionRecording::WriteOut(absl::string_view bytes) {

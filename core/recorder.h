@@ -140,6 +140,9 @@ class SessionRecording final {
         fd_(std::move(fd)) {}
 
  private:
+  // Writes what of `lines` the limit admits (and the cut line); false when
+  // nothing could be written (a write failed, now or before).
+  bool WriteAdmitted(const RecordingLines& lines) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One write(2) loop over `bytes`; false (logged once) when it failed.
   bool WriteOut(absl::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -148,8 +151,8 @@ class SessionRecording final {
   const uint64_t max_bytes_;
   std::atomic<uint64_t> next_batch_{0};
   std::atomic<bool> cut_{false};
-  absl::Mutex mu_;
-  const UniqueFd fd_ ABSL_PT_GUARDED_BY(mu_);
+  absl::Mutex mu_;  // the file's writes and what they count
+  const UniqueFd fd_;
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // admitted so far
   // A write failed part way, so nothing more is written (a line after a
   // partial one would not parse).
