@@ -134,12 +134,17 @@ BATCHES = [
 ]
 
 
-def fill(directory):
-    for rel, text in FILES.items():
+def write_files(directory, files):
+    """Writes each {relative path: text} of `files` under `directory`."""
+    for rel, text in files.items():
         path = os.path.join(directory, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def fill(directory):
+    write_files(directory, FILES)
 
 
 @pytest.fixture(scope="session")

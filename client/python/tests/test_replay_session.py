@@ -23,7 +23,7 @@ import tempfile
 import pytest
 
 import toolexec
-from conftest import CONFIG, REPO, TOOLEXEC_CLI, Daemon, cli_replay, eventually
+from conftest import CONFIG, REPO, TOOLEXEC_CLI, Daemon, cli_replay, eventually, write_files
 from toolexec import Client
 
 # The commands' python: this one's binary itself (a shim on PATH may cost a second a start).
@@ -240,11 +240,7 @@ FAILING = {"call_8_0", "call_9_0", "call_75_0"}
 
 
 def fill(directory):
-    for rel, text in START.items():
-        path = os.path.join(directory, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_files(directory, START)
 
 
 def set_ticket(root, text):
