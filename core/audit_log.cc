@@ -317,7 +317,7 @@ void AuditLog::WriteMasked(absl::string_view s, TextWriter& out) {
     out.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
     return;
   }
-  const std::string masked = MaskSecrets(s);
+  const std::string masked = audit_internal::MaskEveryForm(s);
   out.String(masked.data(), static_cast<rapidjson::SizeType>(masked.size()));
 }
 
